@@ -1,0 +1,101 @@
+// buildApp(deps): the whole HTTP interface, from plugins and then routes.
+// It owns no process concerns (ports, signals): tests build it and call
+// `inject`; server.ts runs it.
+//
+// A /v1 request passes, in order: deprecation headers → auth (who is it?) →
+// rate limit (count it; 429) → auth (401) → body parser (415, 413, bad JSON)
+// → schema validation (400) → handler → service → storage.
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import cors from '@fastify/cors'
+import type { Config } from './config.js'
+import { ApiError } from './errors.js'
+import type { Storage } from './db/storage.js'
+import type { RateLimitStore } from './limits/store.js'
+import { CursorCodec } from './pets/cursor.js'
+import { PetService } from './pets/service.js'
+import { compileValidator, type HttpPart } from './schemas/validator.js'
+import authPlugin from './plugins/auth.js'
+import deprecationPlugin from './plugins/deprecation.js'
+import errorsPlugin, { clientErrorHandler } from './plugins/errors.js'
+import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
+import openapiPlugin from './plugins/openapi.js'
+import rateLimitPlugin from './plugins/rate-limit.js'
+import healthRoutes from './routes/health.js'
+import methodNotAllowed from './routes/method-not-allowed.js'
+import petRoutes from './routes/pets.js'
+
+export interface AppDeps {
+  config: Config
+  storage: Storage
+  limiter: RateLimitStore
+  /** Unix milliseconds; injected so that tests control windows, bans and the sunset. */
+  now?: () => number
+  /** A pino logger; none in tests. */
+  logger?: FastifyBaseLogger
+}
+
+/** Headers a browser script may read, when CORS is on. */
+const EXPOSED_HEADERS = [
+  'Link', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset',
+  'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
+]
+
+export async function buildApp ({ config, storage, limiter, now = Date.now, logger }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
+    bodyLimit: BODY_LIMIT,
+    trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
+    // A slow client cannot hold a connection: the whole request must arrive
+    // in 30 s (its headers in 10 s, below), and an idle keep-alive connection closes.
+    connectionTimeout: 60_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 65_000,
+    // Fastify's own 503 while closing has its own body shape; requests that
+    // arrive while closing are answered normally instead.
+    return503OnClosing: false,
+    requestIdHeader: false,
+    genReqId: () => randomUUID(),
+    clientErrorHandler,
+    routerOptions: { maxParamLength: 200 }
+  })
+  app.server.headersTimeout = 10_000
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart, []))
+
+  app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+
+  // With PORT=0 the real port is known only once listening.
+  const baseUrl = (): string => {
+    const address = app.server.address()
+    if (!config.selfBaseUrlIsLocal || config.port !== 0 || address === null || typeof address === 'string') return config.selfBaseUrl
+    return config.selfBaseUrl.replace(/:0\/v1$/, `:${address.port}/v1`)
+  }
+
+  await app.register(errorsPlugin)
+  await app.register(jsonBodyPlugin)
+  if (config.corsOrigins.length > 0) {
+    await app.register(cors, { origin: [...config.corsOrigins], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 })
+  }
+  await app.register(openapiPlugin, { config, baseUrl })
+  await app.register(healthRoutes, { storage, limiter })
+
+  const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
+  await app.register(async function v1 (api) {
+    await api.register(deprecationPlugin, { baseUrl, now })
+    await api.register(authPlugin, { storage, environment: config.environment, now })
+    await api.register(rateLimitPlugin, { store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now })
+    await api.register(petRoutes, { pets, baseUrl })
+    await api.register(methodNotAllowed, { paths: { '/pets': ['GET', 'POST'], '/pets/:petId': ['GET'] } })
+    api.setNotFoundHandler(async (request) => {
+      throw new ApiError('not_found', `Nothing is at ${request.method} ${request.url.split('?')[0] ?? ''}.`)
+    })
+  }, { prefix: '/v1' })
+
+  return app
+}
+
+/** TRUST_PROXY=N: believe the last N proxies of X-Forwarded-For. https://fastify.dev/docs/latest/Reference/Server/#trustproxy */
+function trustHops (hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops
+}

@@ -1,0 +1,127 @@
+// Environment → validated, frozen, typed configuration. Read once at start;
+// a bad value stops the process with a message that names the variable.
+
+export type Environment = 'production' | 'staging'
+
+export interface Config {
+  readonly host: string
+  readonly port: number
+  readonly databaseUrl: string
+  readonly redisUrl: string | undefined
+  readonly environment: Environment
+  /** The production address, as published in the OpenAPI document. Ends in /v1. */
+  readonly publicBaseUrl: string
+  /** The staging address, as published in the OpenAPI document. Ends in /v1. */
+  readonly stagingBaseUrl: string | undefined
+  /** This instance's own address: every absolute URL it writes starts with it. */
+  readonly selfBaseUrl: string
+  /** True when selfBaseUrl is the listening address, whose port is known only after listen when PORT=0. */
+  readonly selfBaseUrlIsLocal: boolean
+  readonly trustProxy: boolean | number | string[]
+  readonly corsOrigins: readonly string[]
+  readonly banThreshold: number
+  readonly banSeconds: number
+  readonly logLevel: string
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+export function loadConfig (env: Env = process.env): Config {
+  const host = nonEmpty(env, 'HOST') ?? '127.0.0.1'
+  const port = integer(env, 'PORT', 8080, 0, 65535)
+  const environment = oneOf(env, 'PETSTORE_ENV', ['production', 'staging'] as const, 'production')
+  const localBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`
+  const publicBaseUrl = baseUrl(env, 'PUBLIC_BASE_URL') ?? localBase
+  const stagingBaseUrl = baseUrl(env, 'STAGING_BASE_URL')
+  const selfBaseUrl = environment === 'production' ? publicBaseUrl : (stagingBaseUrl ?? localBase)
+
+  return Object.freeze({
+    host,
+    port,
+    databaseUrl: databaseUrl(env),
+    redisUrl: nonEmpty(env, 'REDIS_URL'),
+    environment,
+    publicBaseUrl,
+    stagingBaseUrl,
+    selfBaseUrl,
+    selfBaseUrlIsLocal: selfBaseUrl === localBase,
+    trustProxy: trustProxy(env),
+    corsOrigins: Object.freeze(list(env, 'CORS_ORIGINS')),
+    banThreshold: integer(env, 'RATE_LIMIT_BAN_THRESHOLD', 30, 1, 1_000_000),
+    banSeconds: integer(env, 'RATE_LIMIT_BAN_SECONDS', 900, 1, 31_536_000),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info')
+  })
+}
+
+function nonEmpty (env: Env, name: string): string | undefined {
+  const value = env[name]?.trim()
+  return value === undefined || value === '' ? undefined : value
+}
+
+function integer (env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = nonEmpty(env, name)
+  if (raw === undefined) return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+function oneOf<T extends string> (env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = nonEmpty(env, name)
+  if (raw === undefined) return fallback
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
+  }
+  return raw as T
+}
+
+function list (env: Env, name: string): string[] {
+  return (nonEmpty(env, name) ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '')
+}
+
+function baseUrl (env: Env, name: string): string | undefined {
+  const raw = nonEmpty(env, name)
+  if (raw === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`)
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`)
+  }
+  if (url.search !== '' || url.hash !== '') {
+    throw new ConfigError(`${name} must not carry a query or a fragment, got "${raw}"`)
+  }
+  const href = url.href.replace(/\/+$/, '')
+  if (!href.endsWith('/v1')) throw new ConfigError(`${name} must end with the version segment /v1, got "${raw}"`)
+  return href
+}
+
+function databaseUrl (env: Env): string {
+  const raw = nonEmpty(env, 'DATABASE_URL') ?? 'sqlite:./data/petstore.db'
+  if (!/^(sqlite:.+|postgres(ql)?:\/\/.+)$/.test(raw)) {
+    throw new ConfigError(`DATABASE_URL must be sqlite:PATH, sqlite::memory: or postgres://…, got "${redactUrl(raw)}"`)
+  }
+  return raw
+}
+
+// https://fastify.dev/docs/latest/Reference/Server/#trustproxy
+function trustProxy (env: Env): boolean | number | string[] {
+  const raw = nonEmpty(env, 'TRUST_PROXY')
+  if (raw === undefined || raw === 'false') return false
+  if (raw === 'true') return true
+  if (/^\d+$/.test(raw)) return Number(raw)
+  return list(env, 'TRUST_PROXY')
+}
+
+/** Hides the password of a connection URL so that it can be logged. */
+export function redactUrl (url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@')
+}

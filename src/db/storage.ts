@@ -1,0 +1,80 @@
+// The storage contract. Each backend (SQLite, PostgreSQL) implements it in
+// full; one test suite runs against each. Nothing here knows about HTTP.
+import type { PetStatus } from '../schemas/pet.js'
+import type { Plan } from '../limits/plans.js'
+import type { Environment } from '../config.js'
+
+export interface PetRecord {
+  id: bigint
+  name: string
+  categoryId: bigint
+  status: PetStatus
+}
+
+export interface NewPetRecord {
+  name: string
+  categoryId: bigint
+  status: PetStatus
+}
+
+/** Remembers a created animal under a client's Idempotency-Key, in the same commit. */
+export interface IdempotencyRecord {
+  apiKeyId: number
+  key: string
+  requestHash: string
+  createdAt: number
+}
+
+export interface StoredIdempotentRequest {
+  requestHash: string
+  pet: PetRecord
+  createdAt: number
+}
+
+export interface ListPetsQuery {
+  /** Only animals with an id above this one (the cursor). */
+  afterId: bigint
+  status: PetStatus | undefined
+  limit: number
+}
+
+export interface ApiKeyRecord {
+  id: number
+  name: string
+  plan: Plan
+  /** Limits set on the key itself; `null` means the plan's. */
+  perMinute: number | null
+  perDay: number | null
+  environment: Environment
+  createdAt: number
+  revokedAt: number | null
+}
+
+export interface NewApiKeyRecord {
+  name: string
+  plan: Plan
+  perMinute: number | null
+  perDay: number | null
+  environment: Environment
+  tokenHash: string
+  createdAt: number
+}
+
+export interface Storage {
+  readonly backend: 'sqlite' | 'postgres'
+  /** Resolves only once the animal (and its idempotency record) is durably committed. */
+  createPet (pet: NewPetRecord, idempotency?: IdempotencyRecord): Promise<PetRecord>
+  getPet (id: bigint): Promise<PetRecord | undefined>
+  listPets (query: ListPetsQuery): Promise<PetRecord[]>
+  findIdempotentRequest (apiKeyId: number, key: string, createdAfter: number): Promise<StoredIdempotentRequest | undefined>
+
+  createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
+  findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined>
+  listApiKeys (): Promise<ApiKeyRecord[]>
+  revokeApiKey (id: number, at: number): Promise<boolean>
+
+  /** A random secret shared by every instance on this database, made on first use. */
+  secret (name: string): Promise<Buffer>
+  ping (): Promise<void>
+  close (): Promise<void>
+}

@@ -1,0 +1,33 @@
+// The plans of SPEC.md and their limits. Enterprise limits are set per key.
+
+export type Plan = 'free' | 'pro' | 'business' | 'enterprise'
+export const PLANS: readonly Plan[] = ['free', 'pro', 'business', 'enterprise']
+
+export interface Limits {
+  perMinute: number
+  perDay: number
+}
+
+const PLAN_LIMITS: Record<Exclude<Plan, 'enterprise'>, Limits> = {
+  free: { perMinute: 60, perDay: 1_000 },
+  pro: { perMinute: 300, perDay: 10_000 },
+  business: { perMinute: 1_000, perDay: 100_000 }
+}
+
+/** Requests without a valid key are limited per client address. */
+export const ANONYMOUS_LIMITS: Limits = { perMinute: 60, perDay: Number.MAX_SAFE_INTEGER }
+
+export function isPlan (value: string): value is Plan {
+  return (PLANS as readonly string[]).includes(value)
+}
+
+/** The limits of a key: its own where set, else its plan's. */
+export function limitsFor (plan: Plan, own: { perMinute: number | null, perDay: number | null }): Limits {
+  const base = plan === 'enterprise' ? undefined : PLAN_LIMITS[plan]
+  const perMinute = own.perMinute ?? base?.perMinute
+  const perDay = own.perDay ?? base?.perDay
+  if (perMinute === undefined || perDay === undefined) {
+    throw new Error(`a ${plan} key needs its own per-minute and per-day limits`)
+  }
+  return { perMinute, perDay }
+}

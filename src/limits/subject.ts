@@ -1,0 +1,18 @@
+// Whom a request without a valid key is counted against: its client
+// address, with IPv6 taken by /64 (one customer's whole network, as ISPs
+// allot them) and IPv4-mapped IPv6 read as the IPv4 address it is.
+import ipaddr from 'ipaddr.js'
+
+export function addressSubject (address: string): string {
+  if (!ipaddr.isValid(address)) return `addr:${address}`
+  let parsed = ipaddr.parse(address)
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6
+    if (v6.isIPv4MappedAddress()) {
+      parsed = v6.toIPv4Address()
+    } else {
+      return `addr:${v6.parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`
+    }
+  }
+  return `addr:${parsed.toString()}`
+}

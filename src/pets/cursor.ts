@@ -1,0 +1,50 @@
+// Paging cursors: opaque to clients, and signed, so the service accepts only
+// cursors it made. A cursor holds the last id of the previous page and the
+// status filter it was made for: paging is by key, so every page costs the
+// same whatever its depth.
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { PET_STATUSES, type PetStatus } from '../schemas/pet.js'
+
+const VERSION = 1
+const MAC_BYTES = 12
+const PAYLOAD_BYTES = 1 + 8 + 1
+
+export interface CursorPosition {
+  afterId: bigint
+  status: PetStatus | undefined
+}
+
+export class CursorCodec {
+  readonly #secret: Buffer
+
+  constructor (secret: Buffer) {
+    this.#secret = secret
+  }
+
+  encode ({ afterId, status }: CursorPosition): string {
+    const payload = Buffer.alloc(PAYLOAD_BYTES)
+    payload.writeUInt8(VERSION, 0)
+    payload.writeBigUInt64BE(afterId, 1)
+    payload.writeUInt8(status === undefined ? 0 : PET_STATUSES.indexOf(status) + 1, 9)
+    return Buffer.concat([payload, this.#mac(payload)]).toString('base64url')
+  }
+
+  /** The position a cursor stands for, or undefined when the service did not make it. */
+  decode (cursor: string): CursorPosition | undefined {
+    const bytes = Buffer.from(cursor, 'base64url')
+    if (bytes.length !== PAYLOAD_BYTES + MAC_BYTES || bytes.toString('base64url') !== cursor) return undefined
+    const payload = bytes.subarray(0, PAYLOAD_BYTES)
+    if (!timingSafeEqual(bytes.subarray(PAYLOAD_BYTES), this.#mac(payload))) return undefined
+    if (payload.readUInt8(0) !== VERSION) return undefined
+    const statusIndex = payload.readUInt8(9)
+    if (statusIndex > PET_STATUSES.length) return undefined
+    return {
+      afterId: payload.readBigUInt64BE(1),
+      status: statusIndex === 0 ? undefined : PET_STATUSES[statusIndex - 1]
+    }
+  }
+
+  #mac (payload: Buffer): Buffer {
+    return createHmac('sha256', this.#secret).update(payload).digest().subarray(0, MAC_BYTES)
+  }
+}

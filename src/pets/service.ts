@@ -1,0 +1,107 @@
+// What the three operations do, apart from HTTP: list by cursor, fetch one,
+// and add one at most once per Idempotency-Key.
+import { createHash } from 'node:crypto'
+import { ApiError } from '../errors.js'
+import type { PetRecord, Storage } from '../db/storage.js'
+import type { NewPet, PetStatus } from '../schemas/pet.js'
+import type { CursorCodec } from './cursor.js'
+
+export const DEFAULT_PAGE_SIZE = 20
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
+
+export interface PetPage {
+  pets: PetRecord[]
+  /** Present when more animals follow. */
+  nextCursor: string | undefined
+}
+
+export interface CreateOutcome {
+  pet: PetRecord
+  /** True when an earlier request with the same Idempotency-Key created it. */
+  replayed: boolean
+}
+
+export class PetService {
+  readonly #storage: Storage
+  readonly #cursors: CursorCodec
+  readonly #now: () => number
+  /**
+   * Idempotency keys whose first request is still being committed. In-process:
+   * two instances could each accept one; the shared lock arrives with the
+   * PostgreSQL backend.
+   */
+  readonly #inFlight = new Set<string>()
+
+  constructor (storage: Storage, cursors: CursorCodec, now: () => number) {
+    this.#storage = storage
+    this.#cursors = cursors
+    this.#now = now
+  }
+
+  async list (query: { limit?: number | undefined, status?: PetStatus | undefined, cursor?: string | undefined }): Promise<PetPage> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE
+    let afterId = 0n
+    if (query.cursor !== undefined) {
+      const position = this.#cursors.decode(query.cursor)
+      if (position === undefined) {
+        throw new ApiError('invalid_request', 'The cursor was not made by this service; copy it from a Link: rel="next" URL.', {
+          details: [{ field: 'query.cursor', reason: 'is not a cursor this service made' }]
+        })
+      }
+      if (position.status !== query.status) {
+        throw new ApiError('invalid_request', 'The cursor belongs to a listing with another status filter.', {
+          details: [{ field: 'query.cursor', reason: 'was made for another status filter' }]
+        })
+      }
+      afterId = position.afterId
+    }
+    const rows = await this.#storage.listPets({ afterId, status: query.status, limit: limit + 1 })
+    const pets = rows.slice(0, limit)
+    const last = pets.at(-1)
+    const nextCursor = rows.length > limit && last !== undefined
+      ? this.#cursors.encode({ afterId: last.id, status: query.status })
+      : undefined
+    return { pets, nextCursor }
+  }
+
+  async get (id: bigint): Promise<PetRecord> {
+    const pet = await this.#storage.getPet(id)
+    if (pet === undefined) throw new ApiError('not_found', `No animal has the id ${id}.`)
+    return pet
+  }
+
+  async create (input: NewPet, caller: { apiKeyId: number, idempotencyKey: string | undefined }): Promise<CreateOutcome> {
+    const pet = { name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }
+    const { apiKeyId, idempotencyKey: key } = caller
+    if (key === undefined) return { pet: await this.#storage.createPet(pet), replayed: false }
+
+    const lock = `${apiKeyId}\n${key}`
+    if (this.#inFlight.has(lock)) {
+      throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry after it completes.', {
+        headers: { 'retry-after': '1' }
+      })
+    }
+    this.#inFlight.add(lock)
+    try {
+      const requestHash = hashRequest(input)
+      const now = this.#now()
+      const earlier = await this.#storage.findIdempotentRequest(apiKeyId, key, now - IDEMPOTENCY_WINDOW_MS)
+      if (earlier === undefined) {
+        const created = await this.#storage.createPet(pet, { apiKeyId, key, requestHash, createdAt: now })
+        return { pet: created, replayed: false }
+      }
+      if (earlier.requestHash !== requestHash) {
+        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.')
+      }
+      return { pet: earlier.pet, replayed: true }
+    } finally {
+      this.#inFlight.delete(lock)
+    }
+  }
+}
+
+/** The body as sent (an omitted status differs from an explicit one), in one canonical form. */
+function hashRequest (input: NewPet): string {
+  const canonical = JSON.stringify([input.name, input.categoryId.toString(), input.status ?? null])
+  return createHash('sha256').update(canonical).digest('hex')
+}

@@ -1,0 +1,46 @@
+// Deprecated operations announce it on every response, errors included:
+// Deprecation (RFC 9745), Sunset (RFC 8594) and links to the successor and
+// to the docs. From the sunset instant on they answer 410.
+import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
+
+export interface Deprecation {
+  /** When the deprecation was announced. */
+  since: Date
+  /** When the operation stops working. */
+  sunset: Date
+  /** The operation to use instead, relative to the base address. */
+  successor: string
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    deprecation?: Deprecation
+  }
+}
+
+export interface DeprecationOptions {
+  /** This instance's own address, ending in /v1. */
+  baseUrl: () => string
+  now: () => number
+}
+
+export default fp<DeprecationOptions>(async function deprecation (app, { baseUrl, now }) {
+  app.addHook('onRequest', async (request, reply) => {
+    const deprecated = request.routeOptions.config.deprecation
+    if (deprecated === undefined) return
+    reply.headers({
+      deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
+      sunset: deprecated.sunset.toUTCString(),
+      link: `<${baseUrl()}${deprecated.successor}>; rel="successor-version", <${baseUrl()}/docs>; rel="deprecation"; type="text/html"`
+    })
+  })
+
+  // After authentication and rate limiting, like any other answer.
+  app.addHook('preHandler', async (request) => {
+    const deprecated = request.routeOptions.config.deprecation
+    if (deprecated !== undefined && now() >= deprecated.sunset.getTime()) {
+      throw new ApiError('gone', `This operation was removed on ${deprecated.sunset.toUTCString()}; use GET ${deprecated.successor} instead.`)
+    }
+  })
+}, { name: 'deprecation' })

@@ -1,0 +1,82 @@
+// One error model for every error, whoever raises it: our handlers, Fastify
+// (bad JSON, body too large, wrong media type, validation), or Node's HTTP
+// parser (before a request exists at all).
+import type { Socket } from 'node:net'
+import fp from 'fastify-plugin'
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, StorageUnavailableError, errorBody, type ErrorCode } from '../errors.js'
+import { JsonBodyError } from '../json.js'
+import { toDetails, type ValidationIssue } from '../schemas/validator.js'
+
+/** Fastify's own error codes, in the catalogue's terms. */
+const FASTIFY_CODES: Record<string, [ErrorCode, string]> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: ['payload_too_large', 'The body is larger than 16 KiB.'],
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ['unsupported_media_type', 'Send the body as Content-Type: application/json.'],
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ['invalid_request', 'Content-Length does not match the body.'],
+  FST_ERR_CTP_EMPTY_JSON_BODY: ['invalid_json', 'The body is empty; send a JSON object.'],
+  FST_ERR_BAD_URL: ['invalid_request', 'The URL is not valid.'],
+  FST_ERR_ASYNC_CONSTRAINT: ['invalid_request', 'The request is not valid.']
+}
+
+const PARTS: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' }
+
+export function toApiError (error: FastifyError | Error): ApiError | undefined {
+  if (error instanceof ApiError) return error
+  if (error instanceof JsonBodyError) return new ApiError('invalid_json', `The body is not valid JSON: ${error.message}`)
+  if (error instanceof StorageUnavailableError) {
+    return new ApiError('service_unavailable', 'The service cannot reach its database; retry shortly.', { headers: { 'retry-after': '5' } })
+  }
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation !== undefined) {
+    const part = PARTS[fastifyError.validationContext ?? 'body'] ?? 'body'
+    const details = toDetails(part, fastifyError.validation as unknown as ValidationIssue[])
+    const summary = details.map((d) => `${d.field} ${d.reason}`).join('; ')
+    return new ApiError('invalid_request', `The request is not valid: ${summary}.`, { details })
+  }
+  const known = fastifyError.code === undefined ? undefined : FASTIFY_CODES[fastifyError.code]
+  if (known !== undefined) return new ApiError(known[0], known[1])
+  const status = fastifyError.statusCode
+  if (status !== undefined && status >= 400 && status < 500) return new ApiError('invalid_request', 'The request is not valid.')
+  return undefined
+}
+
+export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply.code(error.status).headers(error.headers).type('application/json').send(errorBody(error))
+}
+
+export default fp(async function errors (app) {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const known = toApiError(error)
+    if (known !== undefined) {
+      if (known.status >= 500) request.log.error({ err: error }, 'request failed')
+      return sendError(reply, known)
+    }
+    request.log.error({ err: error }, 'unexpected error')
+    return sendError(reply, new ApiError('internal_error', 'Something went wrong on our side; the error was logged.'))
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    return sendError(reply, new ApiError('not_found', `Nothing is at ${request.method} ${request.url.split('?')[0] ?? ''}.`))
+  })
+}, { name: 'errors' })
+
+const PARSER_ERRORS: Record<string, [number, string, ErrorCode, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'request_header_fields_too_large', 'The request headers are too large.'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'invalid_request', 'The request took too long to arrive.']
+}
+
+/**
+ * Errors from Node's HTTP parser happen before Fastify has a request, so the
+ * answer is written to the socket by hand, in the same Error shape.
+ * https://nodejs.org/api/http.html#event-clienterror
+ */
+export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [status, reason, code, message] = PARSER_ERRORS[error.code ?? ''] ??
+    [400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1.']
+  const body = JSON.stringify({ code, message, status })
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+}

@@ -1,0 +1,84 @@
+// The OpenAPI 3.1 document, generated from the route schemas (the same ones
+// that validate requests), and the interactive docs page built from it,
+// with every asset served from here. Both answer without a key and are not
+// rate limited.
+import fp from 'fastify-plugin'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import { stringify } from 'lossless-json'
+import { INT64_MAX } from '../schemas/kinds.js'
+import type { Config } from '../config.js'
+
+export interface OpenApiOptions {
+  config: Pick<Config, 'environment' | 'publicBaseUrl' | 'stagingBaseUrl'>
+  /** This instance's own address: with PORT=0, known only once listening. */
+  baseUrl: () => string
+}
+
+export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl }) {
+  const servers = [{ url: config.publicBaseUrl, description: 'Production' }]
+  if (config.stagingBaseUrl !== undefined) servers.push({ url: config.stagingBaseUrl, description: 'Staging' })
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Animal Adoption Store',
+        version: '1.0.0',
+        description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429.',
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
+      },
+      servers,
+      tags: [{ name: 'pets', description: 'Animals available for adoption.' }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' }
+        }
+      },
+      security: [{ bearerAuth: [] }]
+    },
+    // Paths are written relative to the servers, which end in /v1.
+    stripBasePath: true
+  })
+
+  let document: string | undefined
+  /** The document as JSON text, with int64 bounds written exactly (a double would round them). */
+  const documentText = (): string => {
+    if (document === undefined) {
+      const spec = app.swagger() as { servers: Array<{ url: string }> }
+      // An unset address defaults to this instance's own, whose port is known only now.
+      const own = config.environment === 'production' ? spec.servers[0] : spec.servers[1]
+      if (own !== undefined) own.url = baseUrl()
+      document = stringify(exactBounds(spec)) ?? '{}'
+    }
+    return document
+  }
+
+  app.get('/v1/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
+    return reply.type('application/json').send(documentText())
+  })
+
+  await app.register(swaggerUi, {
+    routePrefix: '/v1/docs',
+    staticCSP: true,
+    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0 },
+    transformSpecificationClone: false,
+    transformSpecification: (_spec, _request, reply) => {
+      reply.type('application/json')
+      return documentText() as unknown as Record<string, unknown>
+    }
+  })
+}, { name: 'openapi' })
+
+/**
+ * JSON Schema tooling holds bounds as doubles, and the double nearest to
+ * 2^63 - 1 is 2^63: each int64 bound is written back as the exact integer.
+ */
+function exactBounds (node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(exactBounds)
+  if (typeof node !== 'object' || node === null) return node
+  const copy: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(node)) copy[key] = exactBounds(value)
+  if (copy.format === 'int64' && typeof copy.maximum === 'number' && copy.maximum >= 2 ** 63) copy.maximum = INT64_MAX
+  return copy
+}

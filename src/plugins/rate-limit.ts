@@ -1,0 +1,71 @@
+// Rate limits and bans for every /v1 request, and the headers that report
+// them on every /v1 response. The decision itself is the store's.
+import fp from 'fastify-plugin'
+import { ApiError } from '../errors.js'
+import { ANONYMOUS_LIMITS } from '../limits/plans.js'
+import type { BanPolicy, Decision, RateLimitStore, WindowLimit, WindowState } from '../limits/store.js'
+import { addressSubject } from '../limits/subject.js'
+
+export interface RateLimitOptions {
+  store: RateLimitStore
+  ban: BanPolicy
+  now: () => number
+}
+
+export default fp<RateLimitOptions>(async function rateLimit (app, { store, ban, now }) {
+  app.addHook('onRequest', async (request, reply) => {
+    const caller = request.caller
+    const time = now()
+    const decision = caller === undefined
+      ? await store.hit({ subject: addressSubject(request.ip), windows: [{ window: 'minute', limit: ANONYMOUS_LIMITS.perMinute }], ban: undefined }, time)
+      : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
+    reply.headers(rateLimitHeaders(decision, time))
+    if (decision.outcome === 'limited') {
+      throw new ApiError('rate_limited', 'Too many requests: wait for the number of seconds in Retry-After, then back off exponentially.', {
+        headers: { 'retry-after': String(retryAfter(decision, time)) }
+      })
+    }
+    if (decision.outcome === 'banned') {
+      throw new ApiError('api_key_banned', 'This API key kept sending after being rate limited and is banned for a while; wait for the number of seconds in Retry-After.', {
+        headers: { 'retry-after': String(seconds(decision.bannedUntil - time)) }
+      })
+    }
+  })
+}, { name: 'rate-limit', dependencies: ['auth'] })
+
+function windowsOf (limits: { perMinute: number, perDay: number }): WindowLimit[] {
+  return [{ window: 'minute', limit: limits.perMinute }, { window: 'day', limit: limits.perDay }]
+}
+
+/** The window with the fewest requests left; on a tie, the one that resets later. */
+export function tightest (windows: readonly WindowState[]): WindowState {
+  return windows.reduce((a, b) => b.remaining < a.remaining || (b.remaining === a.remaining && b.resetAt > a.resetAt) ? b : a)
+}
+
+/** Whole seconds, rounded up, at least 1: what Retry-After may carry. */
+function seconds (ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000))
+}
+
+/** Until every full window has reset: a key out of its daily quota comes back tomorrow. */
+function retryAfter (decision: Decision, now: number): number {
+  const full = decision.windows.filter((w) => w.remaining === 0)
+  return seconds(Math.max(...full.map((w) => w.resetAt)) - now)
+}
+
+export function rateLimitHeaders (decision: Decision, now: number): Record<string, string> {
+  const shown = tightest(decision.windows)
+  const banned = decision.outcome === 'banned'
+  const headers: Record<string, string> = {
+    'x-ratelimit-limit': String(shown.limit),
+    'x-ratelimit-remaining': banned ? '0' : String(shown.remaining),
+    'x-ratelimit-reset': String(Math.ceil((banned ? decision.bannedUntil : shown.resetAt) / 1000))
+  }
+  // The IETF draft's structured headers, one item per window.
+  // https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
+  headers['ratelimit-policy'] = decision.windows
+    .map((w) => `"${w.window}";q=${w.limit};w=${w.window === 'minute' ? 60 : 86400}`).join(', ')
+  headers.ratelimit = decision.windows
+    .map((w) => `"${w.window}";r=${banned ? 0 : w.remaining};t=${seconds((banned ? decision.bannedUntil : w.resetAt) - now)}`).join(', ')
+  return headers
+}

@@ -1,0 +1,111 @@
+// The three operations on animals. Authentication, rate limits and
+// validation have happened before a handler runs; handlers call the
+// service and shape the answer.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { CreatePetHeaders, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from '../schemas/pet.js'
+import {
+  DEPRECATION_HEADERS, IDEMPOTENT_REPLAYED, NEXT_LINK, RATE_LIMIT_HEADERS, errorResponses, withHeaders
+} from '../schemas/responses.js'
+import type { PetService } from '../pets/service.js'
+import { ApiError } from '../errors.js'
+
+export interface PetRoutesOptions {
+  pets: PetService
+  /** This instance's own address, ending in /v1. */
+  baseUrl: () => string
+}
+
+/** Announced 2026-11-20; removed 2030-12-05 (SPEC.md, Versioning). */
+export const GET_PET_DEPRECATION = {
+  since: new Date('2026-11-20T00:00:00Z'),
+  sunset: new Date('2030-12-05T00:00:00Z'),
+  successor: '/pets'
+}
+
+const ALWAYS = [401, 404, 405, 429, 500, 503]
+
+const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, baseUrl }) => {
+  app.get('/pets', {
+    schema: {
+      operationId: 'listPets',
+      summary: 'List animals',
+      description: 'Animals ordered by id, optionally filtered by status. When more follow, the `Link` header has the URL of the next page.',
+      tags: ['pets'],
+      querystring: ListPetsQuery,
+      response: {
+        200: withHeaders(Pets, 'A page of animals.', { ...RATE_LIMIT_HEADERS, ...NEXT_LINK }),
+        ...errorResponses([400, ...ALWAYS], RATE_LIMIT_HEADERS)
+      }
+    }
+  }, async (request, reply) => {
+    const page = await pets.list(request.query)
+    if (page.nextCursor !== undefined) {
+      const next = new URLSearchParams()
+      next.set('limit', String(request.query.limit ?? 20))
+      if (request.query.status !== undefined) next.set('status', request.query.status)
+      next.set('cursor', page.nextCursor)
+      reply.header('link', `<${baseUrl()}/pets?${next.toString()}>; rel="next"`)
+    }
+    return page.pets
+  })
+
+  app.post('/pets', {
+    schema: {
+      operationId: 'createPet',
+      summary: 'Add an animal',
+      description: 'Adds an animal; the 201 is sent once it is durably stored. Send an `Idempotency-Key` to make retries safe.',
+      tags: ['pets'],
+      headers: CreatePetHeaders,
+      body: NewPet,
+      response: {
+        201: withHeaders(Pet, 'Animal added (or, with `Idempotent-Replayed: true`, added by an earlier request with the same Idempotency-Key).', { ...RATE_LIMIT_HEADERS, ...IDEMPOTENT_REPLAYED }),
+        ...errorResponses([400, ...ALWAYS, 409, 413, 415, 422], RATE_LIMIT_HEADERS)
+      }
+    },
+    // A body with no Content-Type at all is a 415 too, not an empty body.
+    preParsing: async (request, _reply, payload) => {
+      if (request.headers['content-type'] === undefined) {
+        throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
+      }
+      return payload
+    }
+  }, async (request, reply) => {
+    const { pet, replayed } = await pets.create(request.body, {
+      apiKeyId: (request.caller as NonNullable<typeof request.caller>).key.id,
+      idempotencyKey: idempotencyKey(request.headers['idempotency-key'])
+    })
+    if (replayed) reply.header('idempotent-replayed', 'true')
+    return reply.code(201).send(pet)
+  })
+
+  app.get('/pets/:petId', {
+    config: { deprecation: GET_PET_DEPRECATION },
+    schema: {
+      operationId: 'getPet',
+      summary: 'Get an animal (deprecated)',
+      description: 'Deprecated: removed on 5 December 2030, after which it answers 410. Use `GET /pets` with a `status` filter instead.',
+      tags: ['pets'],
+      deprecated: true,
+      params: PetIdParams,
+      response: {
+        200: withHeaders(Pet, 'The animal.', { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS }),
+        ...errorResponses([400, ...ALWAYS, 410], { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS })
+      }
+    }
+  }, async (request) => pets.get(request.params.petId))
+}
+
+/** The IETF draft sends the key as a structured-field string ("…"); a bare token is accepted too. */
+function idempotencyKey (header: string | undefined): string | undefined {
+  if (header === undefined) return undefined
+  const match = /^"((?:[^"\\]|\\["\\])*)"$/.exec(header)
+  const key = match?.[1] === undefined ? header : match[1].replace(/\\(["\\])/g, '$1')
+  if (key.length < 1 || key.length > 255) {
+    throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
+      details: [{ field: 'header.idempotency-key', reason: 'must be 1 to 255 printable ASCII characters' }]
+    })
+  }
+  return key
+}
+
+export default petRoutes

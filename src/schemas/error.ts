@@ -1,0 +1,12 @@
+import { Type } from '@sinclair/typebox'
+import { ERROR_STATUS } from '../errors.js'
+
+export const ErrorBody = Type.Object({
+  code: Type.String({ maxLength: 64, description: 'Machine-readable error code.', enum: Object.keys(ERROR_STATUS) }),
+  message: Type.String({ maxLength: 1000, description: 'Human-readable description.' }),
+  status: Type.Integer({ minimum: 100, maximum: 599, description: 'The HTTP status code, repeated.' }),
+  details: Type.Optional(Type.Array(Type.Object({
+    field: Type.String({ maxLength: 200, description: 'Where the problem is: `body.name`, `query.limit`, …' }),
+    reason: Type.String({ maxLength: 1000, description: 'What is wrong with it.' })
+  }, { additionalProperties: false }), { maxItems: 50, description: 'One entry per problem found in the request.' }))
+}, { $id: 'Error', additionalProperties: false, description: 'What went wrong.' })

@@ -1,0 +1,48 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { INT64_MAX, Int64, StringEnum, Text } from './kinds.js'
+
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const
+export type PetStatus = typeof PET_STATUSES[number]
+
+const petStatus = (description: string) => StringEnum(PET_STATUSES, { description })
+
+export const PetName = Text({ maxLength: 100, description: "The animal's name: 1 to 100 characters, stored and returned exactly as sent.", examples: ['Rex'] })
+export const CategoryId = Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Identifier of the category the animal belongs to.' })
+
+export const NewPet = Type.Object({
+  name: PetName,
+  categoryId: CategoryId,
+  status: Type.Optional(petStatus('Availability status; `available` when omitted.'))
+}, { additionalProperties: false, title: 'NewPet', description: 'An animal to add.' })
+export type NewPet = Static<typeof NewPet>
+
+export const Pet = Type.Object({
+  id: Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Unique identifier, assigned by the service on creation.' }),
+  name: PetName,
+  categoryId: CategoryId,
+  status: petStatus('Availability status.')
+}, { additionalProperties: false, title: 'Pet', description: 'An animal in the store.' })
+export type Pet = Static<typeof Pet>
+
+export const Pets = Type.Array(Pet, { maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
+
+export const ListPetsQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals to return.' })),
+  status: Type.Optional(petStatus('Returns only animals with this status.')),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
+}, { additionalProperties: false })
+export type ListPetsQuery = Static<typeof ListPetsQuery>
+
+export const PetIdParams = Type.Object({
+  petId: Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Identifier of the animal to retrieve.' })
+}, { additionalProperties: false })
+export type PetIdParams = Static<typeof PetIdParams>
+
+export const CreatePetHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 257,
+    pattern: '^[\\x20-\\x7E]+$',
+    description: 'Makes a retried request safe: within 24 hours, the same key with the same body returns the first response again and adds nothing. 1 to 255 printable ASCII characters, optionally in double quotes.'
+  }))
+})

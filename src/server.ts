@@ -1,0 +1,43 @@
+// The process: configuration, logger, storage, listen, graceful shutdown.
+import pino from 'pino'
+import { buildApp } from './app.js'
+import { loadConfig, redactUrl, type Config } from './config.js'
+import { openStorage } from './db/open.js'
+import { openRateLimitStore } from './limits/open.js'
+
+export async function serve (config: Config = loadConfig()): Promise<void> {
+  const logger = pino({
+    level: config.logLevel,
+    // Tokens never reach the log, even if a serializer starts logging headers.
+    redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
+  })
+  const storage = await openStorage(config.databaseUrl)
+  const limiter = await openRateLimitStore(config.redisUrl)
+  const app = await buildApp({ config, storage, limiter, logger })
+
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'shutting down: finishing requests in flight')
+    // Stops accepting, waits for requests in flight, then closes the stores.
+    const forced = setTimeout(() => {
+      logger.error('requests in flight did not finish within 30 s; exiting')
+      process.exit(1)
+    }, 30_000)
+    forced.unref()
+    app.close()
+      .then(async () => { await Promise.all([storage.close(), limiter.close()]) })
+      .then(() => { logger.info('stopped'); logger.flush(); process.exit(0) })
+      .catch((error: unknown) => { logger.error({ err: error }, 'shutdown failed'); process.exit(1) })
+  }
+  process.once('SIGTERM', () => stop('SIGTERM'))
+  process.once('SIGINT', () => stop('SIGINT'))
+
+  await app.listen({
+    host: config.host,
+    port: config.port,
+    listenTextResolver: (address) => `listening on ${address}`
+  })
+  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, baseUrl: config.selfBaseUrl }, 'petstore started')
+}

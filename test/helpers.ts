@@ -1,0 +1,80 @@
+// Shared arrangements for component tests: an app on an in-memory SQLite
+// database and an in-process rate-limit store, a clock the test moves, and
+// small factories.
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { loadConfig, type Config } from '../src/config.js'
+import { openSqlite } from '../src/db/sqlite.js'
+import type { Storage } from '../src/db/storage.js'
+import { issueKey } from '../src/keys/admin.js'
+import type { Plan } from '../src/limits/plans.js'
+import { MemoryStore } from '../src/limits/memory-store.js'
+import type { RateLimitStore } from '../src/limits/store.js'
+
+/** A clock for tests: starts at a fixed instant, moves only when told. */
+export class TestClock {
+  constructor (public ms: number = Date.parse('2027-03-10T12:00:30Z')) {}
+  now = (): number => this.ms
+  advance (ms: number): void { this.ms += ms }
+  set (iso: string): void { this.ms = Date.parse(iso) }
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  storage: Storage
+  limiter: RateLimitStore
+  clock: TestClock
+  config: Config
+  /** A new key's token; free plan unless told otherwise. */
+  newKey (plan?: Plan, limits?: { perMinute?: number, perDay?: number }): Promise<string>
+  close (): Promise<void>
+}
+
+export async function buildTestApp (env: Record<string, string> = {}, options: { storage?: Storage, limiter?: RateLimitStore } = {}): Promise<TestApp> {
+  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
+  const clock = new TestClock()
+  const storage = options.storage ?? openSqlite('sqlite::memory:')
+  const limiter = options.limiter ?? new MemoryStore(clock.now)
+  const app = await buildApp({ config, storage, limiter, now: clock.now })
+  await app.ready()
+  return {
+    app,
+    storage,
+    limiter,
+    clock,
+    config,
+    async newKey (plan = 'free', limits = {}) {
+      const key = await issueKey(storage, {
+        plan,
+        name: 'test',
+        perMinute: limits.perMinute,
+        perDay: limits.perDay,
+        environment: config.environment,
+        now: clock.now()
+      })
+      return key.token
+    },
+    async close () {
+      await app.close()
+      await storage.close()
+      await limiter.close()
+    }
+  }
+}
+
+export function buildPet (overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { name: 'Rex', categoryId: 1, status: 'available', ...overrides }
+}
+
+export function bearer (token: string): Record<string, string> {
+  return { authorization: `Bearer ${token}` }
+}
+
+/** Sends a JSON body as its exact text, so that big integers reach the server unrounded. */
+export function jsonHeaders (token: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { ...bearer(token), 'content-type': 'application/json', ...extra }
+}
+
+export function errorOf (response: LightMyRequestResponse): { code: string, message: string, status: number, details?: Array<{ field: string, reason: string }> } {
+  return response.json()
+}
