@@ -1,0 +1,100 @@
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { buildTestApp, errorOf, type TestApp } from '../helpers.js'
+import { generateToken } from '../../src/keys/tokens.js'
+
+describe('authentication', () => {
+  let t: TestApp
+  let token: string
+  before(async () => {
+    t = await buildTestApp()
+    token = await t.newKey('free')
+  })
+  after(async () => { await t.close() })
+
+  const list = (authorization?: string) => t.app.inject({ url: '/v1/pets', headers: authorization === undefined ? {} : { authorization } })
+
+  it('When a valid key is sent, then the request passes', async () => {
+    assert.equal((await list(`Bearer ${token}`)).statusCode, 200)
+  })
+
+  it('When the scheme is written in another case, then the key is still read', async () => {
+    assert.equal((await list(`bearer ${token}`)).statusCode, 200)
+    assert.equal((await list(`BEARER ${token}`)).statusCode, 200)
+  })
+
+  it('When no key is sent, then 401 missing_api_key with WWW-Authenticate naming the realm only', async () => {
+    const response = await list()
+
+    assert.equal(response.statusCode, 401)
+    assert.equal(errorOf(response).code, 'missing_api_key')
+    assert.equal(response.headers['www-authenticate'], 'Bearer realm="petstore"')
+  })
+
+  it('When another scheme is used, then 401 missing_api_key', async () => {
+    const response = await list('Basic dXNlcjpwYXNz')
+    assert.equal(errorOf(response).code, 'missing_api_key')
+  })
+
+  for (const [when, value] of [
+    ['the token is garbage', 'Bearer hello'],
+    ['one character of the token is changed', 'CHANGED'],
+    ['the token has a valid shape but is unknown', 'UNKNOWN']
+  ]) {
+    it(`When ${when}, then 401 invalid_api_key with error="invalid_token"`, async () => {
+      let header = value as string
+      if (value === 'CHANGED') header = `Bearer ${token.slice(0, 12)}${token[12] === 'a' ? 'b' : 'a'}${token.slice(13)}`
+      if (value === 'UNKNOWN') header = `Bearer ${generateToken('production')}`
+      const response = await list(header)
+
+      assert.equal(response.statusCode, 401)
+      assert.equal(errorOf(response).code, 'invalid_api_key')
+      assert.match(String(response.headers['www-authenticate']), /^Bearer realm="petstore", error="invalid_token"/)
+    })
+  }
+
+  it('When a staging key reaches the production service, then 401 says which environment it belongs to', async () => {
+    const response = await list(`Bearer ${generateToken('staging')}`)
+
+    assert.equal(response.statusCode, 401)
+    assert.equal(errorOf(response).code, 'invalid_api_key')
+    assert.match(errorOf(response).message, /staging/)
+  })
+
+  it('When a key is revoked, then it is refused within one second', async () => {
+    const revoked = await t.newKey('free')
+    assert.equal((await list(`Bearer ${revoked}`)).statusCode, 200)
+    const keys = await t.storage.listApiKeys()
+    await t.storage.revokeApiKey(keys.at(-1)?.id ?? 0, t.clock.now())
+    t.clock.advance(1000)
+
+    const response = await list(`Bearer ${revoked}`)
+    assert.equal(response.statusCode, 401)
+    assert.equal(errorOf(response).code, 'invalid_api_key')
+  })
+
+  it('When a key is created, then only its hash is stored', async () => {
+    const keys = await t.storage.listApiKeys()
+    assert.ok(keys.length > 0)
+    assert.ok(!JSON.stringify(keys).includes(token))
+    assert.ok(!JSON.stringify(keys).includes('pet_live_'))
+  })
+})
+
+describe('authentication on a staging instance', () => {
+  it('When a production key reaches staging, then 401; a staging key passes', async () => {
+    const t = await buildTestApp({ PETSTORE_ENV: 'staging' })
+    try {
+      const staging = await t.newKey('free')
+      assert.match(staging, /^pet_test_/)
+      const refused = await t.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${generateToken('production')}` } })
+      const accepted = await t.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${staging}` } })
+
+      assert.equal(refused.statusCode, 401)
+      assert.match(errorOf(refused).message, /production/)
+      assert.equal(accepted.statusCode, 200)
+    } finally {
+      await t.close()
+    }
+  })
+})

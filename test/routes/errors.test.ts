@@ -1,0 +1,120 @@
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { bearer, buildTestApp, errorOf, type TestApp } from '../helpers.js'
+
+describe('the error model', () => {
+  let t: TestApp
+  let token: string
+  before(async () => {
+    t = await buildTestApp()
+    token = await t.newKey('pro')
+  })
+  after(async () => { await t.close() })
+
+  it('When a route does not exist under /v1, then 404 not_found as an Error body', async () => {
+    const response = await t.app.inject({ url: '/v1/animals', headers: bearer(token) })
+
+    assert.equal(response.statusCode, 404)
+    assert.match(String(response.headers['content-type']), /^application\/json/)
+    assert.deepEqual(Object.keys(errorOf(response)).sort(), ['code', 'message', 'status'])
+    assert.equal(errorOf(response).status, 404)
+  })
+
+  it('When a route does not exist outside /v1, then 404 not_found without rate-limit headers', async () => {
+    const response = await t.app.inject({ url: '/pets' })
+
+    assert.equal(response.statusCode, 404)
+    assert.equal(errorOf(response).code, 'not_found')
+    assert.equal(response.headers['x-ratelimit-limit'], undefined)
+  })
+
+  for (const [method, url, allow] of [
+    ['DELETE', '/v1/pets', 'GET, HEAD, POST'],
+    ['PUT', '/v1/pets', 'GET, HEAD, POST'],
+    ['PATCH', '/v1/pets/1', 'GET, HEAD'],
+    ['POST', '/v1/pets/1', 'GET, HEAD'],
+    ['OPTIONS', '/v1/pets', 'GET, HEAD, POST']
+  ] as const) {
+    it(`When ${method} ${url} is sent, then 405 with Allow: ${allow}`, async () => {
+      const response = await t.app.inject({ method, url, headers: bearer(token) })
+
+      assert.equal(response.statusCode, 405)
+      assert.equal(errorOf(response).code, 'method_not_allowed')
+      assert.equal(response.headers.allow, allow)
+    })
+  }
+
+  it('When HEAD is sent to a GET route, then it answers like GET without a body', async () => {
+    const response = await t.app.inject({ method: 'HEAD', url: '/v1/pets', headers: bearer(token) })
+    assert.equal(response.statusCode, 200)
+    assert.equal(response.body, '')
+  })
+
+  it('When the database is closed, then 503 service_unavailable with Retry-After and no internals', async () => {
+    const broken = await buildTestApp()
+    const brokenToken = await broken.newKey('pro')
+    // Warm the key cache, then take the database away.
+    await broken.app.inject({ url: '/v1/pets', headers: bearer(brokenToken) })
+    await broken.storage.close()
+    const response = await broken.app.inject({ url: '/v1/pets', headers: bearer(brokenToken) })
+    const ready = await broken.app.inject({ url: '/readyz' })
+    await broken.app.close()
+
+    assert.equal(response.statusCode, 503)
+    assert.equal(errorOf(response).code, 'service_unavailable')
+    assert.ok(Number(response.headers['retry-after']) >= 1)
+    assert.doesNotMatch(response.body, /SQLite|sqlite|at \w+ \(/)
+    assert.equal(ready.statusCode, 503)
+  })
+
+  it('When something unexpected throws, then 500 internal_error without a stack trace', async () => {
+    const t2 = await buildTestApp()
+    const key = await t2.newKey('pro')
+    t2.storage.listPets = async () => { throw new TypeError('secret internal detail') }
+    const response = await t2.app.inject({ url: '/v1/pets', headers: bearer(key) })
+    await t2.close()
+
+    assert.equal(response.statusCode, 500)
+    assert.equal(errorOf(response).code, 'internal_error')
+    assert.doesNotMatch(response.body, /secret internal detail|TypeError|\.js:/)
+  })
+
+  it('When a response is sent, then it carries a request id', async () => {
+    const response = await t.app.inject({ url: '/healthz' })
+    assert.match(String(response.headers['x-request-id']), /^[0-9a-f-]{36}$/)
+  })
+})
+
+describe('CORS', () => {
+  it('When CORS_ORIGINS is set, then an allowed origin gets the headers exposed; others get none', async () => {
+    const t = await buildTestApp({ CORS_ORIGINS: 'https://app.example.test' })
+    try {
+      const token = await t.newKey('pro')
+      const allowed = await t.app.inject({ url: '/v1/pets', headers: { ...bearer(token), origin: 'https://app.example.test' } })
+      const other = await t.app.inject({ url: '/v1/pets', headers: { ...bearer(token), origin: 'https://evil.example.test' } })
+      const preflight = await t.app.inject({
+        method: 'OPTIONS', url: '/v1/pets', headers: { origin: 'https://app.example.test', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' }
+      })
+
+      assert.equal(allowed.headers['access-control-allow-origin'], 'https://app.example.test')
+      for (const name of ['Link', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Deprecation', 'Sunset', 'Idempotent-Replayed']) {
+        assert.match(String(allowed.headers['access-control-expose-headers']), new RegExp(name))
+      }
+      assert.equal(other.headers['access-control-allow-origin'], undefined)
+      assert.equal(preflight.statusCode, 204)
+      assert.equal(preflight.headers['access-control-allow-origin'], 'https://app.example.test')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When CORS_ORIGINS is unset, then no CORS headers are sent', async () => {
+    const t = await buildTestApp()
+    try {
+      const response = await t.app.inject({ url: '/healthz', headers: { origin: 'https://app.example.test' } })
+      assert.equal(response.headers['access-control-allow-origin'], undefined)
+    } finally {
+      await t.close()
+    }
+  })
+})
