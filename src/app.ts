@@ -13,7 +13,7 @@ import { ApiError } from './errors.js'
 import type { Storage } from './db/storage.js'
 import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
-import { PetService } from './pets/service.js'
+import { IDEMPOTENCY_WINDOW_MS, PetService } from './pets/service.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 import authPlugin from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
@@ -34,6 +34,8 @@ export interface AppDeps {
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger
 }
+
+const PURGE_EVERY_MS = 60 * 60 * 1000
 
 /** Headers a browser script may read, when CORS is on. */
 const EXPOSED_HEADERS = [
@@ -81,6 +83,14 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   await app.register(healthRoutes, { storage, limiter })
 
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
+  // Idempotency records older than their 24 hours are never read again.
+  const purge = setInterval(() => {
+    storage.purgeIdempotentRequests(now() - IDEMPOTENCY_WINDOW_MS)
+      .then((count) => { if (count > 0) app.log.info({ count }, 'forgot expired idempotency keys') })
+      .catch((error: unknown) => app.log.warn({ err: error }, 'could not forget expired idempotency keys'))
+  }, PURGE_EVERY_MS)
+  purge.unref()
+  app.addHook('onClose', async () => { clearInterval(purge) })
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
     await api.register(authPlugin, { storage, environment: config.environment, now })

@@ -34,10 +34,12 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))
 
-  await app.listen({
+  const address = await app.listen({
     host: config.host,
     port: config.port,
     listenTextResolver: (address) => `listening on ${address}`
   })
+  // Operators' scripts wait for this line, whatever the log level.
+  if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
   logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, baseUrl: config.selfBaseUrl }, 'petstore started')
 }

@@ -68,6 +68,7 @@ export class SqliteStorage implements Storage {
   readonly #listAll
   readonly #listByStatus
   readonly #findIdempotency
+  readonly #purgeIdempotency
   readonly #insertKey
   readonly #findKey
   readonly #getKey
@@ -92,6 +93,7 @@ export class SqliteStorage implements Storage {
       `SELECT p.id, p.name, p.category_id, p.status, i.request_hash, i.created_at
        FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
        WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
+    this.#purgeIdempotency = db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
     this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, bigint]>(
       `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
@@ -154,6 +156,10 @@ export class SqliteStorage implements Storage {
     const row = this.#run(() => this.#findIdempotency.get(BigInt(apiKeyId), key, BigInt(createdAfter)))
     if (row === undefined) return undefined
     return { requestHash: row.request_hash, pet: toPet(row), createdAt: Number(row.created_at) }
+  }
+
+  async purgeIdempotentRequests (createdBefore: number): Promise<number> {
+    return this.#run(() => this.#purgeIdempotency.run(BigInt(createdBefore)).changes)
   }
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {

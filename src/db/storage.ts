@@ -67,6 +67,8 @@ export interface Storage {
   getPet (id: bigint): Promise<PetRecord | undefined>
   listPets (query: ListPetsQuery): Promise<PetRecord[]>
   findIdempotentRequest (apiKeyId: number, key: string, createdAfter: number): Promise<StoredIdempotentRequest | undefined>
+  /** Forgets idempotency records made before this instant; says how many. */
+  purgeIdempotentRequests (createdBefore: number): Promise<number>
 
   createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined>

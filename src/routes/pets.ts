@@ -6,7 +6,7 @@ import { CreatePetHeaders, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from 
 import {
   DEPRECATION_HEADERS, IDEMPOTENT_REPLAYED, NEXT_LINK, RATE_LIMIT_HEADERS, errorResponses, withHeaders
 } from '../schemas/responses.js'
-import type { PetService } from '../pets/service.js'
+import { DEFAULT_PAGE_SIZE, type PetService } from '../pets/service.js'
 import { ApiError } from '../errors.js'
 
 export interface PetRoutesOptions {
@@ -41,7 +41,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
     const page = await pets.list(request.query)
     if (page.nextCursor !== undefined) {
       const next = new URLSearchParams()
-      next.set('limit', String(request.query.limit ?? 20))
+      next.set('limit', String(request.query.limit ?? DEFAULT_PAGE_SIZE))
       if (request.query.status !== undefined) next.set('status', request.query.status)
       next.set('cursor', page.nextCursor)
       reply.header('link', `<${baseUrl()}/pets?${next.toString()}>; rel="next"`)

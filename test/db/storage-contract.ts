@@ -41,6 +41,10 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
       assert.equal(found?.requestHash, 'rh')
       assert.equal(await storage.findIdempotentRequest(key.id, 'abc', 5000), undefined)
       assert.equal(await storage.findIdempotentRequest(key.id, 'other', 0), undefined)
+      assert.equal(await storage.purgeIdempotentRequests(4999), 0)
+      assert.equal(await storage.purgeIdempotentRequests(5000), 1)
+      assert.equal(await storage.findIdempotentRequest(key.id, 'abc', 0), undefined)
+      assert.deepEqual(await storage.getPet(pet.id), pet, 'the animal stays')
     }))
 
     it('When a key is created, found and revoked, then its record says so', () => withStorage(async (storage) => {
