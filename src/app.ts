@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
 import type { Config } from './config.js'
-import { ApiError } from './errors.js'
+import { ApiError, clip } from './errors.js'
 import type { Storage } from './db/storage.js'
 import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
@@ -17,7 +17,7 @@ import { IDEMPOTENCY_WINDOW_MS, PetService } from './pets/service.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 import authPlugin from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
-import errorsPlugin, { clientErrorHandler } from './plugins/errors.js'
+import errorsPlugin, { clientErrorHandler, sendError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
@@ -59,13 +59,27 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     requestIdHeader: false,
     genReqId: () => randomUUID(),
     clientErrorHandler,
-    routerOptions: { maxParamLength: 200 }
+    // Ids are validated by their schema (a 400 that names the field); only a
+    // path segment longer than this is refused by the router itself.
+    routerOptions: { maxParamLength: 1000 },
+    // A URL the router cannot decode (`%zz`) or a path segment too long to
+    // route: the same Error body, before any route or key is known.
+    frameworkErrors: (_error, request, reply) => {
+      reply.header('x-request-id', request.id)
+      sendError(reply, new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.'))
+    }
   })
   app.server.headersTimeout = 10_000
   app.setValidatorCompiler(({ schema, httpPart }) =>
     compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart, []))
 
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
+
+  // Once closing, each response ends its keep-alive connection, so that the
+  // server can finish: it closes only the connections that are idle.
+  let closing = false
+  app.addHook('preClose', async () => { closing = true })
+  app.addHook('onSend', async (_request, reply) => { if (closing) reply.header('connection', 'close') })
 
   // With PORT=0 the real port is known only once listening.
   const baseUrl = (): string => {
@@ -98,7 +112,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     await api.register(petRoutes, { pets, baseUrl })
     await api.register(methodNotAllowed, { paths: { '/pets': ['GET', 'POST'], '/pets/:petId': ['GET'] } })
     api.setNotFoundHandler(async (request) => {
-      throw new ApiError('not_found', `Nothing is at ${request.method} ${request.url.split('?')[0] ?? ''}.`)
+      throw new ApiError('not_found', `Nothing is at ${request.method} ${clip(request.url.split('?')[0] ?? '', 200)}.`)
     })
   }, { prefix: '/v1' })
 

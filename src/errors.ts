@@ -61,3 +61,8 @@ export function errorBody (error: ApiError): ErrorBody {
   if (error.details !== undefined && error.details.length > 0) body.details = error.details
   return body
 }
+
+/** Cuts client input quoted back in an error, so that the error stays small. */
+export function clip (text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`
+}

@@ -41,5 +41,5 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
   })
   // Operators' scripts wait for this line, whatever the log level.
   if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, baseUrl: config.selfBaseUrl }, 'petstore started')
+  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address }, 'petstore started')
 }

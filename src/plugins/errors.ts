@@ -4,7 +4,7 @@
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, StorageUnavailableError, errorBody, type ErrorCode } from '../errors.js'
+import { ApiError, StorageUnavailableError, clip, errorBody, type ErrorCode } from '../errors.js'
 import { JsonBodyError } from '../json.js'
 import { toDetails, type ValidationIssue } from '../schemas/validator.js'
 
@@ -31,7 +31,7 @@ export function toApiError (error: FastifyError | Error): ApiError | undefined {
     const part = PARTS[fastifyError.validationContext ?? 'body'] ?? 'body'
     const details = toDetails(part, fastifyError.validation as unknown as ValidationIssue[])
     const summary = details.map((d) => `${d.field} ${d.reason}`).join('; ')
-    return new ApiError('invalid_request', `The request is not valid: ${summary}.`, { details })
+    return new ApiError('invalid_request', `The request is not valid: ${clip(summary, 1000)}.`, { details })
   }
   const known = fastifyError.code === undefined ? undefined : FASTIFY_CODES[fastifyError.code]
   if (known !== undefined) return new ApiError(known[0], known[1])
@@ -56,7 +56,7 @@ export default fp(async function errors (app) {
   })
 
   app.setNotFoundHandler((request, reply) => {
-    return sendError(reply, new ApiError('not_found', `Nothing is at ${request.method} ${request.url.split('?')[0] ?? ''}.`))
+    return sendError(reply, new ApiError('not_found', `Nothing is at ${request.method} ${clip(request.url.split('?')[0] ?? '', 200)}.`))
   })
 }, { name: 'errors' })
 

@@ -16,8 +16,10 @@ export interface OpenApiOptions {
 }
 
 export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl }) {
-  const servers = [{ url: config.publicBaseUrl, description: 'Production' }]
-  if (config.stagingBaseUrl !== undefined) servers.push({ url: config.stagingBaseUrl, description: 'Staging' })
+  // Both environments are public (their keys differ: `pet_live_…`, `pet_test_…`),
+  // which `x-internal: false` says to tools that sort servers by audience.
+  const servers = [{ url: config.publicBaseUrl, description: 'Production', 'x-internal': false }]
+  if (config.stagingBaseUrl !== undefined) servers.push({ url: config.stagingBaseUrl, description: 'Staging', 'x-internal': false })
 
   await app.register(swagger, {
     openapi: {
@@ -41,17 +43,23 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     stripBasePath: true
   })
 
-  let document: string | undefined
-  /** The document as JSON text, with int64 bounds written exactly (a double would round them). */
-  const documentText = (): string => {
+  let document: unknown
+  let documentJson: string | undefined
+  /** The document, with int64 bounds as exact `bigint`s (a double would round them). */
+  const documentObject = (): unknown => {
     if (document === undefined) {
       const spec = app.swagger() as { servers: Array<{ url: string }> }
       // An unset address defaults to this instance's own, whose port is known only now.
       const own = config.environment === 'production' ? spec.servers[0] : spec.servers[1]
       if (own !== undefined) own.url = baseUrl()
-      document = stringify(exactBounds(spec)) ?? '{}'
+      document = exactBounds(spec)
     }
     return document
+  }
+  /** The document as JSON text, with int64 bounds written exactly. */
+  const documentText = (): string => {
+    documentJson ??= stringify(documentObject()) ?? '{}'
+    return documentJson
   }
 
   app.get('/v1/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
@@ -63,7 +71,10 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     staticCSP: true,
     uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0 },
     transformSpecificationClone: false,
-    transformSpecification: (_spec, _request, reply) => {
+    // Serves /v1/docs/json and /v1/docs/yaml: the JSON as exact text; the
+    // YAML written by swagger-ui from the object, whose bigints it writes exactly.
+    transformSpecification: (_spec, request, reply) => {
+      if (request.url.split('?')[0]?.endsWith('/yaml') === true) return documentObject() as Record<string, unknown>
       reply.type('application/json')
       return documentText() as unknown as Record<string, unknown>
     }

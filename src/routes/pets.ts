@@ -22,7 +22,8 @@ export const GET_PET_DEPRECATION = {
   successor: '/pets'
 }
 
-const ALWAYS = [401, 404, 405, 429, 500, 503]
+/** Statuses every operation may answer besides its own. */
+const ALWAYS = [400, 401, 429, 500, 503]
 
 const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, baseUrl }) => {
   app.get('/pets', {
@@ -34,7 +35,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
       querystring: ListPetsQuery,
       response: {
         200: withHeaders(Pets, 'A page of animals.', { ...RATE_LIMIT_HEADERS, ...NEXT_LINK }),
-        ...errorResponses([400, ...ALWAYS], RATE_LIMIT_HEADERS)
+        ...errorResponses(ALWAYS, RATE_LIMIT_HEADERS)
       }
     }
   }, async (request, reply) => {
@@ -59,7 +60,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
       body: NewPet,
       response: {
         201: withHeaders(Pet, 'Animal added (or, with `Idempotent-Replayed: true`, added by an earlier request with the same Idempotency-Key).', { ...RATE_LIMIT_HEADERS, ...IDEMPOTENT_REPLAYED }),
-        ...errorResponses([400, ...ALWAYS, 409, 413, 415, 422], RATE_LIMIT_HEADERS)
+        ...errorResponses([...ALWAYS, 409, 413, 415, 422], RATE_LIMIT_HEADERS)
       }
     },
     // A body with no Content-Type at all is a 415 too, not an empty body.
@@ -89,7 +90,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
       params: PetIdParams,
       response: {
         200: withHeaders(Pet, 'The animal.', { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS }),
-        ...errorResponses([400, ...ALWAYS, 410], { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS })
+        ...errorResponses([...ALWAYS, 404, 410], { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS })
       }
     }
   }, async (request) => pets.get(request.params.petId))

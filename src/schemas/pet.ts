@@ -27,7 +27,7 @@ export type Pet = Static<typeof Pet>
 export const Pets = Type.Array(Pet, { maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
 
 export const ListPetsQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Maximum number of animals to return.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, format: 'int32', default: 20, description: 'Maximum number of animals to return.' })),
   status: Type.Optional(petStatus('Returns only animals with this status.')),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
 }, { additionalProperties: false })

@@ -1,46 +1,79 @@
 // Response schemas with the headers each response carries, so that the
 // OpenAPI document describes what the service really sends.
 import { Type, type TSchema } from '@sinclair/typebox'
+import { ERROR_STATUS } from '../errors.js'
 import { ErrorBody } from './error.js'
 
-const int = (description: string, maximum = 2_147_483_647) => Type.Integer({ minimum: 0, maximum, description })
-const text = (description: string, maxLength = 1000) => Type.String({ maxLength, description })
+const INT32_MAX = 2_147_483_647
+
+/** A non-negative integer header; int32 or int64 as its maximum needs. */
+const int = (description: string, maximum = INT32_MAX) =>
+  Type.Integer({ minimum: 0, maximum, format: maximum > INT32_MAX ? 'int64' : 'int32', description })
+
+/** A string header of known shape. */
+const text = (description: string, maxLength: number, pattern?: string) =>
+  Type.String(pattern === undefined ? { maxLength, description } : { maxLength, pattern, description })
+
+// One window of the IETF draft's structured headers, as rate-limit.ts writes it.
+const POLICY_ITEM = '"(minute|day)";q=[0-9]+;w=[0-9]+'
+const STATE_ITEM = '"(minute|day)";r=[0-9]+;t=[0-9]+'
+const LINK_VALUE = '^<[^<>\\s]+>; *rel="[^"]+"'
+
+/** `petstore keys create --per-minute/--per-day` take up to ten digits. */
+const MAX_LIMIT = 9_999_999_999
 
 export const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': int('Requests allowed in the window with the fewest requests left.'),
-  'X-RateLimit-Remaining': int('Requests left in that window.'),
+  'X-RateLimit-Limit': int('Requests allowed in the window with the fewest requests left.', MAX_LIMIT),
+  'X-RateLimit-Remaining': int('Requests left in that window.', MAX_LIMIT),
   'X-RateLimit-Reset': int('Unix time, in seconds, at which that window resets (while banned: at which the ban ends).', 253_402_300_799),
-  'RateLimit-Policy': text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w).'),
-  RateLimit: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t).')
+  // The draft's two headers are keyed as the service sends them, in lower
+  // case (header names are case-insensitive, RFC 9110 §5.1): the OWASP
+  // ruleset's rate-limit rule is a `oneOf` that refuses a response
+  // documenting both `RateLimit` and `X-RateLimit-Limit`, though this one
+  // carries both.
+  'ratelimit-policy': text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`),
+  ratelimit: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
 }
 
 const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying.', 31_536_000) }
 
 export const DEPRECATION_HEADERS = {
-  Deprecation: text('When this operation was deprecated, as `@` and Unix seconds (RFC 9745).', 32),
-  Sunset: text('When this operation stops working (RFC 8594).', 64),
-  Link: text('`rel="successor-version"`: the operation to use instead; `rel="deprecation"`: the documentation.')
+  Deprecation: text('When this operation was deprecated, as `@` and Unix seconds (RFC 9745).', 32, '^@[0-9]+$'),
+  Sunset: text('When this operation stops working, as an HTTP date (RFC 8594).', 29,
+    '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$'),
+  Link: text('`rel="successor-version"`: the operation to use instead; `rel="deprecation"`: the documentation.', 1000, LINK_VALUE)
 }
 
 export const NEXT_LINK = {
-  Link: text('Present when more animals follow: `<URL>; rel="next"`, the URL of the next page.', 2000)
+  Link: text('Present when more animals follow: `<URL>; rel="next"`, the URL of the next page.', 2000, LINK_VALUE)
 }
 
 export const IDEMPOTENT_REPLAYED = {
   'Idempotent-Replayed': Type.String({ enum: ['true'], description: 'Present when this response repeats the first one sent for the same Idempotency-Key.' })
 }
 
+/** Headers on every response of the service, whatever the operation and status. */
+const EVERY_RESPONSE = {
+  'X-Request-Id': Type.String({ format: 'uuid', maxLength: 36, description: 'Identifies this request in the service\'s logs; quote it when reporting a problem.' }),
+  'Access-Control-Allow-Origin': Type.String({
+    maxLength: 2000,
+    description: 'Sent only when the service is configured to allow browser origins (`CORS_ORIGINS`) and the request\'s `Origin` is one of them: that origin (`*` when every origin is allowed). Absent otherwise, and always when no origins are configured: then scripts on other sites cannot read the responses.'
+  })
+}
+
 type Headers = Record<string, TSchema>
 
 export function withHeaders<T extends TSchema> (schema: T, description: string, headers: Headers): T {
-  return { ...schema, description, headers }
+  return { ...schema, description, headers: { ...headers, ...EVERY_RESPONSE } }
 }
 
 const ERROR_DESCRIPTIONS: Record<number, [string, Headers?]> = {
-  400: ['The request is not valid: a parameter, the body or the cursor. `details` names each problem.'],
-  401: ['The API key is missing or invalid.', { 'WWW-Authenticate': text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).') }],
+  400: ['The request is not valid: a parameter, the body or the cursor (`invalid_request`; `details` names each problem), or the body is not JSON (`invalid_json`).'],
+  401: ['The API key is missing (`missing_api_key`) or invalid (`invalid_api_key`).', {
+    'WWW-Authenticate': text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).', 1000, '^Bearer realm="petstore"')
+  }],
   404: ['Not found.'],
-  405: ['The path exists, the method does not.', { Allow: text('The methods the path has.', 100) }],
+  405: ['The path exists, the method does not.', { Allow: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') }],
   409: ['A request with the same Idempotency-Key is still in progress.', RETRY_AFTER],
   410: ['This operation has been removed.'],
   413: ['The body is larger than 16 KiB.'],
@@ -51,12 +84,26 @@ const ERROR_DESCRIPTIONS: Record<number, [string, Headers?]> = {
   503: ['The database cannot be reached; retry after Retry-After.', RETRY_AFTER]
 }
 
+/** The Error body as a given status has it: only that status's codes. */
+function errorBodyFor (status: number): TSchema {
+  const codes = Object.entries(ERROR_STATUS).filter(([, s]) => s === status).map(([code]) => code)
+  const { code, status: statusField } = ErrorBody.properties
+  return {
+    ...ErrorBody,
+    properties: {
+      ...ErrorBody.properties,
+      code: codes.length === 0 ? code : { ...code, enum: codes },
+      status: { ...statusField, minimum: status, maximum: status }
+    }
+  }
+}
+
 /** Error responses of an operation, each with the Error body and its headers. */
 export function errorResponses (statuses: readonly number[], common: Headers): Record<number, TSchema> {
   const responses: Record<number, TSchema> = {}
   for (const status of statuses) {
     const [description, extra] = ERROR_DESCRIPTIONS[status] ?? ['Error.']
-    responses[status] = withHeaders(ErrorBody, description, { ...common, ...extra })
+    responses[status] = withHeaders(errorBodyFor(status), description, { ...common, ...extra })
   }
   return responses
 }

@@ -8,7 +8,7 @@
 import { Kind, type TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType, type ValueError } from '@sinclair/typebox/errors'
-import type { ErrorDetail } from '../errors.js'
+import { clip, type ErrorDetail } from '../errors.js'
 import { Rule } from './kinds.js'
 
 export type HttpPart = 'body' | 'querystring' | 'params' | 'headers'
@@ -83,9 +83,12 @@ function describe (error: ValueError): string {
       }
       return error.message
     default:
-      return error.message.replace(/^Expected/, 'must be').toLowerCase()
+      return error.message.replace(/^Expected/, 'must be')
   }
 }
+
+/** An unknown field is named as sent: a long name is cut, so that an error stays small. */
+const MAX_FIELD_LENGTH = 200
 
 /** Turns validation issues into the `details` of an Error body. */
 export function toDetails (part: string, issues: readonly ValidationIssue[]): ErrorDetail[] {
@@ -93,7 +96,7 @@ export function toDetails (part: string, issues: readonly ValidationIssue[]): Er
   const details: ErrorDetail[] = []
   for (const issue of issues) {
     const path = issue.instancePath.replace(/^\//, '').split('/').filter((p) => p !== '').join('.')
-    const field = path === '' ? part : `${part}.${path}`
+    const field = clip(path === '' ? part : `${part}.${path}`, MAX_FIELD_LENGTH)
     const key = `${field}\n${issue.message}`
     if (seen.has(key)) continue
     seen.add(key)

@@ -44,6 +44,26 @@ describe('the error model', () => {
     })
   }
 
+  for (const [when, url] of [['a path is not valid percent-encoding', '/v1/pets/%zz'], ['a path segment is 2,000 characters', `/v1/pets/${'1'.repeat(2000)}`]]) {
+    it(`When ${when}, then 400 invalid_request as an Error body`, async () => {
+      const response = await t.app.inject({ url, headers: bearer(token) })
+
+      assert.equal(response.statusCode, 400)
+      assert.equal(errorOf(response).code, 'invalid_request')
+      assert.ok(response.body.length < 2000)
+    })
+  }
+
+  it('When an unknown field has a very long name, then the error names it cut short', async () => {
+    const response = await t.app.inject({
+      method: 'POST', url: '/v1/pets', headers: { ...bearer(token), 'content-type': 'application/json' }, payload: JSON.stringify({ name: 'a', categoryId: 1, ['x'.repeat(10_000)]: 1 })
+    })
+
+    assert.equal(response.statusCode, 400)
+    const field = errorOf(response).details?.[0]?.field ?? ''
+    assert.ok(field.startsWith('body.xxx') && field.length <= 200, field)
+  })
+
   it('When HEAD is sent to a GET route, then it answers like GET without a body', async () => {
     const response = await t.app.inject({ method: 'HEAD', url: '/v1/pets', headers: bearer(token) })
     assert.equal(response.statusCode, 200)

@@ -1,0 +1,352 @@
+// The service as operators run it: `petstore serve` in its own process on a
+// real port, keys made with the `petstore keys` command, requests over real
+// HTTP (and over a raw socket, for what no HTTP client would send).
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import {
+  RawConnection, bearer, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, newPetJson,
+  parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCliOk, sqliteUrl, startServer,
+  type NewPetInput, type ServerProcess
+} from './process.js'
+
+const INT64_MAX = 9223372036854775807n
+/** 2^53 + 1: the smallest integer a double cannot hold. */
+const FIRST_UNSAFE_INTEGER = 9007199254740993n
+const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
+const REQUEST_TIMEOUT_MS = 5_000
+
+describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () => {
+  let dir: string | undefined
+  let server: ServerProcess | undefined
+  let env: Record<string, string> = {}
+  let token = ''
+  /** Every token this server was sent: none may reach its logs. */
+  const tokensSent = new Set<string>()
+
+  const running = (): ServerProcess => {
+    assert.ok(server !== undefined, 'the server was not started')
+    return server
+  }
+
+  async function call (path: string, init: { method?: string, headers?: Record<string, string>, body?: string } = {}): Promise<Response> {
+    const authorization = init.headers?.authorization
+    if (authorization !== undefined) tokensSent.add(authorization.replace(/^bearer +/i, ''))
+    return await fetch(`${running().origin}${path}`, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+  }
+
+  async function addPet (pet: NewPetInput = {}, apiToken = token): Promise<{ id: string, text: string }> {
+    const response = await call('/v1/pets', {
+      method: 'POST',
+      headers: { ...bearer(apiToken), 'content-type': 'application/json' },
+      body: newPetJson(pet)
+    })
+    const text = await response.text()
+    assert.equal(response.status, 201, text)
+    const [id] = idsIn(text)
+    assert.ok(id !== undefined, `no id in ${text}`)
+    return { id, text }
+  }
+
+  before(async () => {
+    dir = makeTempDir()
+    env = { DATABASE_URL: sqliteUrl(dir) }
+    // The most verbose level: the token check below covers every line the service can log.
+    server = await startServer({ ...env, LOG_LEVEL: 'trace' })
+    token = (await createKey(env, ['--plan', 'pro', '--name', 'e2e'])).token
+  })
+
+  after(async () => {
+    await server?.dispose()
+    removeTempDir(dir)
+  })
+
+  it('When the server starts with PORT=0, then it prints the real port on stdout and answers on it', async () => {
+    // Arrange
+    const { port, stdout } = running()
+
+    // Act
+    const response = await call('/healthz')
+
+    // Assert
+    assert.ok(port > 0 && port < 65536, `port ${port}`)
+    assert.match(stdout, new RegExp(`listening on http://127\\.0\\.0\\.1:${port}\\b`))
+    assert.equal(response.status, 200)
+  })
+
+  it('When /healthz and /readyz are called without a key, then both answer 200 and are not rate limited', async () => {
+    // Act
+    const health = await call('/healthz')
+    const ready = await call('/readyz')
+
+    // Assert
+    assert.equal(health.status, 200)
+    assert.equal(ready.status, 200)
+    assert.deepEqual(await health.json(), { status: 'ok' })
+    const readyBody = await ready.json() as { status: string }
+    assert.equal(readyBody.status, 'ok')
+    assert.equal(health.headers.get('x-ratelimit-limit'), null)
+    assert.equal(ready.headers.get('x-ratelimit-limit'), null)
+  })
+
+  it('When a key is created with `keys create --plan free --name x`, then its token is alone on the last line of stdout and the server accepts it', async () => {
+    // Act
+    const { stdout } = await runCliOk(['keys', 'create', '--plan', 'free', '--name', 'x'], env)
+
+    // Assert
+    const lastLine = stdout.trimEnd().split('\n').at(-1) ?? ''
+    assert.match(lastLine, TOKEN)
+    const response = await call('/v1/pets', { headers: bearer(lastLine) })
+    assert.equal(response.status, 200, await response.text())
+    assert.equal(response.headers.get('x-ratelimit-limit'), '60')
+  })
+
+  it('When a key is created with --json, then stdout is one JSON object with id, name, plan and token', async () => {
+    // Act
+    const { stdout } = await runCliOk(['keys', 'create', '--plan', 'business', '--name', 'json key', '--json'], env)
+
+    // Assert
+    assert.equal(stdout.trimEnd().split('\n').length, 1, stdout)
+    const key = JSON.parse(stdout) as Record<string, unknown>
+    assert.equal(typeof key.id, 'number')
+    assert.equal(key.name, 'json key')
+    assert.equal(key.plan, 'business')
+    assert.match(String(key.token), TOKEN)
+  })
+
+  it('When a pet with categoryId 9223372036854775807 is added, then the response text carries exactly those digits', async () => {
+    // Act
+    const { text } = await addPet({ name: 'Big', categoryId: INT64_MAX })
+
+    // Assert
+    assert.ok(text.includes('"categoryId":9223372036854775807'), text)
+    assert.ok(!text.includes('9223372036854775808'), text)
+  })
+
+  it('When a pet with a categoryId beyond 2^53 is read back by getPet and listPets, then the digits are unchanged', async () => {
+    // Arrange
+    const { id } = await addPet({ name: 'Unsafe', categoryId: FIRST_UNSAFE_INTEGER, status: 'available' })
+
+    // Act
+    const one = await call(`/v1/pets/${id}`, { headers: bearer(token) })
+    const list = await call('/v1/pets?limit=100&status=available', { headers: bearer(token) })
+
+    // Assert
+    const oneText = await one.text()
+    const listText = await list.text()
+    assert.equal(one.status, 200, oneText)
+    assert.equal(list.status, 200, listText)
+    assert.ok(oneText.includes(`"id":${id},`) && oneText.includes('"categoryId":9007199254740993'), oneText)
+    assert.ok(listText.includes(`"id":${id},"name":"Unsafe","categoryId":9007199254740993`), listText)
+  })
+
+  it('When more pets match than the limit, then Link rel="next" is an absolute URL on the real port that gives the next page', async () => {
+    // Arrange: the only pending pets in this database.
+    const created = [
+      await addPet({ name: 'P1', status: 'pending' }),
+      await addPet({ name: 'P2', status: 'pending' }),
+      await addPet({ name: 'P3', status: 'pending' })
+    ].map((pet) => pet.id)
+
+    // Act
+    const first = await call('/v1/pets?limit=2&status=pending', { headers: bearer(token) })
+    const next = linkTarget(first.headers.get('link'), 'next')
+    assert.ok(next !== undefined, `no Link rel="next": ${first.headers.get('link') ?? 'none'}`)
+    const second = await fetch(next, { headers: bearer(token), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+
+    // Assert
+    const url = new URL(next)
+    assert.equal(url.origin, running().origin)
+    assert.equal(url.pathname, '/v1/pets')
+    assert.equal(url.searchParams.get('limit'), '2')
+    assert.equal(url.searchParams.get('status'), 'pending')
+    assert.ok((url.searchParams.get('cursor') ?? '') !== '', next)
+    assert.deepEqual(idsIn(await first.text()), created.slice(0, 2))
+    assert.equal(second.status, 200)
+    assert.deepEqual(idsIn(await second.text()), created.slice(2))
+    assert.equal(linkTarget(second.headers.get('link'), 'next'), undefined)
+  })
+
+  it('When a request carries a forged Host and X-Forwarded-Host, then Link still names the service\'s own address', async () => {
+    // Arrange
+    await addPet({ name: 'S1', status: 'sold' })
+    await addPet({ name: 'S2', status: 'sold' })
+    tokensSent.add(token)
+
+    // Act
+    const response = await rawRequest(running().port, [
+      'GET /v1/pets?limit=1&status=sold HTTP/1.1',
+      'Host: attacker.example:4444',
+      'X-Forwarded-Host: attacker.example',
+      'X-Forwarded-Proto: https',
+      `Authorization: Bearer ${token}`,
+      'Connection: close',
+      '', ''
+    ].join('\r\n'))
+
+    // Assert
+    assert.equal(response.status, 200, response.body)
+    const next = linkTarget(response.headers.get('link'), 'next') ?? ''
+    assert.ok(next.startsWith(`${running().origin}/v1/pets?`), next)
+  })
+
+  it('When getPet answers, then it carries Deprecation, Sunset and absolute successor and deprecation links, on a 404 too', async () => {
+    // Arrange
+    const { id } = await addPet({ name: 'Old' })
+    const origin = running().origin
+
+    // Act
+    const found = await call(`/v1/pets/${id}`, { headers: bearer(token) })
+    const missing = await call('/v1/pets/9223372036854775806', { headers: bearer(token) })
+
+    // Assert
+    assert.equal(found.status, 200)
+    assert.equal(missing.status, 404)
+    assert.equal(parseErrorBody(await missing.text()).code, 'not_found')
+    for (const response of [found, missing]) {
+      assert.equal(response.headers.get('deprecation'), '@1795132800')
+      assert.equal(response.headers.get('sunset'), 'Thu, 05 Dec 2030 00:00:00 GMT')
+      assert.equal(linkTarget(response.headers.get('link'), 'successor-version'), `${origin}/v1/pets`)
+      assert.equal(linkTarget(response.headers.get('link'), 'deprecation'), `${origin}/v1/docs`)
+    }
+  })
+
+  it('When a malformed HTTP request arrives on a socket, then the answer is 400 with a JSON Error body', async () => {
+    // Act
+    const response = await rawRequest(running().port, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nThis is not a header\r\n\r\n')
+
+    // Assert
+    assert.equal(response.status, 400)
+    assert.match(response.headers.get('content-type') ?? '', /^application\/json\b/)
+    const error = parseErrorBody(response.body)
+    assert.equal(error.status, 400)
+    assert.equal(error.code, 'invalid_request')
+    assert.ok(error.message.length > 0)
+  })
+
+  it('When a request carries a 20 KB header, then the answer is 431 with a JSON Error body', async () => {
+    // Act
+    const response = await rawRequest(running().port,
+      `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Padding: ${'a'.repeat(20 * 1024)}\r\n\r\n`)
+
+    // Assert
+    assert.equal(response.status, 431)
+    assert.match(response.headers.get('content-type') ?? '', /^application\/json\b/)
+    const error = parseErrorBody(response.body)
+    assert.equal(error.status, 431)
+    assert.equal(typeof error.code, 'string')
+    assert.ok(error.message.length > 0)
+  })
+
+  it('When a key is revoked with `keys revoke ID`, then the running server refuses it with 401 within one second and `keys list --json` shows it revoked', async () => {
+    // Arrange: the server has just accepted the key (and may remember that).
+    const key = await createKey(env, ['--plan', 'free', '--name', 'to revoke'])
+    const accepted = await call('/v1/pets?limit=1', { headers: bearer(key.token) })
+    assert.equal(accepted.status, 200)
+
+    // Act
+    await runCliOk(['keys', 'revoke', String(key.id)], env)
+    const revokedAt = Date.now()
+    const refused = await pollUntil(async () => {
+      const response = await call('/v1/pets?limit=1', { headers: bearer(key.token) })
+      return response.status === 401 ? response : undefined
+    }, { ms: 3_000, every: 50, what: 'the revoked key to be refused' })
+    const elapsed = Date.now() - revokedAt
+    const listed = await runCliOk(['keys', 'list', '--json'], env)
+
+    // Assert
+    assert.ok(elapsed <= 1_000, `refused only after ${elapsed} ms`)
+    assert.equal(parseErrorBody(await refused.text()).code, 'invalid_api_key')
+    assert.match(refused.headers.get('www-authenticate') ?? '', /error="invalid_token"/)
+    const keys = JSON.parse(listed.stdout) as Array<{ id: number, revoked: boolean }>
+    assert.equal(keys.find((k) => k.id === key.id)?.revoked, true)
+    assert.equal(keys.find((k) => k.id !== key.id)?.revoked, false)
+    assert.ok(!listed.stdout.includes(key.token), 'keys list printed a secret')
+  })
+
+  it('When a staging key is sent to the production server, then it is refused with 401 and a message naming the environments', async () => {
+    // Arrange
+    const staging = await createKey({ ...env, PETSTORE_ENV: 'staging' }, ['--plan', 'free', '--name', 'staging'])
+
+    // Act
+    const response = await call('/v1/pets', { headers: bearer(staging.token) })
+
+    // Assert
+    assert.match(staging.token, /^pet_test_/)
+    assert.equal(response.status, 401)
+    const error = parseErrorBody(await response.text())
+    assert.equal(error.code, 'invalid_api_key')
+    assert.equal(error.status, 401)
+    assert.match(error.message, /staging/)
+    assert.match(error.message, /production/)
+  })
+
+  it('When the server receives SIGTERM, then it exits with code 0', async () => {
+    // Act
+    running().signal('SIGTERM')
+    const status = await running().waitForExit(10_000)
+
+    // Assert
+    assert.deepEqual(status, { code: 0, signal: null })
+  })
+
+  it('When the server has stopped, then no token it was sent appears in its stdout or stderr', () => {
+    // Arrange
+    const { stdout, stderr, exited } = running()
+    assert.ok(exited !== undefined, 'the server is still running')
+    const logs = stdout + stderr
+
+    // Assert: the logs did record the requests, just not their secrets.
+    assert.match(logs, /"url":"\/v1\/pets/)
+    assert.ok(tokensSent.size >= 4, `only ${tokensSent.size} tokens were sent`)
+    for (const sent of tokensSent) {
+      assert.ok(!logs.includes(sent), `a token is in the logs: ${sent.slice(0, 12)}…`)
+      assert.ok(!logs.includes(sent.slice('pet_live_'.length)), `a token's secret part is in the logs: ${sent.slice(0, 12)}…`)
+    }
+  })
+})
+
+describe('petstore serve, stopped with a request in flight', { timeout: 30_000 }, () => {
+  let dir: string | undefined
+  let server: ServerProcess | undefined
+  let connection: RawConnection | undefined
+
+  after(async () => {
+    connection?.close()
+    await server?.dispose()
+    removeTempDir(dir)
+  })
+
+  it('When SIGTERM arrives while a POST is still arriving on a keep-alive connection, then the POST gets its 201 and the process exits with code 0', async () => {
+    // Arrange: the request's headers have reached the server; half its body has not.
+    dir = makeTempDir()
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const { token } = await createKey(env, ['--plan', 'pro', '--name', 'in flight'])
+    server = await startServer({ ...env, LOG_LEVEL: 'info' })
+    const running = server
+    const body = newPetJson({ name: 'Late', categoryId: INT64_MAX })
+    connection = await RawConnection.open(running.port)
+    connection.write([
+      'POST /v1/pets HTTP/1.1',
+      'Host: 127.0.0.1',
+      `Authorization: Bearer ${token}`,
+      'Content-Type: application/json',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      '', body.slice(0, 10)
+    ].join('\r\n'))
+    await running.waitForStdout((out) => /"method":"POST","url":"\/v1\/pets"/.test(out), 5_000, 'the POST to reach the server')
+
+    // Act
+    running.signal('SIGTERM')
+    await running.waitForStdout((out) => out.includes('shutting down'), 5_000, 'the server to start shutting down')
+    connection.write(body.slice(10))
+    const received = await connection.waitFor((text) => isCompleteResponse(text), 5_000, 'the response to the POST in flight')
+    const exit = await running.waitForExit(5_000).catch((error: unknown) => error)
+
+    // Assert
+    const response = parseRawResponse(received)
+    assert.equal(response.status, 201, response.body)
+    assert.ok(response.body.includes('"categoryId":9223372036854775807'), response.body)
+    assert.deepEqual(exit, { code: 0, signal: null },
+      `the process had not exited 5 s after answering its last request (connection: ${response.headers.get('connection') ?? 'unset'})`)
+  })
+})

@@ -1,0 +1,303 @@
+// The OpenAPI document (DECISIONS.md §8): its shape, what it says about
+// headers, errors and bounds, that it matches what the service sends, and
+// that it passes `redocly lint` and Spectral with the OWASP ruleset. And the
+// docs page, whose every asset is served from here.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import type { LightMyRequestResponse } from 'fastify'
+import { buildPet, buildTestApp, jsonHeaders, type TestApp } from './helpers.js'
+
+const PRODUCTION = 'https://api.petstore.example/v1'
+const STAGING = 'https://staging.petstore.example/v1'
+const INT64_MAX = '9223372036854775807'
+const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
+const DEPRECATION_HEADERS = ['Deprecation', 'Sunset', 'Link']
+/** Transport headers that the document need not describe. */
+const TRANSPORT_HEADERS = new Set([
+  'content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary',
+  'access-control-expose-headers', 'access-control-allow-credentials'
+])
+
+interface Schema {
+  type?: string | string[]
+  format?: string
+  minimum?: number
+  maximum?: number
+  exclusiveMinimum?: number
+  exclusiveMaximum?: number
+  maxLength?: number
+  pattern?: string
+  maxItems?: number
+  enum?: unknown[]
+  const?: unknown
+}
+
+interface ResponseObject {
+  description: string
+  headers?: Record<string, { schema: Schema, description?: string }>
+  content?: Record<string, { schema: Schema }>
+}
+
+interface Operation {
+  operationId: string
+  deprecated?: boolean
+  responses: Record<string, ResponseObject>
+}
+
+interface OpenApiDocument {
+  openapi: string
+  servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }>
+  paths: Record<string, Record<string, Operation>>
+}
+
+/** The project's root: the nearest directory up from here with a package.json. */
+function projectRoot (): string {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir)
+    if (parent === dir) throw new Error('no package.json above the test file')
+    dir = parent
+  }
+  return dir
+}
+
+function operations (document: OpenApiDocument): Map<string, Operation> {
+  const found = new Map<string, Operation>()
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item)) found.set(operation.operationId, operation)
+  }
+  return found
+}
+
+function operation (document: OpenApiDocument, operationId: string): Operation {
+  const found = operations(document).get(operationId)
+  assert.ok(found, `no operation ${operationId}`)
+  return found
+}
+
+/** Every schema in the document, with where it is. */
+function * schemas (node: unknown, path = '#'): Generator<[string, Schema]> {
+  if (typeof node !== 'object' || node === null) return
+  if (!Array.isArray(node) && 'type' in node && typeof (node as Schema).type === 'string') yield [path, node as Schema]
+  for (const [key, value] of Object.entries(node)) yield * schemas(value, `${path}/${key}`)
+}
+
+/** A header's value is what its documented schema allows. */
+function assertFits (schema: Schema, value: string, where: string): void {
+  if (schema.type === 'integer') {
+    assert.match(value, /^\d+$/, `${where}: ${value} is not an integer`)
+    assert.ok(schema.minimum !== undefined && schema.maximum !== undefined && Number(value) >= schema.minimum && Number(value) <= schema.maximum,
+      `${where}: ${value} is out of bounds`)
+    return
+  }
+  if (schema.maxLength !== undefined) assert.ok([...value].length <= schema.maxLength, `${where}: too long`)
+  if (schema.pattern !== undefined) assert.match(value, new RegExp(schema.pattern, 'u'), `${where}: ${value}`)
+  if (schema.enum !== undefined) assert.ok(schema.enum.includes(value), `${where}: ${value} is not one of ${schema.enum.join(', ')}`)
+  if (schema.format === 'uuid') assert.match(value, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, `${where}: ${value}`)
+}
+
+interface Run { code: number | string | null, stdout: string, stderr: string }
+
+function run (command: string, args: string[], cwd: string): Promise<Run> {
+  const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', NO_COLOR: '1' }
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env, timeout: 45_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : error.code ?? null, stdout, stderr })
+    })
+  })
+}
+
+describe('the OpenAPI document', () => {
+  let subject: TestApp
+  let text: string
+  let document: OpenApiDocument
+  let dir: string
+
+  before(async () => {
+    subject = await buildTestApp({ PUBLIC_BASE_URL: PRODUCTION, STAGING_BASE_URL: STAGING })
+    const response = await subject.app.inject({ url: '/v1/openapi.json' })
+    assert.equal(response.statusCode, 200)
+    assert.match(String(response.headers['content-type']), /^application\/json/)
+    text = response.body
+    document = JSON.parse(text) as OpenApiDocument
+    dir = await mkdtemp(join(tmpdir(), 'petstore-openapi-'))
+  })
+
+  after(async () => {
+    await subject.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  test('is OpenAPI 3.1 with both environments and the three operations', () => {
+    assert.match(document.openapi, /^3\.1\.\d+$/)
+    assert.deepEqual(document.servers.map((s) => s.url), [PRODUCTION, STAGING])
+    assert.deepEqual([...operations(document).keys()].sort(), ['createPet', 'getPet', 'listPets'])
+    assert.equal(operation(document, 'getPet').deprecated, true)
+    assert.notEqual(operation(document, 'listPets').deprecated, true)
+    assert.notEqual(operation(document, 'createPet').deprecated, true)
+  })
+
+  test('writes the int64 bounds exactly, never as a rounded double', () => {
+    assert.match(text, new RegExp(`"maximum":${INT64_MAX}[,}]`))
+    assert.doesNotMatch(text, /922337203685477580[89]|9\.22\d*e\+?18/i)
+  })
+
+  test('gives every response the rate-limit headers, and every 429 Retry-After', () => {
+    for (const [id, op] of operations(document)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        for (const header of RATE_LIMIT_HEADERS) {
+          assert.ok(response.headers?.[header], `${id} ${status} lacks ${header}`)
+        }
+      }
+      for (const status of ['401', '429', '500']) assert.ok(op.responses[status], `${id} lacks ${status}`)
+      assert.ok(op.responses['429']?.headers?.['Retry-After'], `${id} 429 lacks Retry-After`)
+    }
+  })
+
+  test('gives the other headers each operation sends', () => {
+    assert.ok(operation(document, 'listPets').responses['200']?.headers?.Link)
+    assert.ok(operation(document, 'createPet').responses['201']?.headers?.['Idempotent-Replayed'])
+    for (const [status, response] of Object.entries(operation(document, 'getPet').responses)) {
+      for (const header of DEPRECATION_HEADERS) assert.ok(response.headers?.[header], `getPet ${status} lacks ${header}`)
+    }
+    assert.ok(operation(document, 'getPet').responses['404'])
+    assert.ok(operation(document, 'getPet').responses['410'])
+  })
+
+  test('bounds every integer, string and array', () => {
+    for (const [path, schema] of schemas(document)) {
+      if (schema.type === 'integer') {
+        assert.ok(schema.minimum !== undefined || schema.exclusiveMinimum !== undefined, `${path}: no minimum`)
+        assert.ok(schema.maximum !== undefined || schema.exclusiveMaximum !== undefined, `${path}: no maximum`)
+        assert.ok(schema.format === 'int32' || schema.format === 'int64', `${path}: no int32/int64 format`)
+      }
+      if (schema.type === 'string') {
+        assert.ok(schema.maxLength !== undefined || schema.enum !== undefined || schema.const !== undefined, `${path}: no maxLength`)
+      }
+      if (schema.type === 'array') assert.ok(schema.maxItems !== undefined, `${path}: no maxItems`)
+    }
+  })
+
+  test('describes every header the service really sends', async () => {
+    const { app } = subject
+    const key = await subject.newKey()
+    const tight = await subject.newKey('enterprise', { perMinute: 1, perDay: 10 })
+    const create = (): Promise<LightMyRequestResponse> =>
+      app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(key), payload: JSON.stringify(buildPet()) })
+    const created = await create()
+    await create()
+    const id = (created.json() as { id: number }).id
+    const cases: Array<[string, LightMyRequestResponse]> = [
+      ['createPet', created],
+      ['createPet', await app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(key), payload: '{"name":""}' })],
+      ['listPets', await app.inject({ url: '/v1/pets?limit=1', headers: jsonHeaders(key) })],
+      ['listPets', await app.inject({ url: '/v1/pets' })],
+      ['getPet', await app.inject({ url: `/v1/pets/${id}`, headers: jsonHeaders(key) })],
+      ['getPet', await app.inject({ url: '/v1/pets/999999', headers: jsonHeaders(key) })],
+      ['listPets', await app.inject({ url: '/v1/pets', headers: jsonHeaders(tight) })],
+      ['listPets', await app.inject({ url: '/v1/pets', headers: jsonHeaders(tight) })]
+    ]
+    const seen = new Set<number>()
+    for (const [operationId, response] of cases) {
+      seen.add(response.statusCode)
+      const documented = operation(document, operationId).responses[String(response.statusCode)]
+      assert.ok(documented, `${operationId} ${response.statusCode} is not documented`)
+      const headers = new Map(Object.entries(documented.headers ?? {}).map(([name, header]) => [name.toLowerCase(), header.schema]))
+      for (const [name, value] of Object.entries(response.headers)) {
+        if (TRANSPORT_HEADERS.has(name)) continue
+        const schema = headers.get(name)
+        assert.ok(schema, `${operationId} ${response.statusCode} sends ${name}, undocumented`)
+        assertFits(schema, String(value), `${operationId} ${response.statusCode} ${name}`)
+      }
+      for (const name of RATE_LIMIT_HEADERS) assert.ok(response.headers[name.toLowerCase()] !== undefined, `${operationId} ${response.statusCode} lacks ${name}`)
+    }
+    assert.deepEqual([...seen].sort(), [200, 201, 400, 401, 404, 429])
+  })
+
+  test('passes redocly lint (recommended) with no errors', async () => {
+    const root = projectRoot()
+    await writeFile(join(dir, 'openapi.json'), text)
+    await writeFile(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n')
+    const result = await run(join(root, 'node_modules', '.bin', 'redocly'),
+      ['lint', 'openapi.json', '--config', 'redocly.yaml', '--format', 'json'], dir)
+    const report = JSON.parse(result.stdout) as { totals: { errors: number }, problems: Array<{ severity: string, ruleId: string, message: string }> }
+    const errors = report.problems.filter((p) => p.severity === 'error')
+    assert.deepEqual(errors, [], `redocly lint: ${result.stderr}`)
+    assert.equal(report.totals.errors, 0)
+    assert.equal(result.code, 0, result.stderr)
+  })
+
+  test('passes Spectral with the OWASP ruleset with no errors', async () => {
+    const root = projectRoot()
+    await writeFile(join(dir, 'openapi.json'), text)
+    // Resolved from here, since Spectral resolves a ruleset's `extends` from the ruleset's own directory.
+    const owasp = createRequire(import.meta.url).resolve('@stoplight/spectral-owasp-ruleset')
+    const ruleset = {
+      extends: ['spectral:oas', owasp],
+      // SPEC.md makes ids integers (DECISIONS.md §8).
+      rules: { 'owasp:api1:2023-no-numeric-ids': 'off' }
+    }
+    await writeFile(join(dir, 'spectral.json'), JSON.stringify(ruleset, null, 2))
+    const result = await run(join(root, 'node_modules', '.bin', 'spectral'),
+      ['lint', 'openapi.json', '--ruleset', 'spectral.json', '--format', 'json', '--fail-severity', 'error'], dir)
+    const problems = JSON.parse(result.stdout) as Array<{ severity: number, code: string, message: string, path: string[] }>
+    const errors = problems.filter((p) => p.severity === 0).map((p) => `${p.code} at ${p.path.join('.')}: ${p.message}`)
+    assert.deepEqual(errors, [], `spectral: ${result.stderr}`)
+    assert.equal(result.code, 0, result.stderr)
+  })
+})
+
+test('a CORS response carries the Access-Control-Allow-Origin the document describes', async () => {
+  const origin = 'https://shop.petstore.example'
+  const subject = await buildTestApp({ PUBLIC_BASE_URL: PRODUCTION, CORS_ORIGINS: origin })
+  try {
+    const response = await subject.app.inject({ url: '/v1/pets', headers: { origin } })
+    assert.equal(response.statusCode, 401)
+    assert.equal(response.headers['access-control-allow-origin'], origin)
+    const document = JSON.parse((await subject.app.inject({ url: '/v1/openapi.json' })).body) as OpenApiDocument
+    assert.ok(operation(document, 'listPets').responses['401']?.headers?.['Access-Control-Allow-Origin'])
+  } finally {
+    await subject.close()
+  }
+})
+
+test('GET /v1/docs is a page whose every script and style is served here', async () => {
+  const subject = await buildTestApp({ PUBLIC_BASE_URL: PRODUCTION, STAGING_BASE_URL: STAGING })
+  try {
+    const page = await subject.app.inject({ url: '/v1/docs' })
+    assert.equal(page.statusCode, 200)
+    assert.match(String(page.headers['content-type']), /^text\/html/)
+    const assets = [
+      ...page.body.matchAll(/<script\b[^>]*\bsrc="([^"]+)"/g),
+      ...page.body.matchAll(/<link\b[^>]*\brel="stylesheet"[^>]*\bhref="([^"]+)"/g)
+    ].map((match) => match[1] ?? '')
+    assert.ok(assets.some((a) => a.endsWith('.js')), 'no script')
+    assert.ok(assets.some((a) => a.endsWith('.css')), 'no stylesheet')
+    const base = 'http://petstore.test/v1/docs'
+    for (const asset of assets) {
+      const url = new URL(asset, base)
+      assert.equal(url.origin, new URL(base).origin, `${asset} is not served here`)
+      const response = await subject.app.inject({ url: url.pathname + url.search })
+      assert.equal(response.statusCode, 200, `${asset}: ${response.statusCode}`)
+      assert.ok(response.rawPayload.length > 0, `${asset} is empty`)
+    }
+    // The page loads the document from beside itself: the same text as /v1/openapi.json.
+    const spec = await subject.app.inject({ url: '/v1/docs/json' })
+    assert.equal(spec.statusCode, 200)
+    assert.equal(spec.body, (await subject.app.inject({ url: '/v1/openapi.json' })).body)
+    const yaml = await subject.app.inject({ url: '/v1/docs/yaml' })
+    assert.equal(yaml.statusCode, 200)
+    assert.match(String(yaml.headers['content-type']), /yaml/)
+    assert.match(yaml.body, /^openapi: 3\.1\.\d+$/m)
+    assert.match(yaml.body, new RegExp(`^ +maximum: ${INT64_MAX}$`, 'm'))
+  } finally {
+    await subject.close()
+  }
+})
