@@ -33,6 +33,31 @@ export interface AppDeps {
   now?: () => number
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger
+  /** Connection timeouts; tests shorten them. */
+  timeouts?: Partial<Timeouts>
+}
+
+/**
+ * A slow client cannot hold a connection: its headers must arrive within
+ * `headersMs` and its whole request within `requestMs` (checked every
+ * `checkEveryMs`), and an idle keep-alive connection closes after
+ * `keepAliveMs`, longer than common load balancers' 60 s so they close first.
+ * https://nodejs.org/api/http.html#serverheaderstimeout
+ */
+export interface Timeouts {
+  headersMs: number
+  requestMs: number
+  keepAliveMs: number
+  idleSocketMs: number
+  checkEveryMs: number
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  keepAliveMs: 65_000,
+  idleSocketMs: 120_000,
+  checkEveryMs: 1_000
 }
 
 const PURGE_EVERY_MS = 60 * 60 * 1000
@@ -43,16 +68,16 @@ const EXPOSED_HEADERS = [
   'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
 ]
 
-export async function buildApp ({ config, storage, limiter, now = Date.now, logger }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {} }: AppDeps): Promise<FastifyInstance> {
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: BODY_LIMIT,
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
-    // A slow client cannot hold a connection: the whole request must arrive
-    // in 30 s (its headers in 10 s, below), and an idle keep-alive connection closes.
-    connectionTimeout: 60_000,
-    requestTimeout: 30_000,
-    keepAliveTimeout: 65_000,
+    connectionTimeout: timeouts.idleSocketMs,
+    requestTimeout: timeouts.requestMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkEveryMs },
     // Fastify's own 503 while closing has its own body shape; requests that
     // arrive while closing are answered normally instead.
     return503OnClosing: false,
@@ -69,7 +94,6 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
       sendError(reply, new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.'))
     }
   })
-  app.server.headersTimeout = 10_000
   app.setValidatorCompiler(({ schema, httpPart }) =>
     compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart, []))
 
