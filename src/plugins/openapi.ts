@@ -69,7 +69,8 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
   await app.register(swaggerUi, {
     routePrefix: '/v1/docs',
     staticCSP: true,
-    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0 },
+    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout' },
+    theme: { title: 'Animal Adoption Store API' },
     transformSpecificationClone: false,
     // Serves /v1/docs/json and /v1/docs/yaml: the JSON as exact text; the
     // YAML written by swagger-ui from the object, whose bigints it writes exactly.
