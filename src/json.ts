@@ -22,7 +22,8 @@ export function parseJsonBody (text: string): unknown {
     return parse(text, rejectForbiddenKeys, parseNumber)
   } catch (error) {
     if (error instanceof JsonBodyError) throw error
-    throw new JsonBodyError(error instanceof Error ? error.message : 'Body is not valid JSON')
+    if (error instanceof RangeError) throw new JsonBodyError('it is nested too deeply')
+    throw new JsonBodyError(error instanceof Error ? error.message : 'it cannot be parsed')
   }
 }
 

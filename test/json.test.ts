@@ -27,6 +27,10 @@ describe('parseJsonBody', () => {
     })
   }
 
+  it('When arrays are nested thousands deep, then parsing fails cleanly', () => {
+    assert.throws(() => parseJsonBody('['.repeat(16_000)), (error: unknown) => error instanceof JsonBodyError && /nested too deeply/.test(error.message))
+  })
+
   it('When the text is not JSON, then a JsonBodyError says where', () => {
     assert.throws(() => parseJsonBody('{"a":'), (error: unknown) => error instanceof JsonBodyError && /position/.test(error.message))
   })

@@ -24,7 +24,8 @@ export interface ValidationIssue {
 
 export type ValidationResult = { value: unknown } | { error: ValidationIssue[] }
 
-const DECIMAL = /^(0|[1-9]\d{0,18})$/
+/** Plain decimal digits; the schema then checks the range. */
+const DECIMAL = /^\d{1,100}$/
 
 export function compileValidator (schema: TSchema, httpPart: HttpPart, references: TSchema[]): (value: unknown) => ValidationResult {
   const check = TypeCompiler.Compile(schema, references)

@@ -348,13 +348,20 @@ describe('GET /v1/pets/{petId} (deprecated)', () => {
     assert.match(errorOf(response).message, new RegExp(INT64_MAX))
   })
 
+  it('When the id has leading zeros, then it is the same id', async () => {
+    const pet = await t.storage.createPet({ name: 'Zero', categoryId: 1n, status: 'available' })
+    const response = await get(`000${pet.id}`)
+    assert.equal(response.statusCode, 200)
+    assert.equal(response.json().name, 'Zero')
+  })
+
   it('When there is no API key, then 401 still carries the deprecation headers', async () => {
     const response = await t.app.inject({ url: '/v1/pets/1' })
     assert.equal(response.statusCode, 401)
     assertDeprecationHeaders(response.headers)
   })
 
-  for (const id of ['abc', '0', '-1', '1.5', '9223372036854775808', '01x']) {
+  for (const id of ['abc', '0', '-1', '1.5', '9223372036854775808', '01x', ' 1', '+1', '0x1', '1e2']) {
     it(`When the id is ${id}, then 400 invalid_request`, async () => {
       const response = await get(id)
       assert.equal(response.statusCode, 400)
