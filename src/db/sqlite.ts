@@ -4,8 +4,13 @@
 // fsync. Inserts that arrive together are therefore grouped: each is queued,
 // and one transaction (one fsync) commits the whole queue on the next turn of
 // the loop. Every caller's promise resolves only after that commit.
+//
+// Other processes may share the file (more instances, the `petstore`
+// command); a write that finds their lock retries off the event loop for up
+// to 5 s, then fails as unavailable (503).
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
+import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { StorageUnavailableError } from '../errors.js'
@@ -14,8 +19,8 @@ import type { Plan } from '../limits/plans.js'
 import type { Environment } from '../config.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
-  ApiKeyRecord, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  PetRecord, Storage, StoredIdempotentRequest
+  ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  PetRecord, Storage
 } from './storage.js'
 
 interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
@@ -32,19 +37,32 @@ interface ApiKeyRow {
 interface PendingInsert {
   pet: NewPetRecord
   idempotency: IdempotencyRecord | undefined
-  resolve: (pet: PetRecord) => void
+  /** When the insert was queued: past the busy budget it fails with 503. */
+  queuedAt: number
+  resolve: (result: CreateOnceResult) => void
   reject: (error: unknown) => void
 }
+
+/** How long a write waits for another connection's write lock before the client gets 503. */
+const BUSY_BUDGET_MS = 5000
+/** How often a write blocked by another connection tries again. */
+const BUSY_RETRY_MS = 20
 
 /** Accepts `sqlite:PATH` and `sqlite::memory:`. */
 export function sqlitePath (url: string): string {
   return url.replace(/^sqlite:/, '')
 }
 
-export function openSqlite (url: string): SqliteStorage {
+export interface SqliteOptions {
+  /** How long a write may wait for another connection's lock; tests shorten it. */
+  busyBudgetMs?: number
+}
+
+export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS }: SqliteOptions = {}): SqliteStorage {
   const path = sqlitePath(url)
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
-  const db = new Database(path, { timeout: 5000 })
+  // Opening and migrating may wait for another instance doing the same.
+  const db = new Database(path, { timeout: busyBudgetMs })
   // Every connection: the settings are per connection, and better-sqlite3
   // does not keep them across a reopen. https://www.sqlite.org/pragma.html#pragma_synchronous
   db.pragma('journal_mode = WAL')
@@ -52,22 +70,29 @@ export function openSqlite (url: string): SqliteStorage {
   db.pragma('foreign_keys = ON')
   db.defaultSafeIntegers(true)
   migrateSqlite(db)
-  return new SqliteStorage(db)
+  // From here on a write never sleeps on the event loop for a lock held by
+  // another connection: it fails at once and is retried asynchronously.
+  // Reads never wait in WAL mode.
+  db.pragma('busy_timeout = 0')
+  return new SqliteStorage(db, busyBudgetMs)
 }
 
 export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database.Database
+  readonly #busyBudgetMs: number
   #pending: PendingInsert[] = []
   #flushScheduled = false
   #closed = false
+  /** Set while writes fail for want of the database; /readyz reports it. */
+  #writeFailure: Error | undefined
 
   readonly #insertPet
   readonly #insertIdempotency
+  readonly #findIdempotency
   readonly #getPet
   readonly #listAll
   readonly #listByStatus
-  readonly #findIdempotency
   readonly #purgeIdempotency
   readonly #insertKey
   readonly #findKey
@@ -76,23 +101,25 @@ export class SqliteStorage implements Storage {
   readonly #revokeKey
   readonly #commitGroup
 
-  constructor (db: Database.Database) {
+  constructor (db: Database.Database, busyBudgetMs: number) {
     this.#db = db
+    this.#busyBudgetMs = busyBudgetMs
     this.#insertPet = db.prepare<[string, bigint, string]>(
       'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
+    // Only an expired record can be in the way here: a live one was found first, in the same transaction.
     this.#insertIdempotency = db.prepare<[bigint, string, string, bigint, bigint]>(
       `INSERT INTO idempotency_keys (api_key_id, key, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (api_key_id, key) DO UPDATE SET request_hash = excluded.request_hash,
          pet_id = excluded.pet_id, created_at = excluded.created_at`)
+    this.#findIdempotency = db.prepare<[bigint, string, bigint], PetRow & { request_hash: string }>(
+      `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
+       FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
+       WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
     this.#getPet = db.prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?')
     this.#listAll = db.prepare<[bigint, number], PetRow>(
       'SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?')
     this.#listByStatus = db.prepare<[string, bigint, number], PetRow>(
       'SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?')
-    this.#findIdempotency = db.prepare<[bigint, string, bigint], PetRow & { request_hash: string, created_at: bigint }>(
-      `SELECT p.id, p.name, p.category_id, p.status, i.request_hash, i.created_at
-       FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
-       WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
     this.#purgeIdempotency = db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
     this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, bigint]>(
       `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
@@ -102,68 +129,95 @@ export class SqliteStorage implements Storage {
     this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE id = ?`)
     this.#listKeys = db.prepare<[], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys ORDER BY id`)
     this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
-    this.#commitGroup = db.transaction((group: PendingInsert[]) =>
+    this.#commitGroup = db.transaction((group: PendingInsert[]): CreateOnceResult[] =>
       group.map(({ pet, idempotency }) => {
+        if (idempotency !== undefined) {
+          const earlier = this.#findIdempotency.get(BigInt(idempotency.apiKeyId), idempotency.key, BigInt(idempotency.liveAfter))
+          if (earlier !== undefined) return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+        }
         const { id } = this.#insertPet.get(pet.name, pet.categoryId, pet.status) as { id: bigint }
         if (idempotency !== undefined) {
           this.#insertIdempotency.run(BigInt(idempotency.apiKeyId), idempotency.key,
             idempotency.requestHash, id, BigInt(idempotency.createdAt))
         }
-        return { id, ...pet }
+        return { created: true, pet: { id, ...pet } }
       }))
   }
 
-  createPet (pet: NewPetRecord, idempotency?: IdempotencyRecord): Promise<PetRecord> {
+  async createPet (pet: NewPetRecord): Promise<PetRecord> {
+    const result = await this.#enqueue(pet, undefined)
+    return result.pet
+  }
+
+  createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult> {
+    return this.#enqueue(pet, idempotency)
+  }
+
+  #enqueue (pet: NewPetRecord, idempotency: IdempotencyRecord | undefined): Promise<CreateOnceResult> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError('the database is closed'))
     return new Promise((resolve, reject) => {
-      this.#pending.push({ pet, idempotency, resolve, reject })
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true
-        setImmediate(() => this.#flush())
-      }
+      this.#pending.push({ pet, idempotency, queuedAt: Date.now(), resolve, reject })
+      this.#scheduleFlush(0)
     })
   }
 
+  #scheduleFlush (delayMs: number): void {
+    if (this.#flushScheduled) return
+    this.#flushScheduled = true
+    if (delayMs === 0) setImmediate(() => this.#flush())
+    else setTimeout(() => this.#flush(), delayMs)
+  }
+
+  /** Commits every queued insert in one transaction: one fsync for the lot. */
   #flush (): void {
     this.#flushScheduled = false
     const group = this.#pending
     this.#pending = []
     if (group.length === 0) return
-    let created: PetRecord[]
+    let results: CreateOnceResult[]
     try {
-      created = this.#commitGroup.immediate(group)
+      results = this.#commitGroup.immediate(group)
     } catch (error) {
-      const failure = unavailable(error)
-      for (const insert of group) insert.reject(failure)
+      if (isBusy(error) && !this.#closed) {
+        const now = Date.now()
+        const waiting = group.filter((insert) => now - insert.queuedAt < this.#busyBudgetMs)
+        this.#fail(group.filter((insert) => !waiting.includes(insert)), error)
+        this.#pending = waiting.concat(this.#pending)
+        if (this.#pending.length > 0) this.#scheduleFlush(BUSY_RETRY_MS)
+        return
+      }
+      this.#fail(group, error)
       return
     }
-    group.forEach((insert, i) => insert.resolve(created[i] as PetRecord))
+    this.#writeFailure = undefined
+    group.forEach((insert, i) => insert.resolve(results[i] as CreateOnceResult))
+  }
+
+  #fail (group: PendingInsert[], error: unknown): void {
+    if (group.length === 0) return
+    const failure = unavailable(error)
+    if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
+    for (const insert of group) insert.reject(failure)
   }
 
   async getPet (id: bigint): Promise<PetRecord | undefined> {
-    const row = this.#run(() => this.#getPet.get(id))
+    const row = this.#read(() => this.#getPet.get(id))
     return row === undefined ? undefined : toPet(row)
   }
 
   async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
-    const rows = this.#run(() => status === undefined
+    const rows = this.#read(() => status === undefined
       ? this.#listAll.all(afterId, limit)
       : this.#listByStatus.all(status, afterId, limit))
     return rows.map(toPet)
   }
 
-  async findIdempotentRequest (apiKeyId: number, key: string, createdAfter: number): Promise<StoredIdempotentRequest | undefined> {
-    const row = this.#run(() => this.#findIdempotency.get(BigInt(apiKeyId), key, BigInt(createdAfter)))
-    if (row === undefined) return undefined
-    return { requestHash: row.request_hash, pet: toPet(row), createdAt: Number(row.created_at) }
-  }
-
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {
-    return this.#run(() => this.#purgeIdempotency.run(BigInt(createdBefore)).changes)
+    return this.#write(() => this.#purgeIdempotency.run(BigInt(createdBefore)).changes)
   }
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    return this.#run(() => {
+    return this.#write(() => {
       const { id } = this.#insertKey.get(key.name, key.plan, key.perMinute, key.perDay,
         key.environment, key.tokenHash, BigInt(key.createdAt)) as { id: bigint }
       return toApiKey(this.#getKey.get(id) as ApiKeyRow)
@@ -171,39 +225,40 @@ export class SqliteStorage implements Storage {
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
-    const row = this.#run(() => this.#findKey.get(tokenHash))
+    const row = this.#read(() => this.#findKey.get(tokenHash))
     return row === undefined ? undefined : toApiKey(row)
   }
 
   async listApiKeys (): Promise<ApiKeyRecord[]> {
-    return this.#run(() => this.#listKeys.all()).map(toApiKey)
+    return this.#read(() => this.#listKeys.all()).map(toApiKey)
   }
 
   async revokeApiKey (id: number, at: number): Promise<boolean> {
-    return this.#run(() => this.#revokeKey.run(BigInt(at), BigInt(id)).changes > 0)
+    return this.#write(() => this.#revokeKey.run(BigInt(at), BigInt(id)).changes > 0)
   }
 
   async secret (name: string): Promise<Buffer> {
-    return this.#run(() => {
-      this.#db.prepare('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
-        .run(name, randomBytes(32))
-      const row = this.#db.prepare<[string], { value: Buffer }>('SELECT value FROM secrets WHERE name = ?').get(name)
-      return (row as { value: Buffer }).value
-    })
+    await this.#write(() => this.#db.prepare('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
+      .run(name, randomBytes(32)))
+    const row = this.#read(() => this.#db.prepare<[string], { value: Buffer }>('SELECT value FROM secrets WHERE name = ?').get(name))
+    return (row as { value: Buffer }).value
   }
 
   async ping (): Promise<void> {
-    this.#run(() => this.#db.prepare('SELECT 1').get())
+    this.#read(() => this.#db.prepare('SELECT 1').get())
+    if (this.#writeFailure !== undefined) throw this.#writeFailure
   }
 
   async close (): Promise<void> {
     if (this.#closed) return
     this.#closed = true
     this.#flush()
+    for (const insert of this.#pending) insert.reject(new StorageUnavailableError('the database is closed'))
+    this.#pending = []
     this.#db.close()
   }
 
-  #run<T> (work: () => T): T {
+  #read<T> (work: () => T): T {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     try {
       return work()
@@ -211,6 +266,30 @@ export class SqliteStorage implements Storage {
       throw unavailable(error)
     }
   }
+
+  /** A write outside the group commit, retried while another connection holds the write lock. */
+  async #write<T> (work: () => T): Promise<T> {
+    const deadline = Date.now() + this.#busyBudgetMs
+    for (;;) {
+      if (this.#closed) throw new StorageUnavailableError('the database is closed')
+      try {
+        const result = work()
+        this.#writeFailure = undefined
+        return result
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) {
+          const failure = unavailable(error)
+          if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
+          throw failure
+        }
+      }
+      await delay(BUSY_RETRY_MS)
+    }
+  }
+}
+
+function isBusy (error: unknown): boolean {
+  return error instanceof Database.SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))
 }
 
 /** Busy, locked, full or broken: the client may retry later; the cause goes to the log, not to it. */

@@ -23,13 +23,14 @@ export interface IdempotencyRecord {
   key: string
   requestHash: string
   createdAt: number
+  /** An earlier record with the same key made after this instant still stands. */
+  liveAfter: number
 }
 
-export interface StoredIdempotentRequest {
-  requestHash: string
-  pet: PetRecord
-  createdAt: number
-}
+export type CreateOnceResult =
+  | { created: true, pet: PetRecord }
+  /** A live record had this key: nothing was added. */
+  | { created: false, requestHash: string, pet: PetRecord }
 
 export interface ListPetsQuery {
   /** Only animals with an id above this one (the cursor). */
@@ -62,11 +63,16 @@ export interface NewApiKeyRecord {
 
 export interface Storage {
   readonly backend: 'sqlite' | 'postgres'
-  /** Resolves only once the animal (and its idempotency record) is durably committed. */
-  createPet (pet: NewPetRecord, idempotency?: IdempotencyRecord): Promise<PetRecord>
+  /** Resolves only once the animal is durably committed. */
+  createPet (pet: NewPetRecord): Promise<PetRecord>
+  /**
+   * Adds the animal unless a live record already holds this Idempotency-Key;
+   * the check and the insert of both rows are one transaction, so that
+   * instances sharing the database never add it twice.
+   */
+  createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult>
   getPet (id: bigint): Promise<PetRecord | undefined>
   listPets (query: ListPetsQuery): Promise<PetRecord[]>
-  findIdempotentRequest (apiKeyId: number, key: string, createdAfter: number): Promise<StoredIdempotentRequest | undefined>
   /** Forgets idempotency records made before this instant; says how many. */
   purgeIdempotentRequests (createdBefore: number): Promise<number>
 

@@ -26,9 +26,9 @@ export class PetService {
   readonly #cursors: CursorCodec
   readonly #now: () => number
   /**
-   * Idempotency keys whose first request is still being committed. In-process:
-   * two instances could each accept one; the shared lock arrives with the
-   * PostgreSQL backend.
+   * Idempotency keys whose first request is still being committed here, so a
+   * concurrent retry gets 409. Across instances the storage decides: its
+   * check-and-insert is one transaction, so the animal is added once.
    */
   readonly #inFlight = new Set<string>()
 
@@ -85,15 +85,14 @@ export class PetService {
     try {
       const requestHash = hashRequest(input)
       const now = this.#now()
-      const earlier = await this.#storage.findIdempotentRequest(apiKeyId, key, now - IDEMPOTENCY_WINDOW_MS)
-      if (earlier === undefined) {
-        const created = await this.#storage.createPet(pet, { apiKeyId, key, requestHash, createdAt: now })
-        return { pet: created, replayed: false }
-      }
-      if (earlier.requestHash !== requestHash) {
+      const result = await this.#storage.createPetOnce(pet, {
+        apiKeyId, key, requestHash, createdAt: now, liveAfter: now - IDEMPOTENCY_WINDOW_MS
+      })
+      if (result.created) return { pet: result.pet, replayed: false }
+      if (result.requestHash !== requestHash) {
         throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.')
       }
-      return { pet: earlier.pet, replayed: true }
+      return { pet: result.pet, replayed: true }
     } finally {
       this.#inFlight.delete(lock)
     }

@@ -33,18 +33,40 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
       assert.deepEqual(page.map((p) => p.name), ['s5', 's8'])
     }))
 
-    it('When an idempotent request is stored with its animal, then it is found until it expires', () => withStorage(async (storage) => {
+    it('When an Idempotency-Key is live, then a second insert under it adds nothing and returns the first', () => withStorage(async (storage) => {
       const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${name}-1`, createdAt: 1000 })
-      const pet = await storage.createPet({ name: 'i', categoryId: 1n, status: 'available' }, { apiKeyId: key.id, key: 'abc', requestHash: 'rh', createdAt: 5000 })
-      const found = await storage.findIdempotentRequest(key.id, 'abc', 4999)
-      assert.deepEqual(found?.pet, pet)
-      assert.equal(found?.requestHash, 'rh')
-      assert.equal(await storage.findIdempotentRequest(key.id, 'abc', 5000), undefined)
-      assert.equal(await storage.findIdempotentRequest(key.id, 'other', 0), undefined)
+      const pet = { name: 'i', categoryId: 1n, status: 'available' } as const
+      const once = { apiKeyId: key.id, key: 'abc', requestHash: 'rh', createdAt: 5000, liveAfter: 0 }
+      const [first, second] = await Promise.all([storage.createPetOnce(pet, once), storage.createPetOnce(pet, { ...once, requestHash: 'other', createdAt: 6000, liveAfter: 0 })])
+      const otherKey = await storage.createPetOnce(pet, { ...once, key: 'def' })
+
+      assert.equal(first.created, true)
+      assert.deepEqual(second, { created: false, requestHash: 'rh', pet: first.pet })
+      assert.equal(otherKey.created, true)
+      assert.equal((await storage.listPets({ afterId: 0n, status: undefined, limit: 10 })).length, 2)
+    }))
+
+    it('When an Idempotency-Key has expired, then a new insert under it adds the animal and takes the key over', () => withStorage(async (storage) => {
+      const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${name}-3`, createdAt: 1000 })
+      const pet = { name: 'e', categoryId: 1n, status: 'available' } as const
+      const first = await storage.createPetOnce(pet, { apiKeyId: key.id, key: 'k1', requestHash: 'a', createdAt: 5000, liveAfter: 0 })
+      const later = await storage.createPetOnce(pet, { apiKeyId: key.id, key: 'k1', requestHash: 'b', createdAt: 9000, liveAfter: 5000 })
+      const again = await storage.createPetOnce(pet, { apiKeyId: key.id, key: 'k1', requestHash: 'c', createdAt: 9500, liveAfter: 5000 })
+
+      assert.equal(later.created, true)
+      assert.notEqual(later.pet.id, first.pet.id)
+      assert.deepEqual(again, { created: false, requestHash: 'b', pet: later.pet })
+    }))
+
+    it('When expired idempotency records are purged, then their animals stay', () => withStorage(async (storage) => {
+      const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${name}-4`, createdAt: 1000 })
+      const { pet } = await storage.createPetOnce({ name: 'p', categoryId: 1n, status: 'available' }, { apiKeyId: key.id, key: 'x', requestHash: 'h', createdAt: 5000, liveAfter: 0 })
+
       assert.equal(await storage.purgeIdempotentRequests(4999), 0)
       assert.equal(await storage.purgeIdempotentRequests(5000), 1)
-      assert.equal(await storage.findIdempotentRequest(key.id, 'abc', 0), undefined)
-      assert.deepEqual(await storage.getPet(pet.id), pet, 'the animal stays')
+      assert.deepEqual(await storage.getPet(pet.id), pet)
+      const after = await storage.createPetOnce({ name: 'p', categoryId: 1n, status: 'available' }, { apiKeyId: key.id, key: 'x', requestHash: 'h', createdAt: 6000, liveAfter: 0 })
+      assert.equal(after.created, true, 'the purged key no longer holds')
     }))
 
     it('When a key is created, found and revoked, then its record says so', () => withStorage(async (storage) => {
