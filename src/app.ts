@@ -9,20 +9,20 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
 import type { Config } from './config.js'
-import { ApiError, clip } from './errors.js'
+import { ApiError } from './errors.js'
 import type { Storage } from './db/storage.js'
 import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
 import { IDEMPOTENCY_WINDOW_MS, PetService } from './pets/service.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
-import authPlugin from './plugins/auth.js'
+import authPlugin, { createAuthenticator } from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
-import errorsPlugin, { clientErrorHandler, sendError } from './plugins/errors.js'
+import errorsPlugin, { clientErrorHandler, notFound, sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
-import rateLimitPlugin from './plugins/rate-limit.js'
+import rateLimitPlugin, { createRateLimiter } from './plugins/rate-limit.js'
 import healthRoutes from './routes/health.js'
-import methodNotAllowed from './routes/method-not-allowed.js'
+import methodNotAllowedRoutes, { allowedMethods, methodNotAllowed, type PathMethods } from './routes/method-not-allowed.js'
 import petRoutes from './routes/pets.js'
 
 export interface AppDeps {
@@ -62,6 +62,9 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 
 const PURGE_EVERY_MS = 60 * 60 * 1000
 
+/** The API's paths under /v1 and their methods. */
+const API_PATHS: PathMethods = { '/pets': ['GET', 'POST'], '/pets/:petId': ['GET'] }
+
 /** Headers a browser script may read, when CORS is on. */
 const EXPOSED_HEADERS = [
   'Link', 'Retry-After', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset',
@@ -70,6 +73,8 @@ const EXPOSED_HEADERS = [
 
 export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {} }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
+  const identify = createAuthenticator({ storage, environment: config.environment, now })
+  const limit = createRateLimiter({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now })
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: BODY_LIMIT,
@@ -88,10 +93,12 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     // path segment longer than this is refused by the router itself.
     routerOptions: { maxParamLength: 1000 },
     // A URL the router cannot decode (`%zz`) or a path segment too long to
-    // route: the same Error body, before any route or key is known.
+    // route: the same Error body and, under /v1, counted like any request.
     frameworkErrors: (_error, request, reply) => {
       reply.header('x-request-id', request.id)
-      sendError(reply, new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.'))
+      const answer = new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.')
+      const counted = request.url.startsWith('/v1/') ? identify(request).then(async () => { await limit(request, reply) }) : Promise.resolve()
+      counted.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -131,12 +138,13 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   app.addHook('onClose', async () => { clearInterval(purge) })
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
-    await api.register(authPlugin, { storage, environment: config.environment, now })
-    await api.register(rateLimitPlugin, { store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now })
+    await api.register(authPlugin, { identify })
+    await api.register(rateLimitPlugin, { limit })
     await api.register(petRoutes, { pets, baseUrl })
-    await api.register(methodNotAllowed, { paths: { '/pets': ['GET', 'POST'], '/pets/:petId': ['GET'] } })
+    await api.register(methodNotAllowedRoutes, { paths: API_PATHS })
     api.setNotFoundHandler(async (request) => {
-      throw new ApiError('not_found', `Nothing is at ${request.method} ${clip(request.url.split('?')[0] ?? '', 200)}.`)
+      const allow = allowedMethods(API_PATHS, '/v1', request.url)
+      throw allow === undefined ? notFound(request) : methodNotAllowed(request, allow)
     })
   }, { prefix: '/v1' })
 

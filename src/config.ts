@@ -1,5 +1,6 @@
 // Environment → validated, frozen, typed configuration. Read once at start;
 // a bad value stops the process with a message that names the variable.
+import ipaddr from 'ipaddr.js'
 
 export type Environment = 'production' | 'staging'
 
@@ -118,7 +119,22 @@ function trustProxy (env: Env): boolean | number | string[] {
   if (raw === undefined || raw === 'false') return false
   if (raw === 'true') return true
   if (/^\d+$/.test(raw)) return Number(raw)
-  return list(env, 'TRUST_PROXY')
+  const proxies = list(env, 'TRUST_PROXY')
+  for (const proxy of proxies) {
+    if (!ipaddr.isValid(proxy) && !isCidr(proxy)) {
+      throw new ConfigError(`TRUST_PROXY must be true, false, a number of hops, or a comma list of addresses and CIDR ranges; "${proxy}" is none of these`)
+    }
+  }
+  return proxies
+}
+
+function isCidr (text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** Hides the password of a connection URL so that it can be logged. */

@@ -9,6 +9,7 @@ export const ERROR_STATUS = {
   invalid_api_key: 401,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   idempotency_key_in_use: 409,
   gone: 410,
   payload_too_large: 413,

@@ -301,3 +301,13 @@ test('GET /v1/docs is a page whose every script and style is served here', async
     await subject.close()
   }
 })
+
+test('When a staging instance has no STAGING_BASE_URL, then the document lists its own address as the staging server', async () => {
+  const subject = await buildTestApp({ PETSTORE_ENV: 'staging', PUBLIC_BASE_URL: PRODUCTION, PORT: '9100' })
+  try {
+    const document = (await subject.app.inject({ url: '/v1/openapi.json' })).json() as OpenApiDocument
+    assert.deepEqual(document.servers.map((s) => [s.url, s.description]), [[PRODUCTION, 'Production'], ['http://127.0.0.1:9100/v1', 'Staging']])
+  } finally {
+    await subject.close()
+  }
+})

@@ -40,9 +40,6 @@ keys.command('create')
   .option('--per-day <n>', 'requests per day (required for enterprise; overrides the plan)', positiveInteger)
   .option('--json', 'print one JSON object')
   .action(async (options: { plan: Plan, name: string, perMinute?: number, perDay?: number, json?: boolean }) => {
-    if (options.plan === 'enterprise' && (options.perMinute === undefined || options.perDay === undefined)) {
-      program.error('error: an enterprise key needs --per-minute and --per-day')
-    }
     const config = loadConfig()
     const key = await withStorage((storage) => issueKey(storage, {
       plan: options.plan,

@@ -27,11 +27,7 @@ export class MemoryStore implements RateLimitStore {
     this.#sweeper.unref()
   }
 
-  async hit (request: HitRequest, now: number): Promise<Decision> {
-    return this.hitSync(request, now)
-  }
-
-  hitSync ({ subject, windows, ban }: HitRequest, now: number): Decision {
+  async hit ({ subject, windows, ban }: HitRequest, now: number): Promise<Decision> {
     let state = this.#subjects.get(subject)
     if (state === undefined) {
       state = { windows: {}, refusals: { start: 0, count: 0 }, bannedUntil: 0 }

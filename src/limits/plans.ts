@@ -14,8 +14,8 @@ const PLAN_LIMITS: Record<Exclude<Plan, 'enterprise'>, Limits> = {
   business: { perMinute: 1_000, perDay: 100_000 }
 }
 
-/** Requests without a valid key are limited per client address. */
-export const ANONYMOUS_LIMITS: Limits = { perMinute: 60, perDay: Number.MAX_SAFE_INTEGER }
+/** Requests without a valid key are limited per client address, by the minute only. */
+export const ANONYMOUS_PER_MINUTE = 60
 
 export function isPlan (value: string): value is Plan {
   return (PLANS as readonly string[]).includes(value)

@@ -4,7 +4,9 @@
 import ipaddr from 'ipaddr.js'
 
 export function addressSubject (address: string): string {
-  if (!ipaddr.isValid(address)) return `addr:${address}`
+  // Only a forwarded header can make this anything but an address; such
+  // requests share one bucket, so that inventing values gains nothing.
+  if (!ipaddr.isValid(address)) return 'addr:unknown'
   let parsed = ipaddr.parse(address)
   if (parsed.kind() === 'ipv6') {
     const v6 = parsed as ipaddr.IPv6

@@ -3,10 +3,9 @@
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { PetRecord, Storage } from '../db/storage.js'
-import type { NewPet, PetStatus } from '../schemas/pet.js'
+import { DEFAULT_PAGE_SIZE, type NewPet, type PetStatus } from '../schemas/pet.js'
 import type { CursorCodec } from './cursor.js'
 
-export const DEFAULT_PAGE_SIZE = 20
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
 
 export interface PetPage {

@@ -3,7 +3,7 @@
 // https://www.rfc-editor.org/rfc/rfc6750#section-3
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.js'
+import { ApiError, StorageUnavailableError } from '../errors.js'
 import type { Environment } from '../config.js'
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
 import { hashToken, inspectToken } from '../keys/tokens.js'
@@ -18,24 +18,28 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The API key of this request, once authenticated. */
     caller: Caller | undefined
-    /** Why the request has no caller: the 401 it gets once it has been counted. */
+    /** Why the request has no caller: the answer it gets once it has been counted. */
     authFailure: ApiError | undefined
   }
 }
 
-export interface AuthOptions {
+export interface AuthenticatorOptions {
   storage: Storage
   environment: Environment
   now: () => number
 }
 
+/** Sets `request.caller`, or `request.authFailure` saying why there is none. */
+export type Identify = (request: FastifyRequest) => Promise<void>
+
 /** A revoked key is refused by every instance within this long. */
 const CACHE_MS = 500
 const CACHE_MAX = 10_000
-const BEARER = /^Bearer +([^ ]+) *$/i
+const BEARER = /^Bearer(?: +(.*))?$/i
+const TOKEN = /^[^ ]+$/
 const REALM = 'Bearer realm="petstore"'
 
-export default fp<AuthOptions>(async function auth (app, { storage, environment, now }) {
+export function createAuthenticator ({ storage, environment, now }: AuthenticatorOptions): Identify {
   const cache = new Map<string, { caller: Caller | undefined, expires: number }>()
 
   async function findCaller (tokenHash: string): Promise<Caller | undefined> {
@@ -51,37 +55,41 @@ export default fp<AuthOptions>(async function auth (app, { storage, environment,
     return caller
   }
 
-  async function identify (request: FastifyRequest): Promise<void> {
-    const header = request.headers.authorization
-    if (header === undefined || header === '') {
-      request.authFailure = new ApiError('missing_api_key', 'Send your API key as Authorization: Bearer <API_KEY>.', {
-        headers: { 'www-authenticate': REALM }
-      })
-      return
-    }
-    const token = BEARER.exec(header)?.[1]
-    if (token === undefined) {
-      request.authFailure = new ApiError('missing_api_key', 'The Authorization header must use the Bearer scheme: Authorization: Bearer <API_KEY>.', {
-        headers: { 'www-authenticate': REALM }
-      })
-      return
-    }
-    const refused = (message: string): ApiError => new ApiError('invalid_api_key', message, {
-      headers: { 'www-authenticate': `${REALM}, error="invalid_token", error_description="${message.replace(/"/g, "'")}"` }
-    })
+  const missing = (message: string): ApiError => new ApiError('missing_api_key', message, {
+    headers: { 'www-authenticate': REALM }
+  })
+  const refused = (message: string): ApiError => new ApiError('invalid_api_key', message, {
+    headers: { 'www-authenticate': `${REALM}, error="invalid_token", error_description="${message.replace(/"/g, "'")}"` }
+  })
+
+  async function check (header: string | undefined): Promise<Caller | ApiError> {
+    if (header === undefined || header.trim() === '') return missing('Send your API key as Authorization: Bearer <API_KEY>.')
+    const bearer = BEARER.exec(header.trim())
+    if (bearer === null) return missing('The Authorization header must use the Bearer scheme: Authorization: Bearer <API_KEY>.')
+    const token = bearer[1]?.trim() ?? ''
+    if (!TOKEN.test(token)) return refused('The Authorization header must hold one API key after "Bearer ".')
     const shape = inspectToken(token)
-    if (!shape.ok) {
-      request.authFailure = refused('The API key is not a petstore key; check that it was copied whole.')
-      return
+    if (!shape.ok) return refused('The API key is not a petstore key; check that it was copied whole.')
+    if (shape.environment !== environment) return refused(`This is a ${shape.environment} API key; this is the ${environment} service.`)
+    try {
+      return (await findCaller(hashToken(token))) ?? refused('The API key is unknown or has been revoked.')
+    } catch (error) {
+      // Counted as anonymous, then answered 503: the key could not be checked.
+      if (error instanceof StorageUnavailableError) {
+        return new ApiError('service_unavailable', 'The service cannot reach its database; retry shortly.', { headers: { 'retry-after': '5' } })
+      }
+      throw error
     }
-    if (shape.environment !== environment) {
-      request.authFailure = refused(`This is a ${shape.environment} API key; this is the ${environment} service.`)
-      return
-    }
-    request.caller = await findCaller(hashToken(token))
-    if (request.caller === undefined) request.authFailure = refused('The API key is unknown or has been revoked.')
   }
 
+  return async (request) => {
+    const result = await check(request.headers.authorization)
+    if (result instanceof ApiError) request.authFailure = result
+    else request.caller = result
+  }
+}
+
+export default fp<{ identify: Identify }>(async function auth (app, { identify }) {
   app.decorateRequest('caller', undefined)
   app.decorateRequest('authFailure', undefined)
 

@@ -1,10 +1,11 @@
 // One error model for every error, whoever raises it: our handlers, Fastify
 // (bad JSON, body too large, wrong media type, validation), or Node's HTTP
 // parser (before a request exists at all).
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, StorageUnavailableError, clip, errorBody, type ErrorCode } from '../errors.js'
+import { ApiError, ERROR_STATUS, StorageUnavailableError, clip, errorBody, type ErrorCode } from '../errors.js'
 import { JsonBodyError } from '../json.js'
 import { toDetails, type ValidationIssue } from '../schemas/validator.js'
 
@@ -40,6 +41,10 @@ export function toApiError (error: FastifyError | Error): ApiError | undefined {
   return undefined
 }
 
+export function notFound (request: FastifyRequest): ApiError {
+  return new ApiError('not_found', `Nothing is at ${request.method} ${clip(request.url.split('?')[0] ?? '', 200)}.`)
+}
+
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
   return reply.code(error.status).headers(error.headers).type('application/json').send(errorBody(error))
 }
@@ -55,14 +60,12 @@ export default fp(async function errors (app) {
     return sendError(reply, new ApiError('internal_error', 'Something went wrong on our side; the error was logged.'))
   })
 
-  app.setNotFoundHandler((request, reply) => {
-    return sendError(reply, new ApiError('not_found', `Nothing is at ${request.method} ${clip(request.url.split('?')[0] ?? '', 200)}.`))
-  })
+  app.setNotFoundHandler((request, reply) => sendError(reply, notFound(request)))
 }, { name: 'errors' })
 
-const PARSER_ERRORS: Record<string, [number, string, ErrorCode, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'request_header_fields_too_large', 'The request headers are too large.'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'invalid_request', 'The request took too long to arrive.']
+const PARSER_ERRORS: Record<string, [ErrorCode, string]> = {
+  HPE_HEADER_OVERFLOW: ['request_header_fields_too_large', 'The request headers are too large.'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['request_timeout', 'The request took too long to arrive.']
 }
 
 /**
@@ -75,8 +78,8 @@ export function clientErrorHandler (error: Error & { code?: string }, socket: So
     socket.destroy()
     return
   }
-  const [status, reason, code, message] = PARSER_ERRORS[error.code ?? ''] ??
-    [400, 'Bad Request', 'invalid_request', 'The request is not valid HTTP/1.1.']
+  const [code, message] = PARSER_ERRORS[error.code ?? ''] ?? ['invalid_request', 'The request is not valid HTTP/1.1.']
+  const status = ERROR_STATUS[code]
   const body = JSON.stringify({ code, message, status })
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }

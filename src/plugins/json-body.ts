@@ -1,16 +1,35 @@
-// Request bodies: JSON only, at most 16 KiB, parsed without losing a digit.
+// Request bodies: JSON only, UTF-8 only, at most 16 KiB, parsed without
+// losing a digit.
 import fp from 'fastify-plugin'
-import { parseJsonBody } from '../json.js'
+import { ApiError } from '../errors.js'
+import { JsonBodyError, parseJsonBody } from '../json.js'
 
 export const BODY_LIMIT = 16 * 1024
+
+/** JSON is UTF-8 (RFC 8259 §8.1); a declared charset may only say so. */
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i
 
 export default fp(async function jsonBody (app) {
   // Fastify also parses text/plain by default; the API takes JSON alone, so
   // anything else is a 415.
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (_request, body, done) => {
+  const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (request, body, done) => {
+    const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
+    if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+      done(new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`), undefined)
+      return
+    }
+    let text: string
     try {
-      done(null, parseJsonBody(body as string))
+      // Malformed bytes are refused, not turned into U+FFFD: names are stored exactly as sent.
+      text = utf8.decode(body as Buffer)
+    } catch {
+      done(new JsonBodyError('it is not valid UTF-8'), undefined)
+      return
+    }
+    try {
+      done(null, parseJsonBody(text))
     } catch (error) {
       done(error as Error, undefined)
     }

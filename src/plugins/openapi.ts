@@ -48,10 +48,13 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
   /** The document, with int64 bounds as exact `bigint`s (a double would round them). */
   const documentObject = (): unknown => {
     if (document === undefined) {
-      const spec = app.swagger() as { servers: Array<{ url: string }> }
+      const spec = app.swagger() as { servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }> }
       // An unset address defaults to this instance's own, whose port is known only now.
-      const own = config.environment === 'production' ? spec.servers[0] : spec.servers[1]
-      if (own !== undefined) own.url = baseUrl()
+      if (config.environment === 'production' && spec.servers[0] !== undefined) spec.servers[0].url = baseUrl()
+      if (config.environment === 'staging') {
+        if (spec.servers[1] === undefined) spec.servers.push({ url: baseUrl(), description: 'Staging', 'x-internal': false })
+        else spec.servers[1].url = baseUrl()
+      }
       document = exactBounds(spec)
     }
     return document

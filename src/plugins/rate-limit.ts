@@ -1,23 +1,27 @@
 // Rate limits and bans for every /v1 request, and the headers that report
 // them on every /v1 response. The decision itself is the store's.
 import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
-import { ANONYMOUS_LIMITS } from '../limits/plans.js'
-import type { BanPolicy, Decision, RateLimitStore, WindowLimit, WindowState } from '../limits/store.js'
+import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
+import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
 import { addressSubject } from '../limits/subject.js'
 
-export interface RateLimitOptions {
+export interface RateLimiterOptions {
   store: RateLimitStore
   ban: BanPolicy
   now: () => number
 }
 
-export default fp<RateLimitOptions>(async function rateLimit (app, { store, ban, now }) {
-  app.addHook('onRequest', async (request, reply) => {
+/** Counts the request against its key (or its address), sets the headers, throws the 429. */
+export type Limit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+
+export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Limit {
+  return async (request, reply) => {
     const caller = request.caller
     const time = now()
     const decision = caller === undefined
-      ? await store.hit({ subject: addressSubject(request.ip), windows: [{ window: 'minute', limit: ANONYMOUS_LIMITS.perMinute }], ban: undefined }, time)
+      ? await store.hit({ subject: addressSubject(request.ip), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
     reply.headers(rateLimitHeaders(decision, time))
     if (decision.outcome === 'limited') {
@@ -30,7 +34,11 @@ export default fp<RateLimitOptions>(async function rateLimit (app, { store, ban,
         headers: { 'retry-after': String(seconds(decision.bannedUntil - time)) }
       })
     }
-  })
+  }
+}
+
+export default fp<{ limit: Limit }>(async function rateLimit (app, { limit }) {
+  app.addHook('onRequest', limit)
 }, { name: 'rate-limit', dependencies: ['auth'] })
 
 function windowsOf (limits: { perMinute: number, perDay: number }): WindowLimit[] {
@@ -64,7 +72,7 @@ export function rateLimitHeaders (decision: Decision, now: number): Record<strin
   // The IETF draft's structured headers, one item per window.
   // https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
   headers['ratelimit-policy'] = decision.windows
-    .map((w) => `"${w.window}";q=${w.limit};w=${w.window === 'minute' ? 60 : 86400}`).join(', ')
+    .map((w) => `"${w.window}";q=${w.limit};w=${WINDOW_MS[w.window] / 1000}`).join(', ')
   headers.ratelimit = decision.windows
     .map((w) => `"${w.window}";r=${banned ? 0 : w.remaining};t=${seconds((banned ? decision.bannedUntil : w.resetAt) - now)}`).join(', ')
   return headers

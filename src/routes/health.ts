@@ -21,7 +21,7 @@ const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, l
     if (!ready) request.log.warn({ database, rateLimitStore }, 'not ready')
     return reply.code(ready ? 200 : 503).send({
       status: ready ? 'ok' : 'unavailable',
-      checks: { database, rateLimitStore: `${rateLimitStore} (${limiter.name})` }
+      checks: { database: `${database} (${storage.backend})`, rateLimitStore: `${rateLimitStore} (${limiter.name})` }
     })
   })
 }

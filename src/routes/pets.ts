@@ -2,11 +2,11 @@
 // validation have happened before a handler runs; handlers call the
 // service and shape the answer.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { CreatePetHeaders, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from '../schemas/pet.js'
+import { CreatePetHeaders, DEFAULT_PAGE_SIZE, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from '../schemas/pet.js'
 import {
   DEPRECATION_HEADERS, IDEMPOTENT_REPLAYED, NEXT_LINK, RATE_LIMIT_HEADERS, errorResponses, withHeaders
 } from '../schemas/responses.js'
-import { DEFAULT_PAGE_SIZE, type PetService } from '../pets/service.js'
+import type { PetService } from '../pets/service.js'
 import { ApiError } from '../errors.js'
 
 export interface PetRoutesOptions {

@@ -52,7 +52,8 @@ interface TextOptions {
 // regular expression's `u` flag; TypeBox's compiler counts UTF-16 units and
 // compiles patterns without it, so the rule is checked here instead.
 const ONLY_WHITE_SPACE = /^\p{White_Space}*$/u
-const CONTROL_CHARACTER = /\p{Cc}/u
+// A lone surrogate (half of a UTF-16 pair) is no character: it cannot be stored as UTF-8 unchanged.
+const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u
 
 /**
  * A human-readable label: 1 to maxLength code points, not only white space,
@@ -64,14 +65,14 @@ export function Text (options: TextOptions): TUnsafe<string> {
     ...options,
     type: 'string',
     minLength: 1,
-    pattern: '^(?!\\p{White_Space}*$)[^\\p{Cc}]*$',
+    pattern: '^(?!\\p{White_Space}*$)[^\\p{Cc}\\p{Cs}]*$',
     [Rule]: `must be a string of 1 to ${options.maxLength} characters, not only white space, without control characters`
   })
 }
 
 TypeRegistry.Set<{ maxLength: number }>('Text', (schema, value) => {
   if (typeof value !== 'string' || value === '') return false
-  if (ONLY_WHITE_SPACE.test(value) || CONTROL_CHARACTER.test(value)) return false
+  if (ONLY_WHITE_SPACE.test(value) || CONTROL_OR_LONE_SURROGATE.test(value)) return false
   // Counting code points stops early: a long string costs no more than a short one.
   let count = 0
   for (const _ of value) { // eslint-disable-line @typescript-eslint/no-unused-vars

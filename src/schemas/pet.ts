@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { INT64_MAX, Int64, StringEnum, Text } from './kinds.js'
+import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
 
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
+export const DEFAULT_PAGE_SIZE = 20
 export type PetStatus = typeof PET_STATUSES[number]
 
 const petStatus = (description: string) => StringEnum(PET_STATUSES, { description })
@@ -27,7 +28,7 @@ export type Pet = Static<typeof Pet>
 export const Pets = Type.Array(Pet, { maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
 
 export const ListPetsQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, format: 'int32', default: 20, description: 'Maximum number of animals to return.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, format: 'int32', default: DEFAULT_PAGE_SIZE, description: 'Maximum number of animals to return.' })),
   status: Type.Optional(petStatus('Returns only animals with this status.')),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
 }, { additionalProperties: false })
@@ -43,6 +44,7 @@ export const CreatePetHeaders = Type.Object({
     minLength: 1,
     maxLength: 257,
     pattern: '^[\\x20-\\x7E]+$',
+    [Rule]: 'must be 1 to 255 printable ASCII characters',
     description: 'Makes a retried request safe: within 24 hours, the same key with the same body returns the first response again and adds nothing. 1 to 255 printable ASCII characters, optionally in double quotes.'
   }))
 })

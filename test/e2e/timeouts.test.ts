@@ -50,6 +50,7 @@ describe('connection timeouts', () => {
     const { text } = await untilClosed(socket, 5000)
 
     assert.match(text, /^HTTP\/1\.1 408 /)
+    assert.match(text, /"code":"request_timeout"/)
     assert.match(text, /"status":408/)
   })
 

@@ -38,6 +38,8 @@ describe('authentication', () => {
 
   for (const [when, value] of [
     ['the token is garbage', 'Bearer hello'],
+    ['Bearer has no token', 'Bearer'],
+    ['Bearer has two tokens', 'Bearer abc def'],
     ['one character of the token is changed', 'CHANGED'],
     ['the token has a valid shape but is unknown', 'UNKNOWN']
   ]) {

@@ -174,6 +174,19 @@ describe('rate limits', () => {
 })
 
 describe('rate limits behind a proxy', () => {
+  it('When X-Forwarded-For holds something that is not an address, then all such requests share one limit', async () => {
+    const t = await buildTestApp({ TRUST_PROXY: 'true' })
+    try {
+      for (let i = 0; i < 60; i++) {
+        await t.app.inject({ url: '/v1/pets', remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': `spoof${i}` } })
+      }
+      const response = await t.app.inject({ url: '/v1/pets', remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': 'spoof-new' } })
+      assert.equal(response.statusCode, 429)
+    } finally {
+      await t.close()
+    }
+  })
+
   it('When TRUST_PROXY is set, then the client address comes from X-Forwarded-For', async () => {
     const t = await buildTestApp({ TRUST_PROXY: '1' })
     try {

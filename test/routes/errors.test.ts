@@ -33,7 +33,10 @@ describe('the error model', () => {
     ['PUT', '/v1/pets', 'GET, HEAD, POST'],
     ['PATCH', '/v1/pets/1', 'GET, HEAD'],
     ['POST', '/v1/pets/1', 'GET, HEAD'],
-    ['OPTIONS', '/v1/pets', 'GET, HEAD, POST']
+    ['OPTIONS', '/v1/pets', 'GET, HEAD, POST'],
+    ['TRACE', '/v1/pets', 'GET, HEAD, POST'],
+    ['QUERY', '/v1/pets/7', 'GET, HEAD'],
+    ['PROPFIND', '/v1/pets', 'GET, HEAD, POST']
   ] as const) {
     it(`When ${method} ${url} is sent, then 405 with Allow: ${allow}`, async () => {
       const response = await t.app.inject({ method, url, headers: bearer(token) })
@@ -51,6 +54,7 @@ describe('the error model', () => {
       assert.equal(response.statusCode, 400)
       assert.equal(errorOf(response).code, 'invalid_request')
       assert.ok(response.body.length < 2000)
+      assert.ok(response.headers['x-ratelimit-remaining'], 'counted, with the rate-limit headers')
     })
   }
 
@@ -62,6 +66,11 @@ describe('the error model', () => {
     assert.equal(response.statusCode, 400)
     const field = errorOf(response).details?.[0]?.field ?? ''
     assert.ok(field.startsWith('body.xxx') && field.length <= 200, field)
+  })
+
+  it('When a method is not allowed, then 405 comes before the body is read', async () => {
+    const response = await t.app.inject({ method: 'DELETE', url: '/v1/pets/1', headers: { ...bearer(token), 'content-type': 'application/json' }, payload: '{' })
+    assert.equal(response.statusCode, 405)
   })
 
   it('When HEAD is sent to a GET route, then it answers like GET without a body', async () => {
@@ -85,6 +94,18 @@ describe('the error model', () => {
     assert.ok(Number(response.headers['retry-after']) >= 1)
     assert.doesNotMatch(response.body, /SQLite|sqlite|at \w+ \(/)
     assert.equal(ready.statusCode, 503)
+  })
+
+  it('When the key cannot be checked because the database is down, then 503 with the rate-limit headers', async () => {
+    const t2 = await buildTestApp()
+    const key = await t2.newKey('pro')
+    await t2.storage.close()
+    const response = await t2.app.inject({ url: '/v1/pets', headers: bearer(key) })
+    await t2.app.close()
+
+    assert.equal(response.statusCode, 503)
+    assert.equal(errorOf(response).code, 'service_unavailable')
+    assert.ok(response.headers['x-ratelimit-limit'])
   })
 
   it('When something unexpected throws, then 500 internal_error without a stack trace', async () => {

@@ -76,6 +76,7 @@ describe('POST /v1/pets', () => {
     ['name has a control character', '{"name":"a\\u0007b","categoryId":1}', 'body.name'],
     ['name is 101 characters', JSON.stringify({ name: 'x'.repeat(101), categoryId: 1 }), 'body.name'],
     ['name is a number', '{"name":5,"categoryId":1}', 'body.name'],
+    ['name has a lone surrogate', '{"name":"a\\ud800b","categoryId":1}', 'body.name'],
     ['status is unknown', '{"name":"a","categoryId":1,"status":"lost"}', 'body.status'],
     ['an unknown field is sent', '{"name":"a","categoryId":1,"color":"red"}', 'body.color'],
     ['an id is sent', '{"id":7,"name":"a","categoryId":1}', 'body.id'],
@@ -126,6 +127,22 @@ describe('POST /v1/pets', () => {
       assert.equal(errorOf(response).code, 'unsupported_media_type')
     })
   }
+
+  it('When the body is not valid UTF-8, then 400 invalid_json (nothing is replaced by U+FFFD)', async () => {
+    const payload = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('","categoryId":1}')])
+    const response = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload })
+
+    assert.equal(response.statusCode, 400)
+    assert.equal(errorOf(response).code, 'invalid_json')
+  })
+
+  it('When the declared charset is not UTF-8, then 415', async () => {
+    const response = await t.app.inject({
+      method: 'POST', url: '/v1/pets', headers: { ...bearer(token), 'content-type': 'application/json; charset=utf-16' }, payload: JSON.stringify(buildPet())
+    })
+    assert.equal(response.statusCode, 415)
+    assert.equal(errorOf(response).code, 'unsupported_media_type')
+  })
 
   it('When Content-Type has a charset, then the body is accepted', async () => {
     const response = await t.app.inject({

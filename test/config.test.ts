@@ -1,0 +1,51 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+describe('configuration', () => {
+  it('When nothing is set, then the documented defaults apply', () => {
+    const config = loadConfig({})
+
+    assert.equal(config.host, '127.0.0.1')
+    assert.equal(config.port, 8080)
+    assert.equal(config.databaseUrl, 'sqlite:./data/petstore.db')
+    assert.equal(config.redisUrl, undefined)
+    assert.equal(config.environment, 'production')
+    assert.equal(config.publicBaseUrl, 'http://127.0.0.1:8080/v1')
+    assert.equal(config.selfBaseUrl, 'http://127.0.0.1:8080/v1')
+    assert.equal(config.trustProxy, false)
+    assert.deepEqual(config.corsOrigins, [])
+    assert.equal(config.banThreshold, 30)
+    assert.equal(config.banSeconds, 900)
+    assert.ok(Object.isFrozen(config))
+  })
+
+  it('When the instance is staging, then its own address is STAGING_BASE_URL, else its listening address', () => {
+    const withStaging = loadConfig({ PETSTORE_ENV: 'staging', PUBLIC_BASE_URL: 'https://api.example.test/v1', STAGING_BASE_URL: 'https://staging.example.test/v1/' })
+    const without = loadConfig({ PETSTORE_ENV: 'staging', PUBLIC_BASE_URL: 'https://api.example.test/v1', PORT: '9000' })
+
+    assert.equal(withStaging.selfBaseUrl, 'https://staging.example.test/v1')
+    assert.equal(without.selfBaseUrl, 'http://127.0.0.1:9000/v1')
+  })
+
+  const bad: Array<[string, Record<string, string>, RegExp]> = [
+    ['PORT is not a number', { PORT: 'eighty' }, /PORT/],
+    ['PORT is out of range', { PORT: '70000' }, /PORT/],
+    ['PETSTORE_ENV is unknown', { PETSTORE_ENV: 'prod' }, /PETSTORE_ENV/],
+    ['PUBLIC_BASE_URL does not end in /v1', { PUBLIC_BASE_URL: 'https://api.example.test' }, /PUBLIC_BASE_URL.*\/v1/],
+    ['PUBLIC_BASE_URL is not a URL', { PUBLIC_BASE_URL: 'api.example.test/v1' }, /PUBLIC_BASE_URL/],
+    ['STAGING_BASE_URL has a query', { STAGING_BASE_URL: 'https://s.example.test/v1?x=1' }, /STAGING_BASE_URL/],
+    ['DATABASE_URL has an unknown scheme', { DATABASE_URL: 'mysql://u:secret@h/db' }, /DATABASE_URL.*u:\*\*\*@/],
+    ['TRUST_PROXY is neither a flag, a number nor addresses', { TRUST_PROXY: 'yes' }, /TRUST_PROXY/],
+    ['RATE_LIMIT_BAN_THRESHOLD is zero', { RATE_LIMIT_BAN_THRESHOLD: '0' }, /RATE_LIMIT_BAN_THRESHOLD/]
+  ]
+  for (const [when, env, message] of bad) {
+    it(`When ${when}, then start fails with a message naming the variable`, () => {
+      assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message))
+    })
+  }
+
+  it('When TRUST_PROXY lists addresses and ranges, then they are kept', () => {
+    assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16,::1' }).trustProxy, ['10.0.0.1', '192.168.0.0/16', '::1'])
+  })
+})
