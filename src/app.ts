@@ -112,11 +112,14 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onSend', async (_request, reply) => { if (closing) reply.header('connection', 'close') })
 
-  // With PORT=0 the real port is known only once listening.
+  // With PORT=0 the real port is known only once listening; worked out once.
+  let resolvedBaseUrl = config.selfBaseUrlIsLocal && config.port === 0 ? undefined : config.selfBaseUrl
   const baseUrl = (): string => {
+    if (resolvedBaseUrl !== undefined) return resolvedBaseUrl
     const address = app.server.address()
-    if (!config.selfBaseUrlIsLocal || config.port !== 0 || address === null || typeof address === 'string') return config.selfBaseUrl
-    return config.selfBaseUrl.replace(/:0\/v1$/, `:${address.port}/v1`)
+    if (address === null || typeof address === 'string') return config.selfBaseUrl
+    resolvedBaseUrl = config.selfBaseUrl.replace(/:0\/v1$/, `:${address.port}/v1`)
+    return resolvedBaseUrl
   }
 
   await app.register(errorsPlugin)
