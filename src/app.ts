@@ -17,10 +17,10 @@ import { IDEMPOTENCY_WINDOW_MS, PetService } from './pets/service.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 import authPlugin, { createAuthenticator } from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
-import errorsPlugin, { clientErrorHandler, notFound, sendError, toApiError } from './plugins/errors.js'
+import errorsPlugin, { createClientErrorHandler, notFound, sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
-import rateLimitPlugin, { createRateLimiter } from './plugins/rate-limit.js'
+import rateLimitPlugin, { createAddressCounter, createRateLimiter } from './plugins/rate-limit.js'
 import healthRoutes from './routes/health.js'
 import methodNotAllowedRoutes, { allowedMethods, methodNotAllowed, type PathMethods } from './routes/method-not-allowed.js'
 import petRoutes from './routes/pets.js'
@@ -88,7 +88,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     return503OnClosing: false,
     requestIdHeader: false,
     genReqId: () => randomUUID(),
-    clientErrorHandler,
+    clientErrorHandler: createClientErrorHandler(createAddressCounter({ store: limiter, now })),
     // Ids are validated by their schema (a 400 that names the field); only a
     // path segment longer than this is refused by the router itself.
     routerOptions: { maxParamLength: 1000 },

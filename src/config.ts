@@ -51,7 +51,7 @@ export function loadConfig (env: Env = process.env): Config {
     selfBaseUrl,
     selfBaseUrlIsLocal: selfBaseUrl === localBase,
     trustProxy: trustProxy(env),
-    corsOrigins: Object.freeze(list(env, 'CORS_ORIGINS')),
+    corsOrigins: Object.freeze(corsOrigins(env)),
     banThreshold: integer(env, 'RATE_LIMIT_BAN_THRESHOLD', 30, 1, 1_000_000),
     banSeconds: integer(env, 'RATE_LIMIT_BAN_SECONDS', 900, 1, 31_536_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info')
@@ -111,6 +111,19 @@ function databaseUrl (env: Env): string {
     throw new ConfigError(`DATABASE_URL must be sqlite:PATH, sqlite::memory: or postgres://…, got "${redactUrl(raw)}"`)
   }
   return raw
+}
+
+/** Origins as browsers send them: scheme, host and port, nothing else. */
+function corsOrigins (env: Env): string[] {
+  const origins = list(env, 'CORS_ORIGINS')
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try { parsed = new URL(origin) } catch {}
+    if (parsed === undefined || parsed.origin !== origin) {
+      throw new ConfigError(`CORS_ORIGINS must list origins such as https://app.example.com (scheme, host, optional port, no path); "${origin}" is not one`)
+    }
+  }
+  return origins
 }
 
 // https://fastify.dev/docs/latest/Reference/Server/#trustproxy

@@ -1,7 +1,7 @@
 // The process: configuration, logger, storage, listen, graceful shutdown.
 import pino from 'pino'
 import { buildApp } from './app.js'
-import { loadConfig, redactUrl, type Config } from './config.js'
+import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
 import { openRateLimitStore } from './limits/open.js'
 
@@ -34,11 +34,17 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))
 
-  const address = await app.listen({
-    host: config.host,
-    port: config.port,
-    listenTextResolver: (address) => `listening on ${address}`
-  })
+  let address: string
+  try {
+    address = await app.listen({
+      host: config.host,
+      port: config.port,
+      listenTextResolver: (address) => `listening on ${address}`
+    })
+  } catch (error) {
+    await Promise.all([storage.close(), limiter.close()])
+    throw new ConfigError(`cannot listen on HOST=${config.host} PORT=${config.port}: ${error instanceof Error ? error.message : String(error)}`)
+  }
   // Operators' scripts wait for this line, whatever the log level.
   if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
   logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address }, 'petstore started')

@@ -37,7 +37,9 @@ describe('configuration', () => {
     ['STAGING_BASE_URL has a query', { STAGING_BASE_URL: 'https://s.example.test/v1?x=1' }, /STAGING_BASE_URL/],
     ['DATABASE_URL has an unknown scheme', { DATABASE_URL: 'mysql://u:secret@h/db' }, /DATABASE_URL.*u:\*\*\*@/],
     ['TRUST_PROXY is neither a flag, a number nor addresses', { TRUST_PROXY: 'yes' }, /TRUST_PROXY/],
-    ['RATE_LIMIT_BAN_THRESHOLD is zero', { RATE_LIMIT_BAN_THRESHOLD: '0' }, /RATE_LIMIT_BAN_THRESHOLD/]
+    ['RATE_LIMIT_BAN_THRESHOLD is zero', { RATE_LIMIT_BAN_THRESHOLD: '0' }, /RATE_LIMIT_BAN_THRESHOLD/],
+    ['CORS_ORIGINS holds something that is not an origin', { CORS_ORIGINS: 'https://ok.example.test,notanorigin' }, /CORS_ORIGINS.*notanorigin/],
+    ['CORS_ORIGINS holds a URL with a path', { CORS_ORIGINS: 'https://app.example.test/page' }, /CORS_ORIGINS/]
   ]
   for (const [when, env, message] of bad) {
     it(`When ${when}, then start fails with a message naming the variable`, () => {

@@ -280,6 +280,7 @@ test('GET /v1/docs is a page whose every script and style is served here', async
     ].map((match) => match[1] ?? '')
     assert.ok(assets.some((a) => a.endsWith('.js')), 'no script')
     assert.ok(assets.some((a) => a.endsWith('.css')), 'no stylesheet')
+    assert.doesNotMatch(String(page.headers['content-security-policy'] ?? ''), /upgrade-insecure-requests/, 'the page must work over plain http')
     const base = 'http://petstore.test/v1/docs'
     for (const asset of assets) {
       const url = new URL(asset, base)

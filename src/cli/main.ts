@@ -82,7 +82,11 @@ keys.command('revoke')
   .argument('<id>', 'the key id, as `keys list` shows it', positiveInteger)
   .action(async (id: number) => {
     const revoked = await withStorage((storage) => storage.revokeApiKey(id, Date.now()))
-    if (!revoked) program.error(`error: no active key has the id ${id}`)
+    if (!revoked) {
+      process.stderr.write(`petstore: no active key has the id ${id}; see \`petstore keys list\`\n`)
+      process.exitCode = 1
+      return
+    }
     process.stdout.write(`Revoked key ${id}.\n`)
   })
 

@@ -248,7 +248,13 @@ export class SqliteStorage implements Storage {
 
   async ping (): Promise<void> {
     this.#read(() => this.#db.prepare('SELECT 1').get())
-    if (this.#writeFailure !== undefined) throw this.#writeFailure
+    // After writes failed, ready again only once the write lock can be had.
+    if (this.#writeFailure !== undefined) {
+      await this.#write(() => {
+        this.#db.exec('BEGIN IMMEDIATE')
+        this.#db.exec('ROLLBACK')
+      })
+    }
   }
 
   async close (): Promise<void> {

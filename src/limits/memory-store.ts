@@ -52,7 +52,11 @@ export class MemoryStore implements RateLimitStore {
         state.refusals = state.refusals.start === minute
           ? { start: minute, count: state.refusals.count + 1 }
           : { start: minute, count: 1 }
-        if (state.refusals.count >= ban.threshold) state.bannedUntil = now + ban.seconds * 1000
+        if (state.refusals.count >= ban.threshold) {
+          state.bannedUntil = now + ban.seconds * 1000
+          // A new ban needs as many new refusals: one right after this ban ends does not renew it.
+          state.refusals = { start: minute, count: 0 }
+        }
       }
       return { outcome: 'limited', windows: view(0) }
     }

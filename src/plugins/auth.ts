@@ -67,6 +67,7 @@ export function createAuthenticator ({ storage, environment, now }: Authenticato
     const bearer = BEARER.exec(header.trim())
     if (bearer === null) return missing('The Authorization header must use the Bearer scheme: Authorization: Bearer <API_KEY>.')
     const token = bearer[1]?.trim() ?? ''
+    if (token === '') return missing('The Authorization header has no API key after "Bearer ".')
     if (!TOKEN.test(token)) return refused('The Authorization header must hold one API key after "Bearer ".')
     const shape = inspectToken(token)
     if (!shape.ok) return refused('The API key is not a petstore key; check that it was copied whole.')

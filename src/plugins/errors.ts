@@ -68,18 +68,30 @@ const PARSER_ERRORS: Record<string, [ErrorCode, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: ['request_timeout', 'The request took too long to arrive.']
 }
 
+/** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
+export type CountAddress = (address: string) => Promise<Record<string, string>>
+
 /**
  * Errors from Node's HTTP parser happen before Fastify has a request, so the
- * answer is written to the socket by hand, in the same Error shape.
+ * answer is written to the socket by hand, in the same Error shape. The
+ * path is not known yet: every such answer is counted against the client's
+ * address and carries that limit's headers, as /v1 responses do.
  * https://nodejs.org/api/http.html#event-clienterror
  */
-export function clientErrorHandler (error: Error & { code?: string }, socket: Socket): void {
-  if (!socket.writable) {
-    socket.destroy()
-    return
+export function createClientErrorHandler (countAddress: CountAddress): (error: Error & { code?: string }, socket: Socket) => void {
+  return (error, socket) => {
+    if (!socket.writable) {
+      socket.destroy()
+      return
+    }
+    const [code, message] = PARSER_ERRORS[error.code ?? ''] ?? ['invalid_request', 'The request is not valid HTTP/1.1.']
+    const status = ERROR_STATUS[code]
+    const body = JSON.stringify({ code, message, status })
+    const answer = (headers: Record<string, string>): void => {
+      if (!socket.writable) return
+      const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
+    }
+    countAddress(socket.remoteAddress ?? '').then(answer, () => answer({}))
   }
-  const [code, message] = PARSER_ERRORS[error.code ?? ''] ?? ['invalid_request', 'The request is not valid HTTP/1.1.']
-  const status = ERROR_STATUS[code]
-  const body = JSON.stringify({ code, message, status })
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }

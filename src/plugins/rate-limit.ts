@@ -37,6 +37,15 @@ export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Lim
   }
 }
 
+/** Counts against a client address alone: for answers given before there is a request to read a key from. */
+export function createAddressCounter ({ store, now }: Pick<RateLimiterOptions, 'store' | 'now'>): (address: string) => Promise<Record<string, string>> {
+  return async (address) => {
+    const time = now()
+    const decision = await store.hit({ subject: addressSubject(address), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
+    return rateLimitHeaders(decision, time)
+  }
+}
+
 export default fp<{ limit: Limit }>(async function rateLimit (app, { limit }) {
   app.addHook('onRequest', limit)
 }, { name: 'rate-limit', dependencies: ['auth'] })

@@ -52,7 +52,7 @@ describe('SQLite file', () => {
     assert.ok(ticks >= 10, `the event loop ran ${ticks} timer ticks while the insert waited`)
   })
 
-  it('When the lock outlasts the budget, then the write fails as unavailable and readiness says so until a write succeeds', async () => {
+  it('When the lock outlasts the budget, then the write fails as unavailable and readiness says so until the lock is free again', async () => {
     const file = join(dir, 'stuck.db')
     const storage = openSqlite(`sqlite:${file}`, { busyBudgetMs: 200 })
     const other = new Database(file)
@@ -63,8 +63,8 @@ describe('SQLite file', () => {
     await assert.rejects(storage.revokeApiKey(1, 1), StorageUnavailableError)
     other.exec('ROLLBACK')
     other.close()
-    await storage.createPet({ name: 'now', categoryId: 1n, status: 'available' })
     await storage.ping()
+    await storage.createPet({ name: 'now', categoryId: 1n, status: 'available' })
     await storage.close()
   })
 

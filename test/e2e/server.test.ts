@@ -221,6 +221,8 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.equal(error.status, 400)
     assert.equal(error.code, 'invalid_request')
     assert.ok(error.message.length > 0)
+    assert.equal(response.headers.get('x-ratelimit-limit'), '60', 'counted against the address')
+    assert.match(response.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/)
   })
 
   it('When a request carries a 20 KB header, then the answer is 431 with a JSON Error body', async () => {
@@ -233,7 +235,8 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.match(response.headers.get('content-type') ?? '', /^application\/json\b/)
     const error = parseErrorBody(response.body)
     assert.equal(error.status, 431)
-    assert.equal(typeof error.code, 'string')
+    assert.equal(error.code, 'request_header_fields_too_large')
+    assert.match(response.headers.get('x-ratelimit-reset') ?? '', /^\d+$/)
     assert.ok(error.message.length > 0)
   })
 

@@ -47,6 +47,15 @@ export function rateLimitStoreContract (name: string, open: () => Promise<RateLi
       assert.equal((await store.hit(r, T0 + 2 + 60_000)).outcome, 'allowed')
     }))
 
+    it('When a ban ends, then one more refusal in the same minute does not ban again', () => withStore(async (store) => {
+      const r = request(1, 100, { threshold: 3, seconds: 10 })
+      await store.hit(r, T0)
+      for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
+      const afterBan = T0 + 2 + 10_000
+      assert.equal((await store.hit(r, afterBan)).outcome, 'limited')
+      assert.equal((await store.hit(r, afterBan + 1)).outcome, 'limited')
+    }))
+
     it('When there is no ban policy, then refusals never ban', () => withStore(async (store) => {
       const r = { ...request(1, 100), ban: undefined }
       await store.hit(r, T0)

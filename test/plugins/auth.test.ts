@@ -36,9 +36,14 @@ describe('authentication', () => {
     assert.equal(errorOf(response).code, 'missing_api_key')
   })
 
+  it('When Bearer comes with no key, then 401 missing_api_key without error="invalid_token"', async () => {
+    const response = await list('Bearer ')
+    assert.equal(errorOf(response).code, 'missing_api_key')
+    assert.equal(response.headers['www-authenticate'], 'Bearer realm="petstore"')
+  })
+
   for (const [when, value] of [
     ['the token is garbage', 'Bearer hello'],
-    ['Bearer has no token', 'Bearer'],
     ['Bearer has two tokens', 'Bearer abc def'],
     ['one character of the token is changed', 'CHANGED'],
     ['the token has a valid shape but is unknown', 'UNKNOWN']
