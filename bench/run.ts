@@ -13,9 +13,8 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { measure, type LoadRequest, type Measurement } from './load.js'
-import { CLI, ChildServer, runCli } from './processes.js'
+import { createKey, startServer, type ServerProcess } from '../test/e2e/process.js'
 
-const HOST = '127.0.0.1'
 const SEED_PETS = 1_000
 const SEED_CONCURRENCY = 16
 const PAGE = 20
@@ -99,39 +98,34 @@ async function main (): Promise<number> {
   const options = parseOptions(process.argv.slice(2))
   const controller = new AbortController()
   const { signal } = controller
-  const servers: ChildServer[] = []
+  const servers: Array<{ name: string, server: ServerProcess }> = []
   let dir: string | undefined
 
   const interrupt = (name: NodeJS.Signals): void => {
     if (!signal.aborted) log(`${name}: stopping the servers`)
     controller.abort()
   }
-  // If this process dies some other way, its servers still do not outlive it.
-  const killServers = (): void => { for (const server of servers) server.killNow() }
   process.on('SIGINT', interrupt)
   process.on('SIGTERM', interrupt)
-  process.once('exit', killServers)
 
-  const start = async (server: ChildServer): Promise<string> => {
-    servers.push(server)
-    const port = await server.waitForListening(START_TIMEOUT_MS)
-    log(`${server.name} (pid ${server.pid ?? '?'}) on http://${HOST}:${port}`)
-    return `http://${HOST}:${port}`
+  // A started server also dies with this process, however it ends.
+  const start = async (name: string, env: Record<string, string>, args?: readonly string[]): Promise<string> => {
+    const server = await startServer(env, START_TIMEOUT_MS, args)
+    servers.push({ name, server })
+    log(`${name} (pid ${server.pid ?? '?'}) on ${server.origin}`)
+    return server.origin
   }
   const check = (): void => { if (signal.aborted) throw new Interrupted('interrupted') }
 
   try {
     dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
     const env = { DATABASE_URL: `sqlite:${join(dir, 'bench.db')}` }
-    const created = await runCli(['keys', 'create', '--plan', 'enterprise', '--name', 'bench',
-      '--per-minute', KEY_LIMIT, '--per-day', KEY_LIMIT], env)
-    const token = created.trimEnd().split('\n').at(-1) ?? ''
-    if (!/^pet_(live|test)_\S+$/.test(token)) throw new Error(`keys create printed no token on its last line:\n${created}`)
+    const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'bench', '--per-minute', KEY_LIMIT, '--per-day', KEY_LIMIT])
     const headers = { authorization: `Bearer ${token}` }
 
     const [petstore, bare] = await Promise.all([
-      start(new ChildServer('petstore', [CLI, 'serve'], { ...env, HOST, PORT: '0', LOG_LEVEL: 'warn' })),
-      start(new ChildServer('bare node:http', [BARE_SERVER], {}))
+      start('petstore', { ...env, LOG_LEVEL: 'warn' }),
+      start('bare node:http', {}, [BARE_SERVER])
     ])
     check()
 
@@ -199,16 +193,15 @@ async function main (): Promise<number> {
     }
     return failed ? 1 : 0
   } finally {
-    await Promise.all(servers.map(async (server) => {
+    await Promise.all(servers.map(async ({ name, server }) => {
       const status = await server.stop()
-      if (status.code !== 0 && status.signal !== 'SIGTERM' && status.signal !== 'SIGINT') {
-        log(`${server.name} ended with ${status.code ?? status.signal}:\n${server.output.slice(-2000)}`)
+      if (status !== undefined && status.code !== 0 && status.signal !== 'SIGTERM' && status.signal !== 'SIGINT') {
+        log(`${name} ended with ${status.code ?? status.signal}:\n${(server.stdout + server.stderr).slice(-2000)}`)
       }
     }))
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
     process.removeListener('SIGINT', interrupt)
     process.removeListener('SIGTERM', interrupt)
-    process.removeListener('exit', killServers)
   }
 }
 

@@ -102,7 +102,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     }
   })
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart, []))
+    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
 
   app.addHook('onRequest', async (request, reply) => { reply.header('x-request-id', request.id) })
 

@@ -1,7 +1,7 @@
 // The `petstore` command: `serve`, and `keys create|list|revoke` for operators.
 // It reads the same DATABASE_URL and PETSTORE_ENV as the server.
 import { Command, InvalidArgumentError, Option } from 'commander'
-import { ConfigError, loadConfig } from '../config.js'
+import { ConfigError, loadConfig, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import type { Storage } from '../db/storage.js'
 import { issueKey, listKeys } from '../keys/admin.js'
@@ -13,10 +13,11 @@ function positiveInteger (value: string): number {
   return Number(value)
 }
 
-async function withStorage<T> (work: (storage: Storage) => Promise<T>): Promise<T> {
-  const storage = await openStorage(loadConfig().databaseUrl)
+async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
+  const config = loadConfig()
+  const storage = await openStorage(config.databaseUrl)
   try {
-    return await work(storage)
+    return await work(storage, config)
   } finally {
     await storage.close()
   }
@@ -40,8 +41,7 @@ keys.command('create')
   .option('--per-day <n>', 'requests per day (required for enterprise; overrides the plan)', positiveInteger)
   .option('--json', 'print one JSON object')
   .action(async (options: { plan: Plan, name: string, perMinute?: number, perDay?: number, json?: boolean }) => {
-    const config = loadConfig()
-    const key = await withStorage((storage) => issueKey(storage, {
+    const key = await withStorage((storage, config) => issueKey(storage, {
       plan: options.plan,
       name: options.name,
       perMinute: options.perMinute,

@@ -181,10 +181,9 @@ export class SqliteStorage implements Storage {
       results = this.#commitGroup.immediate(group)
     } catch (error) {
       if (isBusy(error) && !this.#closed) {
-        const now = Date.now()
-        const waiting = group.filter((insert) => now - insert.queuedAt < this.#busyBudgetMs)
-        this.#fail(group.filter((insert) => !waiting.includes(insert)), error)
-        this.#pending = waiting.concat(this.#pending)
+        const overdue = Date.now() - this.#busyBudgetMs
+        this.#fail(group.filter((insert) => insert.queuedAt <= overdue), error)
+        this.#pending = group.filter((insert) => insert.queuedAt > overdue).concat(this.#pending)
         if (this.#pending.length > 0) this.#scheduleFlush(BUSY_RETRY_MS)
         return
       }
@@ -240,10 +239,13 @@ export class SqliteStorage implements Storage {
   }
 
   async secret (name: string): Promise<Buffer> {
+    const select = this.#db.prepare<[string], { value: Buffer }>('SELECT value FROM secrets WHERE name = ?')
+    const existing = this.#read(() => select.get(name))
+    if (existing !== undefined) return existing.value
+    // The first instance to get here makes it; any other keeps the winner's.
     await this.#write(() => this.#db.prepare('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
       .run(name, randomBytes(32)))
-    const row = this.#read(() => this.#db.prepare<[string], { value: Buffer }>('SELECT value FROM secrets WHERE name = ?').get(name))
-    return (row as { value: Buffer }).value
+    return (this.#read(() => select.get(name)) as { value: Buffer }).value
   }
 
   async ping (): Promise<void> {

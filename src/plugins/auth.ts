@@ -7,6 +7,7 @@ import { ApiError, StorageUnavailableError } from '../errors.js'
 import type { Environment } from '../config.js'
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
 import { hashToken, inspectToken } from '../keys/tokens.js'
+import { storageUnavailable } from './errors.js'
 import { limitsFor, type Limits } from '../limits/plans.js'
 
 export interface Caller {
@@ -76,9 +77,7 @@ export function createAuthenticator ({ storage, environment, now }: Authenticato
       return (await findCaller(hashToken(token))) ?? refused('The API key is unknown or has been revoked.')
     } catch (error) {
       // Counted as anonymous, then answered 503: the key could not be checked.
-      if (error instanceof StorageUnavailableError) {
-        return new ApiError('service_unavailable', 'The service cannot reach its database; retry shortly.', { headers: { 'retry-after': '5' } })
-      }
+      if (error instanceof StorageUnavailableError) return storageUnavailable()
       throw error
     }
   }

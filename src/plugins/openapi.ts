@@ -18,8 +18,15 @@ export interface OpenApiOptions {
 export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl }) {
   // Both environments are public (their keys differ: `pet_live_…`, `pet_test_…`),
   // which `x-internal: false` says to tools that sort servers by audience.
-  const servers = [{ url: config.publicBaseUrl, description: 'Production', 'x-internal': false }]
-  if (config.stagingBaseUrl !== undefined) servers.push({ url: config.stagingBaseUrl, description: 'Staging', 'x-internal': false })
+  // This instance's own environment is listed at its own address (with
+  // PORT=0 and no address configured, known only once listening).
+  const servers = (): Array<{ url: string, description: string, 'x-internal': boolean }> => {
+    const production = config.environment === 'production' ? baseUrl() : config.publicBaseUrl
+    const staging = config.environment === 'staging' ? baseUrl() : config.stagingBaseUrl
+    const list = [{ url: production, description: 'Production', 'x-internal': false }]
+    if (staging !== undefined) list.push({ url: staging, description: 'Staging', 'x-internal': false })
+    return list
+  }
 
   await app.register(swagger, {
     openapi: {
@@ -30,7 +37,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
         description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429.',
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
       },
-      servers,
+      servers: servers(),
       tags: [{ name: 'pets', description: 'Animals available for adoption.' }],
       components: {
         securitySchemes: {
@@ -48,14 +55,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
   /** The document, with int64 bounds as exact `bigint`s (a double would round them). */
   const documentObject = (): unknown => {
     if (document === undefined) {
-      const spec = app.swagger() as { servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }> }
-      // An unset address defaults to this instance's own, whose port is known only now.
-      if (config.environment === 'production' && spec.servers[0] !== undefined) spec.servers[0].url = baseUrl()
-      if (config.environment === 'staging') {
-        if (spec.servers[1] === undefined) spec.servers.push({ url: baseUrl(), description: 'Staging', 'x-internal': false })
-        else spec.servers[1].url = baseUrl()
-      }
-      document = exactBounds(spec)
+      document = exactBounds({ ...app.swagger(), servers: servers() })
     }
     return document
   }

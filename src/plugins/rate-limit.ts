@@ -16,12 +16,17 @@ export interface RateLimiterOptions {
 /** Counts the request against its key (or its address), sets the headers, throws the 429. */
 export type Limit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 
+/** Requests without a valid key: counted per client address, by the minute, never banned. */
+function hitAddress (store: RateLimitStore, address: string, time: number): Promise<Decision> {
+  return store.hit({ subject: addressSubject(address), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
+}
+
 export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Limit {
   return async (request, reply) => {
     const caller = request.caller
     const time = now()
     const decision = caller === undefined
-      ? await store.hit({ subject: addressSubject(request.ip), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
+      ? await hitAddress(store, request.ip, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
     reply.headers(rateLimitHeaders(decision, time))
     if (decision.outcome === 'limited') {
@@ -41,8 +46,7 @@ export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Lim
 export function createAddressCounter ({ store, now }: Pick<RateLimiterOptions, 'store' | 'now'>): (address: string) => Promise<Record<string, string>> {
   return async (address) => {
     const time = now()
-    const decision = await store.hit({ subject: addressSubject(address), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
-    return rateLimitHeaders(decision, time)
+    return rateLimitHeaders(await hitAddress(store, address, time), time)
   }
 }
 

@@ -8,6 +8,7 @@ import {
 } from '../schemas/responses.js'
 import type { PetService } from '../pets/service.js'
 import { ApiError } from '../errors.js'
+import { unsupportedMediaType } from '../plugins/errors.js'
 
 export interface PetRoutesOptions {
   pets: PetService
@@ -66,7 +67,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
     // A body with no Content-Type at all is a 415 too, not an empty body.
     preParsing: async (request, _reply, payload) => {
       if (request.headers['content-type'] === undefined) {
-        throw new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.')
+        throw unsupportedMediaType()
       }
       return payload
     }

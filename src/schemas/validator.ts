@@ -27,8 +27,8 @@ export type ValidationResult = { value: unknown } | { error: ValidationIssue[] }
 /** Plain decimal digits; the schema then checks the range. */
 const DECIMAL = /^\d{1,100}$/
 
-export function compileValidator (schema: TSchema, httpPart: HttpPart, references: TSchema[]): (value: unknown) => ValidationResult {
-  const check = TypeCompiler.Compile(schema, references)
+export function compileValidator (schema: TSchema, httpPart: HttpPart): (value: unknown) => ValidationResult {
+  const check = TypeCompiler.Compile(schema)
   const integerFields = httpPart === 'body' ? new Map<string, 'Int64' | 'Integer'>() : integerProperties(schema)
   return (input) => {
     const value = integerFields.size === 0 ? input : convertIntegers(input, integerFields)

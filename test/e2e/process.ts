@@ -1,6 +1,6 @@
-// Shared arrangements for end-to-end tests: the real `petstore` command run
-// as a child process (the server, and the CLI), raw HTTP over a socket, and
-// small factories. Every wait is bounded, and every child is stopped by its
+// Shared arrangements for end-to-end tests and the benchmark: the real
+// `petstore` command run as a child process (the server, and the CLI), raw
+// HTTP over a socket, and small factories. Every wait is bounded, and every child is stopped by its
 // own PID (child.kill), never by name.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
@@ -166,8 +166,9 @@ export class ServerProcess {
   readonly #killOnExit = (): void => { this.child.kill('SIGKILL') }
   #port: number | undefined
 
-  constructor (env: Record<string, string>) {
-    this.child = spawn(process.execPath, [CLI, 'serve'], { cwd: PROJECT_ROOT, env: childEnv(env) })
+  /** `args`: the script and its arguments; any server that prints the same listening line. */
+  constructor (env: Record<string, string>, args: readonly string[] = [CLI, 'serve']) {
+    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv(env) })
     // If the test process itself ends abruptly, its server does not outlive it.
     process.once('exit', this.#killOnExit)
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => { this.#stdout += chunk; this.#notify() })
@@ -236,6 +237,17 @@ export class ServerProcess {
     return await withTimeout(this.#closed, timeoutMs, `server process ${this.pid ?? '?'} to exit`)
   }
 
+  /** SIGTERM, then SIGKILL if the process has not exited within `graceMs`. Never throws. */
+  async stop (graceMs = 10_000): Promise<ExitStatus | undefined> {
+    this.signal('SIGTERM')
+    try {
+      return await this.waitForExit(graceMs)
+    } catch {
+      await this.dispose()
+      return this.#exit
+    }
+  }
+
   /** For `after` hooks: ends the process however it stands, never throws, never hangs. */
   async dispose (): Promise<void> {
     if (this.#exit !== undefined) return
@@ -244,9 +256,9 @@ export class ServerProcess {
   }
 }
 
-/** Starts `petstore serve` on 127.0.0.1 with PORT=0 and waits for its listening line. */
-export async function startServer (env: Record<string, string>, timeoutMs = 15_000): Promise<ServerProcess> {
-  const server = new ServerProcess({ HOST: '127.0.0.1', PORT: '0', ...env })
+/** Starts `petstore serve` (or `args`) on 127.0.0.1 with PORT=0 and waits for its listening line. */
+export async function startServer (env: Record<string, string>, timeoutMs = 15_000, args?: readonly string[]): Promise<ServerProcess> {
+  const server = new ServerProcess({ HOST: '127.0.0.1', PORT: '0', ...env }, args)
   try {
     await server.waitForListening(timeoutMs)
     return server
