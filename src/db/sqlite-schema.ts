@@ -1,7 +1,7 @@
 // The SQLite schema, as numbered migrations. Each runs once, inside a write
 // transaction, so a second instance starting on the same file waits for the
 // first and then finds nothing left to do.
-import type Database from 'better-sqlite3'
+import type { Database } from './sqlite-driver.js'
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE pets (
@@ -36,7 +36,7 @@ const MIGRATIONS: readonly string[] = [
    );`
 ]
 
-export function migrateSqlite (db: Database.Database): void {
+export function migrateSqlite (db: Database): void {
   db.transaction(() => {
     const current = Number(db.pragma('user_version', { simple: true }))
     MIGRATIONS.slice(current).forEach((sql) => db.exec(sql))

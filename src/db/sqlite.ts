@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
-import Database from 'better-sqlite3'
+import { Database, SqliteError } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../schemas/pet.js'
 import type { Plan } from '../limits/plans.js'
@@ -80,7 +80,7 @@ export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS }: Sqli
 
 export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
-  readonly #db: Database.Database
+  readonly #db: Database
   readonly #busyBudgetMs: number
   #pending: PendingInsert[] = []
   #flushScheduled = false
@@ -102,7 +102,7 @@ export class SqliteStorage implements Storage {
   readonly #revokeKey
   readonly #commitGroup
 
-  constructor (db: Database.Database, busyBudgetMs: number) {
+  constructor (db: Database, busyBudgetMs: number) {
     this.#db = db
     this.#busyBudgetMs = busyBudgetMs
     this.#insertPet = db.prepare<[string, bigint, string]>(
@@ -299,12 +299,12 @@ export class SqliteStorage implements Storage {
 }
 
 function isBusy (error: unknown): boolean {
-  return error instanceof Database.SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))
+  return error instanceof SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))
 }
 
 /** Busy, locked, full or broken: the client may retry later; the cause goes to the log, not to it. */
 function unavailable (error: unknown): Error {
-  if (error instanceof Database.SqliteError) {
+  if (error instanceof SqliteError) {
     return new StorageUnavailableError(`SQLite: ${error.code}: ${error.message}`, { cause: error })
   }
   return error instanceof Error ? error : new Error(String(error))

@@ -3,7 +3,7 @@
 // was acknowledged, and leaves a database that SQLite finds intact.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import Database from 'better-sqlite3'
+import { Database } from '../../src/db/sqlite-driver.js'
 import { isLosslessNumber, parse } from 'lossless-json'
 import {
   bearer, createKey, databaseFile, delay, linkTarget, makeTempDir, newPetJson, removeTempDir, sqliteUrl,
