@@ -1,8 +1,7 @@
 // Environment → validated, frozen, typed configuration. Read once at start;
 // a bad value stops the process with a message that names the variable.
 import ipaddr from 'ipaddr.js'
-
-export type Environment = 'production' | 'staging'
+import { ENVIRONMENTS, type Environment } from './domain.js'
 
 export interface Config {
   readonly host: string
@@ -34,7 +33,7 @@ type Env = Record<string, string | undefined>
 export function loadConfig (env: Env = process.env): Config {
   const host = nonEmpty(env, 'HOST') ?? '127.0.0.1'
   const port = integer(env, 'PORT', 8080, 0, 65535)
-  const environment = oneOf(env, 'PETSTORE_ENV', ['production', 'staging'] as const, 'production')
+  const environment = oneOf(env, 'PETSTORE_ENV', ENVIRONMENTS, 'production')
   const localBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`
   const publicBaseUrl = baseUrl(env, 'PUBLIC_BASE_URL') ?? localBase
   const stagingBaseUrl = baseUrl(env, 'STAGING_BASE_URL')

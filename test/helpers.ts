@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../src/config.js'
 import { openSqlite } from '../src/db/sqlite.js'
 import type { Storage } from '../src/db/storage.js'
 import { issueKey } from '../src/keys/admin.js'
-import type { Plan } from '../src/limits/plans.js'
+import type { Plan } from '../src/domain.js'
 import { MemoryStore } from '../src/limits/memory-store.js'
 import type { RateLimitStore } from '../src/limits/store.js'
 

@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import type { Storage } from '../db/storage.js'
 import { issueKey, listKeys } from '../keys/admin.js'
-import { PLANS, type Plan } from '../limits/plans.js'
+import { PLANS, type Plan } from '../domain.js'
 import { serve } from '../server.js'
 
 function positiveInteger (value: string): number {

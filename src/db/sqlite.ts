@@ -14,9 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import { Database, SqliteError } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
-import type { PetStatus } from '../schemas/pet.js'
-import type { Plan } from '../limits/plans.js'
-import type { Environment } from '../config.js'
+import type { Environment, PetStatus, Plan } from '../domain.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,

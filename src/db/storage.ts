@@ -1,8 +1,6 @@
 // The storage contract. Each backend (SQLite, PostgreSQL) implements it in
 // full; one test suite runs against each. Nothing here knows about HTTP.
-import type { PetStatus } from '../schemas/pet.js'
-import type { Plan } from '../limits/plans.js'
-import type { Environment } from '../config.js'
+import type { Environment, PetStatus, Plan } from '../domain.js'
 
 export interface PetRecord {
   id: bigint

@@ -1,8 +1,8 @@
 // Issuing, listing and revoking API keys: what the `petstore keys` command
 // does, as plain functions over the storage, so tests call them directly.
-import type { Environment } from '../config.js'
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
-import { limitsFor, type Limits, type Plan } from '../limits/plans.js'
+import type { Environment, Plan } from '../domain.js'
+import { limitsFor, type Limits } from '../limits/plans.js'
 import { generateToken, hashToken } from './tokens.js'
 
 export interface KeyView {

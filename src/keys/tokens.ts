@@ -5,7 +5,7 @@
 // https://github.blog/engineering/platform-security/behind-githubs-new-authentication-token-formats/
 import { createHash, randomInt } from 'node:crypto'
 import { crc32 } from 'node:zlib'
-import type { Environment } from '../config.js'
+import type { Environment } from '../domain.js'
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const RANDOM_LENGTH = 30

@@ -1,7 +1,6 @@
 // The plans of SPEC.md and their limits. Enterprise limits are set per key.
 
-export type Plan = 'free' | 'pro' | 'business' | 'enterprise'
-export const PLANS: readonly Plan[] = ['free', 'pro', 'business', 'enterprise']
+import type { Plan } from '../domain.js'
 
 export interface Limits {
   perMinute: number
@@ -16,10 +15,6 @@ const PLAN_LIMITS: Record<Exclude<Plan, 'enterprise'>, Limits> = {
 
 /** Requests without a valid key are limited per client address, by the minute only. */
 export const ANONYMOUS_PER_MINUTE = 60
-
-export function isPlan (value: string): value is Plan {
-  return (PLANS as readonly string[]).includes(value)
-}
 
 /** The limits of a key: its own where set, else its plan's. */
 export function limitsFor (plan: Plan, own: { perMinute: number | null, perDay: number | null }): Limits {

@@ -3,7 +3,7 @@
 // status filter it was made for: paging is by key, so every page costs the
 // same whatever its depth.
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { PET_STATUSES, type PetStatus } from '../schemas/pet.js'
+import { PET_STATUSES, type PetStatus } from '../domain.js'
 
 const VERSION = 1
 const MAC_BYTES = 12

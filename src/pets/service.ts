@@ -3,7 +3,8 @@
 import { createHash } from 'node:crypto'
 import { ApiError } from '../errors.js'
 import type { PetRecord, Storage } from '../db/storage.js'
-import { DEFAULT_PAGE_SIZE, type NewPet, type PetStatus } from '../schemas/pet.js'
+import type { PetStatus } from '../domain.js'
+import { DEFAULT_PAGE_SIZE, type NewPet } from '../schemas/pet.js'
 import type { CursorCodec } from './cursor.js'
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000

@@ -4,7 +4,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { ApiError, StorageUnavailableError } from '../errors.js'
-import type { Environment } from '../config.js'
+import type { Environment } from '../domain.js'
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
 import { hashToken, inspectToken } from '../keys/tokens.js'
 import { storageUnavailable } from './errors.js'

@@ -1,9 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { PET_STATUSES } from '../domain.js'
 import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
 
-export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export const DEFAULT_PAGE_SIZE = 20
-export type PetStatus = typeof PET_STATUSES[number]
 
 const petStatus = (description: string) => StringEnum(PET_STATUSES, { description })
 

@@ -1,0 +1,14 @@
+// The service's own vocabulary, shared by every layer: storage, limits,
+// keys, configuration and schemas import it, and it imports nothing.
+
+/** Which keys an instance accepts, and which of the two addresses it is. */
+export const ENVIRONMENTS = ['production', 'staging'] as const
+export type Environment = typeof ENVIRONMENTS[number]
+
+/** The plans of SPEC.md; their limits are in limits/plans.ts. */
+export const PLANS = ['free', 'pro', 'business', 'enterprise'] as const
+export type Plan = typeof PLANS[number]
+
+/** An animal's availability. */
+export const PET_STATUSES = ['available', 'pending', 'sold'] as const
+export type PetStatus = typeof PET_STATUSES[number]
