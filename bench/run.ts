@@ -13,7 +13,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { measure, type LoadRequest, type Measurement } from './load.js'
-import { createKey, startServer, type ServerProcess } from '../test/e2e/process.js'
+import { createKey, startServer, type ServerProcess } from '../test/support/process.js'
 
 const SEED_PETS = 1_000
 const SEED_CONCURRENCY = 16

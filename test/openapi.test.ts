@@ -12,11 +12,11 @@ import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { LightMyRequestResponse } from 'fastify'
-import { buildPet, buildTestApp, jsonHeaders, type TestApp } from './helpers.js'
+import { buildTestApp, jsonHeaders, type TestApp } from './support/app.js'
+import { INT64_MAX, buildPet } from './support/fixtures.js'
 
 const PRODUCTION = 'https://api.petstore.example/v1'
 const STAGING = 'https://staging.petstore.example/v1'
-const INT64_MAX = '9223372036854775807'
 const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
 const DEPRECATION_HEADERS = ['Deprecation', 'Sunset', 'Link']
 /** Transport headers that the document need not describe. */

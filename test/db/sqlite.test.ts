@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { StorageUnavailableError } from '../../src/errors.js'
-import { buildPet, buildTestApp, jsonHeaders } from '../helpers.js'
+import { buildTestApp, jsonHeaders } from '../support/app.js'
+import { buildPet } from '../support/fixtures.js'
 import { storageContract } from './storage-contract.js'
 
 storageContract('sqlite', async () => openSqlite('sqlite::memory:'))

@@ -2,6 +2,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Storage } from '../../src/db/storage.js'
+import { INT64_MAX } from '../support/fixtures.js'
 
 export function storageContract (name: string, open: () => Promise<Storage>): void {
   describe(`storage contract: ${name}`, () => {
@@ -20,8 +21,8 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
     }))
 
     it('When an int64 is stored, then it comes back exactly', () => withStorage(async (storage) => {
-      const pet = await storage.createPet({ name: 'max', categoryId: 9223372036854775807n, status: 'sold' })
-      assert.equal((await storage.getPet(pet.id))?.categoryId, 9223372036854775807n)
+      const pet = await storage.createPet({ name: 'max', categoryId: INT64_MAX, status: 'sold' })
+      assert.equal((await storage.getPet(pet.id))?.categoryId, INT64_MAX)
     }))
 
     it('When listing after an id with a status, then only later animals with that status come, in order, up to the limit', () => withStorage(async (storage) => {

@@ -6,14 +6,13 @@ import assert from 'node:assert/strict'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { isLosslessNumber, parse } from 'lossless-json'
 import {
-  bearer, createKey, databaseFile, delay, linkTarget, makeTempDir, newPetJson, removeTempDir, sqliteUrl,
-  startServer, withTimeout, type ServerProcess
-} from './process.js'
+  createKey, databaseFile, delay, linkTarget, makeTempDir, removeTempDir, sqliteUrl, startServer, withTimeout, type ServerProcess
+} from '../support/process.js'
+import { INT64_MAX, bearer, newPetJson } from '../support/fixtures.js'
 
 const LOOPS = 8
 const LOAD_MS = 1_500
 const REQUEST_TIMEOUT_MS = 5_000
-const INT64_MAX = 9223372036854775807n
 
 /** What a 201 promised: the animal, as sent, under this id. */
 interface Acknowledged { name: string, categoryId: string }

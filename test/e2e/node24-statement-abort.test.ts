@@ -7,9 +7,8 @@
 // every supported Node it must stay up, answer everything, and exit cleanly.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import {
-  bearer, createKey, idsIn, makeTempDir, newPetJson, removeTempDir, sqliteUrl, startServer, type ServerProcess
-} from './process.js'
+import { createKey, idsIn, makeTempDir, removeTempDir, sqliteUrl, startServer, type ServerProcess } from '../support/process.js'
+import { FIRST_UNSAFE_INTEGER, bearer, newPetJson } from '../support/fixtures.js'
 
 const LOAD_MS = 5_000
 const WORKERS = 8
@@ -28,7 +27,7 @@ const STEPS: readonly Step[] = [
     send: async (origin, headers) => await fetch(`${origin}/v1/pets`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
-      body: newPetJson({ name: 'Load', categoryId: 9007199254740993n, status: 'sold' }),
+      body: newPetJson({ name: 'Load', categoryId: FIRST_UNSAFE_INTEGER, status: 'sold' }),
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
     })
   },

@@ -2,8 +2,9 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { HitRequest, RateLimitStore } from '../../src/limits/store.js'
+import { CLOCK_START } from '../support/fixtures.js'
 
-const T0 = Date.parse('2027-03-10T12:00:30Z')
+const T0 = CLOCK_START
 
 export function rateLimitStoreContract (name: string, open: () => Promise<RateLimitStore>): void {
   describe(`rate-limit store contract: ${name}`, () => {

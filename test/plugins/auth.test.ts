@@ -1,7 +1,13 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp, errorOf, type TestApp } from '../helpers.js'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Database } from '../../src/db/sqlite-driver.js'
+import { openSqlite } from '../../src/db/sqlite.js'
 import { generateToken } from '../../src/keys/tokens.js'
+import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 
 describe('authentication', () => {
   let t: TestApp
@@ -79,12 +85,31 @@ describe('authentication', () => {
     assert.equal(response.statusCode, 401)
     assert.equal(errorOf(response).code, 'invalid_api_key')
   })
+})
 
-  it('When a key is created, then only its hash is stored', async () => {
-    const keys = await t.storage.listApiKeys()
-    assert.ok(keys.length > 0)
-    assert.ok(!JSON.stringify(keys).includes(token))
-    assert.ok(!JSON.stringify(keys).includes('pet_live_'))
+describe('API keys at rest', () => {
+  let dir: string | undefined
+  after(() => { if (dir !== undefined) rmSync(dir, { recursive: true, force: true }) })
+
+  it('When a key is created, then its row holds the SHA-256 of the token and nothing of the token itself', async () => {
+    // Arrange: a database file, so that its rows can be read as they are stored.
+    dir = mkdtempSync(join(tmpdir(), 'petstore-keys-'))
+    const file = join(dir, 'keys.db')
+    const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`) })
+    const token = await t.newKey('free')
+    await t.close()
+
+    // Act
+    const raw = new Database(file, { readonly: true })
+    const rows = raw.prepare('SELECT * FROM api_keys').all() as Array<Record<string, unknown>>
+    raw.close()
+
+    // Assert
+    assert.equal(rows.length, 1)
+    assert.equal(rows[0]?.token_hash, createHash('sha256').update(token).digest('hex'))
+    const stored = JSON.stringify(rows, (_key, value: unknown) => typeof value === 'bigint' ? String(value) : value)
+    assert.ok(!stored.includes(token.slice('pet_live_'.length, -6)), 'the random part of the token is stored')
+    assert.ok(!stored.includes('pet_live_'), 'a token is stored')
   })
 })
 

@@ -1,12 +1,13 @@
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { bearer, buildTestApp, errorOf, type TestApp } from '../helpers.js'
+import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { CLOCK_START, bearer } from '../support/fixtures.js'
 
 describe('rate limits', () => {
   let t: TestApp
   beforeEach(async () => {
     t = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5', RATE_LIMIT_BAN_SECONDS: '900' })
-    t.clock.set('2027-03-10T12:00:30Z')
+    t.clock.ms = CLOCK_START
   })
   afterEach(async () => { await t.close() })
 
@@ -60,7 +61,7 @@ describe('rate limits', () => {
     const refused = await list(token)
 
     assert.equal(refused.statusCode, 429)
-    assert.equal(refused.headers['retry-after'], String(dayEnd - Date.parse('2027-03-10T12:00:30Z') / 1000))
+    assert.equal(refused.headers['retry-after'], String(dayEnd - CLOCK_START / 1000))
     assert.equal(refused.headers['x-ratelimit-reset'], String(dayEnd))
     assert.equal(refused.headers['x-ratelimit-limit'], '3')
   })
@@ -83,7 +84,7 @@ describe('rate limits', () => {
       assert.equal(errorOf(refused).code, 'rate_limited')
     }
     const banned = await list(token)
-    const banEnd = Date.parse('2027-03-10T12:00:30Z') / 1000 + 900
+    const banEnd = CLOCK_START / 1000 + 900
 
     assert.equal(banned.statusCode, 429)
     assert.equal(errorOf(banned).code, 'api_key_banned')

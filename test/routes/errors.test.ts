@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { bearer, buildTestApp, errorOf, type TestApp } from '../helpers.js'
+import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { bearer } from '../support/fixtures.js'
 
 describe('the error model', () => {
   let t: TestApp

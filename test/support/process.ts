@@ -395,10 +395,6 @@ export function parseErrorBody (text: string): ErrorBody {
   return { code, message, status }
 }
 
-export function bearer (token: string): Record<string, string> {
-  return { authorization: `Bearer ${token}` }
-}
-
 /** The target of the first `Link` entry with relation `rel`. */
 export function linkTarget (link: string | null | undefined, rel: string): string | undefined {
   if (link === null || link === undefined) return undefined
@@ -412,22 +408,4 @@ export function linkTarget (link: string | null | undefined, rel: string): strin
 /** Every `"id":N` of a JSON text, as the exact digit strings (never through a double). */
 export function idsIn (text: string): string[] {
   return [...text.matchAll(/"id":(\d+)/g)].map((match) => match[1] as string)
-}
-
-// ---------------------------------------------------------------------------
-// Factories
-
-export interface NewPetInput {
-  name?: string
-  /** Written into the JSON text as is, so that any int64 arrives exactly. */
-  categoryId?: bigint
-  status?: 'available' | 'pending' | 'sold'
-}
-
-/** A NewPet body as JSON text; JSON.stringify cannot write a bigint, so categoryId is spliced in as its digits. */
-export function newPetJson (overrides: NewPetInput = {}): string {
-  const { name = 'Rex', categoryId = 1n, status } = overrides
-  const fields = [`"name":${JSON.stringify(name)}`, `"categoryId":${categoryId.toString()}`]
-  if (status !== undefined) fields.push(`"status":${JSON.stringify(status)}`)
-  return `{${fields.join(',')}}`
 }

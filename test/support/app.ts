@@ -2,18 +2,19 @@
 // database and an in-process rate-limit store, a clock the test moves, and
 // small factories.
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { buildApp } from '../src/app.js'
-import { loadConfig, type Config } from '../src/config.js'
-import { openSqlite } from '../src/db/sqlite.js'
-import type { Storage } from '../src/db/storage.js'
-import { issueKey } from '../src/keys/admin.js'
-import type { Plan } from '../src/domain.js'
-import { MemoryStore } from '../src/limits/memory-store.js'
-import type { RateLimitStore } from '../src/limits/store.js'
+import { buildApp } from '../../src/app.js'
+import { loadConfig, type Config } from '../../src/config.js'
+import { openSqlite } from '../../src/db/sqlite.js'
+import type { Storage } from '../../src/db/storage.js'
+import { issueKey } from '../../src/keys/admin.js'
+import type { Plan } from '../../src/domain.js'
+import { MemoryStore } from '../../src/limits/memory-store.js'
+import type { RateLimitStore } from '../../src/limits/store.js'
+import { CLOCK_START, bearer } from './fixtures.js'
 
 /** A clock for tests: starts at a fixed instant, moves only when told. */
 export class TestClock {
-  constructor (public ms: number = Date.parse('2027-03-10T12:00:30Z')) {}
+  constructor (public ms: number = CLOCK_START) {}
   now = (): number => this.ms
   advance (ms: number): void { this.ms += ms }
   set (iso: string): void { this.ms = Date.parse(iso) }
@@ -60,14 +61,6 @@ export async function buildTestApp (env: Record<string, string> = {}, options: {
       await limiter.close()
     }
   }
-}
-
-export function buildPet (overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return { name: 'Rex', categoryId: 1, status: 'available', ...overrides }
-}
-
-export function bearer (token: string): Record<string, string> {
-  return { authorization: `Bearer ${token}` }
 }
 
 /** Sends a JSON body as its exact text, so that big integers reach the server unrounded. */
