@@ -2,9 +2,10 @@
 // It owns no process concerns (ports, signals): tests build it and call
 // `inject`; server.ts runs it.
 //
-// A /v1 request passes, in order: deprecation headers → auth (who is it?) →
-// rate limit (count it; 429) → auth (401) → body parser (415, 413, bad JSON)
-// → schema validation (400) → handler → service → storage.
+// A /v1 request passes, in order: deprecation headers → the gate
+// (plugins/access.ts: identify, count and limit (429), refuse (401)) →
+// routing (404, 405) → body parser (415, 413, bad JSON) → schema validation
+// (400) → handler → service → storage.
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
@@ -15,14 +16,15 @@ import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
 import { IDEMPOTENCY_WINDOW_MS, PetService } from './pets/service.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
-import authPlugin, { createAuthenticator } from './plugins/auth.js'
+import accessPlugin, { createGate } from './plugins/access.js'
+import { createAuthenticator } from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { createClientErrorHandler, notFound, sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
-import rateLimitPlugin, { createAddressCounter, createRateLimiter } from './plugins/rate-limit.js'
+import { createAddressCounter, createRateLimiter } from './plugins/rate-limit.js'
 import healthRoutes from './routes/health.js'
-import methodNotAllowedRoutes, { allowedMethods, methodNotAllowed, type PathMethods } from './routes/method-not-allowed.js'
+import methodNotAllowedRoutes, { routeEveryMethod } from './routes/method-not-allowed.js'
 import petRoutes from './routes/pets.js'
 
 export interface AppDeps {
@@ -62,8 +64,8 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 
 const PURGE_EVERY_MS = 60 * 60 * 1000
 
-/** The API's paths under /v1 and their methods. */
-const API_PATHS: PathMethods = { '/pets': ['GET', 'POST'], '/pets/:petId': ['GET'] }
+/** The API's paths under /v1; their methods are the routes registered for them. */
+const API_PATHS = ['/pets', '/pets/:petId']
 
 /** Headers a browser script may read, when CORS is on. */
 const EXPOSED_HEADERS = [
@@ -75,6 +77,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   const identify = createAuthenticator({ storage, environment: config.environment, now })
   const limit = createRateLimiter({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now })
+  const gate = createGate({ identify, limit })
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: BODY_LIMIT,
@@ -93,14 +96,15 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     // path segment longer than this is refused by the router itself.
     routerOptions: { maxParamLength: 1000 },
     // A URL the router cannot decode (`%zz`) or a path segment too long to
-    // route: the same Error body and, under /v1, counted like any request.
+    // route: under /v1 it passes the gate like any request, then gets 400.
     frameworkErrors: (_error, request, reply) => {
       reply.header('x-request-id', request.id)
       const answer = new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.')
-      const counted = request.url.startsWith('/v1/') ? identify(request).then(async () => { await limit(request, reply) }) : Promise.resolve()
-      counted.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
+      const passed = request.url.startsWith('/v1/') ? gate(request, reply) : Promise.resolve()
+      passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
+  routeEveryMethod(app)
   app.setValidatorCompiler(({ schema, httpPart }) =>
     compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
 
@@ -141,14 +145,10 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   app.addHook('onClose', async () => { clearInterval(purge) })
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
-    await api.register(authPlugin, { identify })
-    await api.register(rateLimitPlugin, { limit })
+    await api.register(accessPlugin, { gate })
     await api.register(petRoutes, { pets, baseUrl })
     await api.register(methodNotAllowedRoutes, { paths: API_PATHS })
-    api.setNotFoundHandler(async (request) => {
-      const allow = allowedMethods(API_PATHS, '/v1', request.url)
-      throw allow === undefined ? notFound(request) : methodNotAllowed(request, allow)
-    })
+    api.setNotFoundHandler(async (request) => { throw notFound(request) })
   }, { prefix: '/v1' })
 
   return app

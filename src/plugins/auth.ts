@@ -1,7 +1,7 @@
-// Who is calling. Every /v1 request is identified first (so the rate limiter
-// knows whom to count), and refused with 401 after it has been counted.
+// Who is calling: the bearer token, checked and looked up. The gate
+// (access.ts) identifies every /v1 request first, so that the rate limiter
+// knows whom to count, and refuses it with 401 once it has been counted.
 // https://www.rfc-editor.org/rfc/rfc6750#section-3
-import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { ApiError, StorageUnavailableError } from '../errors.js'
 import type { Environment } from '../domain.js'
@@ -88,16 +88,3 @@ export function createAuthenticator ({ storage, environment, now }: Authenticato
     else request.caller = result
   }
 }
-
-export default fp<{ identify: Identify }>(async function auth (app, { identify }) {
-  app.decorateRequest('caller', undefined)
-  app.decorateRequest('authFailure', undefined)
-
-  app.addHook('onRequest', identify)
-
-  // After the rate limiter (an onRequest hook), before the body is read.
-  app.addHook('preParsing', async (request, _reply, payload) => {
-    if (request.authFailure !== undefined) throw request.authFailure
-    return payload
-  })
-}, { name: 'auth' })

@@ -1,6 +1,6 @@
-// Rate limits and bans for every /v1 request, and the headers that report
-// them on every /v1 response. The decision itself is the store's.
-import fp from 'fastify-plugin'
+// Rate limits and bans for every /v1 request (counted by the gate,
+// access.ts), and the headers that report them on every /v1 response. The
+// decision itself is the store's.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
@@ -49,10 +49,6 @@ export function createAddressCounter ({ store, now }: Pick<RateLimiterOptions, '
     return rateLimitHeaders(await hitAddress(store, address, time), time)
   }
 }
-
-export default fp<{ limit: Limit }>(async function rateLimit (app, { limit }) {
-  app.addHook('onRequest', limit)
-}, { name: 'rate-limit', dependencies: ['auth'] })
 
 function windowsOf (limits: { perMinute: number, perDay: number }): WindowLimit[] {
   return [{ window: 'minute', limit: limits.perMinute }, { window: 'day', limit: limits.perDay }]

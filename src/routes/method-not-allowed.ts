@@ -1,47 +1,41 @@
-// Fastify answers 404 to a known path with an unknown method; HTTP says 405
-// with the methods the path has (RFC 9110 §15.5.6). Answered in onRequest,
-// after the request is counted and before any body is read.
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+// Fastify's router answers 404 to a known path with a method it has no route
+// for; HTTP says 405, with the methods the path has (RFC 9110 §15.5.6). So
+// the router is taught every method Node's HTTP parser accepts, and each API
+// path gets one more route, for every method it lacks, that answers 405 with
+// Allow. Its onRequest hook runs after the gate (access.ts): a request is
+// identified, counted and refused before it learns which methods a path has,
+// and answered before any body is read.
+import { METHODS } from 'node:http'
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 
-/** Each path of the API (relative to /v1) and the methods it has. HEAD comes with every GET. */
-export type PathMethods = Record<string, readonly string[]>
+/** Makes every method that Node's parser accepts (PROPFIND, LOCK, …) routable, so that none falls through to the 404 handler. */
+export function routeEveryMethod (app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method)
+  }
+}
 
 export interface MethodNotAllowedOptions {
-  paths: PathMethods
+  /** The API's paths, relative to the plugin's prefix; their routes must be registered already. */
+  paths: readonly string[]
 }
 
-function allowHeader (methods: readonly string[]): string {
-  return [...new Set(methods.includes('GET') ? [...methods, 'HEAD'] : methods)].sort().join(', ')
-}
-
-export function methodNotAllowed (request: FastifyRequest, allow: string): ApiError {
+function methodNotAllowed (request: FastifyRequest, allow: string): ApiError {
   return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow}.`, { headers: { allow } })
 }
 
-/**
- * The Allow header for a concrete path, if the path is known: for methods
- * the router does not know at all (PROPFIND, …), which reach the 404 handler.
- */
-export function allowedMethods (paths: PathMethods, prefix: string, url: string): string | undefined {
-  const path = url.split('?')[0] ?? ''
-  for (const [pattern, methods] of Object.entries(paths)) {
-    const regex = new RegExp(`^${prefix}${pattern.replace(/:[^/]+/g, '[^/]+')}$`)
-    if (regex.test(path)) return allowHeader(methods)
-  }
-  return undefined
-}
-
 const methodNotAllowedRoutes: FastifyPluginAsync<MethodNotAllowedOptions> = async (app, { paths }) => {
-  for (const [url, methods] of Object.entries(paths)) {
-    const allow = allowHeader(methods)
-    const others = app.supportedMethods.filter((m) => !allow.split(', ').includes(m))
+  for (const url of paths) {
+    const routed = (method: string): boolean => app.hasRoute({ url: `${app.prefix}${url}`, method })
+    const allow = app.supportedMethods.filter(routed).sort().join(', ')
+    const refuse = async (request: FastifyRequest): Promise<never> => { throw methodNotAllowed(request, allow) }
     app.route({
-      method: others,
+      method: app.supportedMethods.filter((method) => !routed(method)),
       url,
       schema: { hide: true },
-      onRequest: async (request) => { throw methodNotAllowed(request, allow) },
-      handler: async (request) => { throw methodNotAllowed(request, allow) }
+      onRequest: refuse,
+      handler: refuse
     })
   }
 }

@@ -1,0 +1,90 @@
+// The order a /v1 request takes (README): identify, count and limit (429),
+// refuse without a valid key (401); only then 404 or 405. Whatever the
+// method or path, the route map is not shown to anonymous clients.
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { bearer } from '../support/fixtures.js'
+
+/** Requests that, with a valid key, get 404, 405 or 400 from the router. */
+const ROUTED_AWAY = [
+  { method: 'DELETE', url: '/v1/pets', withKey: 405 },
+  { method: 'PROPFIND', url: '/v1/pets', withKey: 405 },
+  { method: 'POST', url: '/v1/pets/1', withKey: 405 },
+  { method: 'GET', url: '/v1/nope', withKey: 404 },
+  { method: 'PUT', url: '/v1/nope', withKey: 404 },
+  { method: 'GET', url: '/v1/pets/%zz', withKey: 400 }
+] as const
+
+describe('the order a /v1 request takes', () => {
+  let t: TestApp
+  beforeEach(async () => { t = await buildTestApp() })
+  afterEach(async () => { await t.close() })
+
+  const send = async (method: string, url: string, headers: Record<string, string> = {}) =>
+    await t.app.inject({ method: method as 'GET', url, headers })
+
+  for (const { method, url, withKey } of ROUTED_AWAY) {
+    it(`When ${method} ${url} comes without a key, then 401, counted against the address; with a key, ${withKey}`, async () => {
+      // Arrange
+      const token = await t.newKey('free')
+
+      // Act
+      const anonymous = await send(method, url)
+      const keyed = await send(method, url, bearer(token))
+
+      // Assert
+      assert.equal(anonymous.statusCode, 401)
+      assert.equal(errorOf(anonymous).code, 'missing_api_key')
+      assert.equal(anonymous.headers.allow, undefined, 'a keyless client learned the methods of a path')
+      assert.equal(anonymous.headers['x-ratelimit-limit'], '60')
+      assert.equal(anonymous.headers['x-ratelimit-remaining'], '59')
+      assert.equal(keyed.statusCode, withKey)
+      assert.equal(keyed.headers['x-ratelimit-remaining'], '59', 'the keyed request was not counted against its key')
+    })
+  }
+
+  it('When an address has spent its limit, then keyless requests get 429, whatever their method or path', async () => {
+    // Arrange
+    for (let i = 0; i < 60; i++) assert.equal((await send('GET', '/v1/pets')).statusCode, 401)
+
+    // Act
+    const answers = await Promise.all(ROUTED_AWAY.map(async ({ method, url }) => await send(method, url)))
+
+    // Assert
+    for (const [i, answer] of answers.entries()) {
+      assert.equal(answer.statusCode, 429, `${ROUTED_AWAY[i]?.method} ${ROUTED_AWAY[i]?.url}`)
+      assert.equal(errorOf(answer).code, 'rate_limited')
+      assert.ok(Number(answer.headers['retry-after']) >= 1)
+    }
+  })
+
+  it('When a key has spent its limit, then 429 comes before 404 and 405', async () => {
+    // Arrange
+    const token = await t.newKey('enterprise', { perMinute: 1, perDay: 100 })
+    assert.equal((await send('GET', '/v1/pets', bearer(token))).statusCode, 200)
+
+    // Act
+    const answers = await Promise.all(ROUTED_AWAY.map(async ({ method, url }) => await send(method, url, bearer(token))))
+
+    // Assert
+    for (const [i, answer] of answers.entries()) {
+      assert.equal(answer.statusCode, 429, `${ROUTED_AWAY[i]?.method} ${ROUTED_AWAY[i]?.url}`)
+      assert.equal(answer.headers.allow, undefined)
+    }
+  })
+
+  it('When a method is not allowed, then Allow lists the methods the router has for the path', async () => {
+    // Arrange
+    const token = await t.newKey('free')
+
+    // Act
+    const pets = await send('PATCH', '/v1/pets', bearer(token))
+    const pet = await send('LOCK', '/v1/pets/1', bearer(token))
+
+    // Assert
+    assert.equal(pets.headers.allow, 'GET, HEAD, POST')
+    assert.equal(pet.headers.allow, 'GET, HEAD')
+    assert.equal(errorOf(pet).code, 'method_not_allowed')
+  })
+})
