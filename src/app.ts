@@ -46,7 +46,7 @@ export interface AppDeps {
  * `keepAliveMs`, longer than common load balancers' 60 s so they close first.
  * https://nodejs.org/api/http.html#serverheaderstimeout
  */
-export interface Timeouts {
+interface Timeouts {
   headersMs: number
   requestMs: number
   keepAliveMs: number
@@ -54,7 +54,7 @@ export interface Timeouts {
   checkEveryMs: number
 }
 
-export const DEFAULT_TIMEOUTS: Timeouts = {
+const DEFAULT_TIMEOUTS: Timeouts = {
   headersMs: 10_000,
   requestMs: 30_000,
   keepAliveMs: 65_000,

@@ -48,7 +48,7 @@ const BUSY_BUDGET_MS = 5000
 const BUSY_RETRY_MS = 20
 
 /** Accepts `sqlite:PATH` and `sqlite::memory:`. */
-export function sqlitePath (url: string): string {
+function sqlitePath (url: string): string {
   return url.replace(/^sqlite:/, '')
 }
 

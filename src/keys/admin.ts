@@ -47,7 +47,7 @@ export async function listKeys (storage: Storage): Promise<KeyView[]> {
   return (await storage.listApiKeys()).map(view)
 }
 
-export function view (key: ApiKeyRecord): KeyView {
+function view (key: ApiKeyRecord): KeyView {
   const limits: Limits = limitsFor(key.plan, key)
   return {
     id: key.id,

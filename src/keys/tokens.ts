@@ -11,7 +11,7 @@ const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 const RANDOM_LENGTH = 30
 const CHECKSUM_LENGTH = 6
 
-export const TOKEN_PREFIX: Record<Environment, string> = {
+const TOKEN_PREFIX: Record<Environment, string> = {
   production: 'pet_live_',
   staging: 'pet_test_'
 }
@@ -25,16 +25,16 @@ export function generateToken (environment: Environment): string {
   return body + checksum(body)
 }
 
-export type TokenCheck =
+type TokenCheck =
   | { ok: true, environment: Environment }
-  | { ok: false, reason: 'malformed' }
+  | { ok: false }
 
 /** Checks a token's shape and checksum; says which environment it belongs to. */
 export function inspectToken (token: string): TokenCheck {
   const match = TOKEN_SHAPE.exec(token)
-  if (match === null) return { ok: false, reason: 'malformed' }
+  if (match === null) return { ok: false }
   const body = token.slice(0, -CHECKSUM_LENGTH)
-  if (checksum(body) !== match[3]) return { ok: false, reason: 'malformed' }
+  if (checksum(body) !== match[3]) return { ok: false }
   return { ok: true, environment: match[1] === 'live' ? 'production' : 'staging' }
 }
 

@@ -3,6 +3,7 @@
 // knows whom to count, and refuses it with 401 once it has been counted.
 // https://www.rfc-editor.org/rfc/rfc6750#section-3
 import type { FastifyRequest } from 'fastify'
+import { LRUCache } from 'lru-cache'
 import { ApiError, StorageUnavailableError } from '../errors.js'
 import type { Environment } from '../domain.js'
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
@@ -10,7 +11,7 @@ import { hashToken, inspectToken } from '../keys/tokens.js'
 import { storageUnavailable } from './errors.js'
 import { limitsFor, type Limits } from '../limits/plans.js'
 
-export interface Caller {
+interface Caller {
   key: ApiKeyRecord
   limits: Limits
 }
@@ -35,24 +36,31 @@ export type Identify = (request: FastifyRequest) => Promise<void>
 
 /** A revoked key is refused by every instance within this long. */
 const CACHE_MS = 500
+/** Lookups remembered at once; the least recently used go first. */
 const CACHE_MAX = 10_000
 const BEARER = /^Bearer(?: +(.*))?$/i
 const TOKEN = /^[^ ]+$/
 const REALM = 'Bearer realm="petstore"'
 
 export function createAuthenticator ({ storage, environment, now }: AuthenticatorOptions): Identify {
-  const cache = new Map<string, { caller: Caller | undefined, expires: number }>()
+  // Unknown tokens are remembered too (as `caller: undefined`), so that
+  // guessing costs no more lookups than using a real key.
+  const cache = new LRUCache<string, { caller: Caller | undefined }>({
+    max: CACHE_MAX,
+    ttl: CACHE_MS,
+    // The injected clock, read on every lookup: a revocation must show within CACHE_MS.
+    perf: { now },
+    ttlResolution: 0
+  })
 
   async function findCaller (tokenHash: string): Promise<Caller | undefined> {
-    const time = now()
     const hit = cache.get(tokenHash)
-    if (hit !== undefined && hit.expires > time) return hit.caller
+    if (hit !== undefined) return hit.caller
     const key = await storage.findApiKeyByTokenHash(tokenHash)
     const caller = key === undefined || key.revokedAt !== null || key.environment !== environment
       ? undefined
       : { key, limits: limitsFor(key.plan, key) }
-    if (cache.size >= CACHE_MAX) cache.clear()
-    cache.set(tokenHash, { caller, expires: time + CACHE_MS })
+    cache.set(tokenHash, { caller })
     return caller
   }
 

@@ -4,7 +4,7 @@
 import fp from 'fastify-plugin'
 import { ApiError } from '../errors.js'
 
-export interface Deprecation {
+interface Deprecation {
   /** When the deprecation was announced. */
   since: Date
   /** When the operation stops working. */
@@ -19,7 +19,7 @@ declare module 'fastify' {
   }
 }
 
-export interface DeprecationOptions {
+interface DeprecationOptions {
   /** This instance's own address, ending in /v1. */
   baseUrl: () => string
   now: () => number

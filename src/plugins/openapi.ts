@@ -9,7 +9,7 @@ import { stringify } from 'lossless-json'
 import { INT64_MAX } from '../schemas/kinds.js'
 import type { Config } from '../config.js'
 
-export interface OpenApiOptions {
+interface OpenApiOptions {
   config: Pick<Config, 'environment' | 'publicBaseUrl' | 'stagingBaseUrl'>
   /** This instance's own address: with PORT=0, known only once listening. */
   baseUrl: () => string

@@ -55,7 +55,7 @@ function windowsOf (limits: { perMinute: number, perDay: number }): WindowLimit[
 }
 
 /** The window with the fewest requests left; on a tie, the one that resets later. */
-export function tightest (windows: readonly WindowState[]): WindowState {
+function tightest (windows: readonly WindowState[]): WindowState {
   return windows.reduce((a, b) => b.remaining < a.remaining || (b.remaining === a.remaining && b.resetAt > a.resetAt) ? b : a)
 }
 
@@ -70,7 +70,7 @@ function retryAfter (decision: Decision, now: number): number {
   return seconds(Math.max(...full.map((w) => w.resetAt)) - now)
 }
 
-export function rateLimitHeaders (decision: Decision, now: number): Record<string, string> {
+function rateLimitHeaders (decision: Decision, now: number): Record<string, string> {
   const shown = tightest(decision.windows)
   const banned = decision.outcome === 'banned'
   const headers: Record<string, string> = {

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { Storage } from '../db/storage.js'
 import type { RateLimitStore } from '../limits/store.js'
 
-export interface HealthOptions {
+interface HealthOptions {
   storage: Storage
   limiter: RateLimitStore
 }

@@ -16,7 +16,7 @@ export function routeEveryMethod (app: FastifyInstance): void {
   }
 }
 
-export interface MethodNotAllowedOptions {
+interface MethodNotAllowedOptions {
   /** The API's paths, relative to the plugin's prefix; their routes must be registered already. */
   paths: readonly string[]
 }

@@ -10,14 +10,14 @@ import type { PetService } from '../pets/service.js'
 import { ApiError } from '../errors.js'
 import { unsupportedMediaType } from '../plugins/errors.js'
 
-export interface PetRoutesOptions {
+interface PetRoutesOptions {
   pets: PetService
   /** This instance's own address, ending in /v1. */
   baseUrl: () => string
 }
 
 /** Announced 2026-11-20; removed 2030-12-05 (SPEC.md, Versioning). */
-export const GET_PET_DEPRECATION = {
+const GET_PET_DEPRECATION = {
   since: new Date('2026-11-20T00:00:00Z'),
   sunset: new Date('2030-12-05T00:00:00Z'),
   successor: '/pets'

@@ -7,7 +7,7 @@ import { Kind, Type, TypeRegistry, type TUnsafe } from '@sinclair/typebox'
 export const INT64_MAX = 9223372036854775807n
 
 /** Where a kind keeps what JSON cannot carry: exact bounds, a sentence for errors. */
-export const Exact = Symbol('petstore.exact')
+const Exact = Symbol('petstore.exact')
 export const Rule = Symbol('petstore.rule')
 
 interface ExactBounds { minimum: bigint, maximum: bigint }

@@ -6,8 +6,8 @@ export const DEFAULT_PAGE_SIZE = 20
 
 const petStatus = (description: string) => StringEnum(PET_STATUSES, { description })
 
-export const PetName = Text({ maxLength: 100, description: "The animal's name: 1 to 100 characters, stored and returned exactly as sent.", examples: ['Rex'] })
-export const CategoryId = Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Identifier of the category the animal belongs to.' })
+const PetName = Text({ maxLength: 100, description: "The animal's name: 1 to 100 characters, stored and returned exactly as sent.", examples: ['Rex'] })
+const CategoryId = Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Identifier of the category the animal belongs to.' })
 
 export const NewPet = Type.Object({
   name: PetName,

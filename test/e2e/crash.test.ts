@@ -3,10 +3,11 @@
 // was acknowledged, and leaves a database that SQLite finds intact.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { setTimeout as delay } from 'node:timers/promises'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { isLosslessNumber, parse } from 'lossless-json'
 import {
-  createKey, databaseFile, delay, linkTarget, makeTempDir, removeTempDir, sqliteUrl, startServer, withTimeout, type ServerProcess
+  createKey, databaseFile, linkTarget, makeTempDir, removeTempDir, sqliteUrl, startServer, withTimeout, type ServerProcess
 } from '../support/process.js'
 import { INT64_MAX, bearer, newPetJson } from '../support/fixtures.js'
 

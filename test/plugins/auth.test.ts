@@ -6,8 +6,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { openSqlite } from '../../src/db/sqlite.js'
+import type { FastifyRequest } from 'fastify'
+import { issueKey } from '../../src/keys/admin.js'
 import { generateToken } from '../../src/keys/tokens.js'
+import { createAuthenticator } from '../../src/plugins/auth.js'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { CLOCK_START } from '../support/fixtures.js'
 
 describe('authentication', () => {
   let t: TestApp
@@ -128,5 +132,36 @@ describe('authentication on a staging instance', () => {
     } finally {
       await t.close()
     }
+  })
+})
+
+describe('the key lookup cache', () => {
+  it('When more than 10,000 different tokens are tried, then a key in steady use stays cached and is not looked up again', async () => {
+    // Arrange: a real storage, with its lookups counted.
+    const storage = openSqlite('sqlite::memory:')
+    const clock = { ms: CLOCK_START }
+    const now = (): number => clock.ms
+    const key = await issueKey(storage, { plan: 'free', name: 'steady', perMinute: undefined, perDay: undefined, environment: 'production', now: now() })
+    let lookups = 0
+    const find = storage.findApiKeyByTokenHash.bind(storage)
+    storage.findApiKeyByTokenHash = async (hash) => { lookups++; return await find(hash) }
+    const identify = createAuthenticator({ storage, environment: 'production', now })
+    const request = (token: string): FastifyRequest => ({ headers: { authorization: `Bearer ${token}` } }) as unknown as FastifyRequest
+    const steady = request(key.token)
+    await identify(steady)
+    assert.ok(steady.caller !== undefined)
+
+    // Act: 10,500 unknown tokens, the steady key used every 100 of them.
+    for (let i = 0; i < 10_500; i++) {
+      await identify(request(generateToken('production')))
+      if (i % 100 === 0) await identify(request(key.token))
+    }
+    const before = lookups
+    await identify(request(key.token))
+
+    // Assert
+    assert.equal(lookups, before, 'the steady key was looked up again: the cache was emptied')
+    assert.equal(before, 1 + 10_500)
+    await storage.close()
   })
 })

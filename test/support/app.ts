@@ -13,7 +13,7 @@ import type { RateLimitStore } from '../../src/limits/store.js'
 import { CLOCK_START, bearer } from './fixtures.js'
 
 /** A clock for tests: starts at a fixed instant, moves only when told. */
-export class TestClock {
+class TestClock {
   constructor (public ms: number = CLOCK_START) {}
   now = (): number => this.ms
   advance (ms: number): void { this.ms += ms }

@@ -7,10 +7,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 
 /** The project root: the nearest directory above this file that holds bin/petstore.js (works from test/ and from dist/test/). */
-export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
+const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
 const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 
 /** Variables the service reads: the parent's values must not leak into a child, which gets exactly what a test gives it. */
@@ -37,20 +38,17 @@ function childEnv (env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, ...env }
 }
 
-export function delay (ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
-}
-
 /** Rejects with a message naming what was awaited when `promise` takes longer than `ms`. */
 export async function withTimeout<T> (promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
+  const timer = new AbortController()
+  const timeout = delay(ms, undefined, { signal: timer.signal }).then((): never => {
+    throw new Error(`timed out after ${ms} ms waiting for ${what}`)
   })
   try {
+    // Promise.race handles the timer's rejection once it is aborted.
     return await Promise.race([promise, timeout])
   } finally {
-    clearTimeout(timer)
+    timer.abort()
   }
 }
 
@@ -97,7 +95,7 @@ export interface CliResult {
 }
 
 /** Runs `node bin/petstore.js ARGS` from the project root; a run that takes longer than `timeoutMs` is killed and fails. */
-export async function runCli (args: readonly string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
+async function runCli (args: readonly string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: PROJECT_ROOT, env: childEnv(env) })
   let stdout = ''
   let stderr = ''
