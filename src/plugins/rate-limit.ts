@@ -28,7 +28,7 @@ export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Lim
     const decision = caller === undefined
       ? await hitAddress(store, request.ip, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
-    reply.headers(rateLimitHeaders(decision, time))
+    reply.headers(rateLimitHeaders(decision, time, ban))
     if (decision.outcome === 'limited') {
       throw new ApiError('rate_limited', 'Too many requests: wait for the number of seconds in Retry-After, then back off exponentially.', {
         headers: { 'retry-after': String(retryAfter(decision, time)) }
@@ -70,19 +70,26 @@ function retryAfter (decision: Decision, now: number): number {
   return seconds(Math.max(...full.map((w) => w.resetAt)) - now)
 }
 
-function rateLimitHeaders (decision: Decision, now: number): Record<string, string> {
+function rateLimitHeaders (decision: Decision, now: number, ban?: BanPolicy): Record<string, string> {
   const shown = tightest(decision.windows)
   const banned = decision.outcome === 'banned'
+  // DECISIONS §3 [contract]: while banned, X-RateLimit-* describe the ban.
   const headers: Record<string, string> = {
     'x-ratelimit-limit': String(shown.limit),
     'x-ratelimit-remaining': banned ? '0' : String(shown.remaining),
     'x-ratelimit-reset': String(Math.ceil((banned ? decision.bannedUntil : shown.resetAt) / 1000))
   }
-  // The IETF draft's structured headers, one item per window.
+  // The IETF draft's structured headers, one item per window, each telling
+  // the truth about its window; a ban is one more item of its own, with
+  // nothing left until it ends, so the windows' counts stay as they are.
   // https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
-  headers['ratelimit-policy'] = decision.windows
-    .map((w) => `"${w.window}";q=${w.limit};w=${WINDOW_MS[w.window] / 1000}`).join(', ')
-  headers.ratelimit = decision.windows
-    .map((w) => `"${w.window}";r=${banned ? 0 : w.remaining};t=${seconds((banned ? decision.bannedUntil : w.resetAt) - now)}`).join(', ')
+  const policy = decision.windows.map((w) => `"${w.window}";q=${w.limit};w=${WINDOW_MS[w.window] / 1000}`)
+  const state = decision.windows.map((w) => `"${w.window}";r=${w.remaining};t=${seconds(w.resetAt - now)}`)
+  if (banned) {
+    policy.push(`"ban";q=0;w=${ban?.seconds ?? seconds(decision.bannedUntil - now)}`)
+    state.push(`"ban";r=0;t=${seconds(decision.bannedUntil - now)}`)
+  }
+  headers['ratelimit-policy'] = policy.join(', ')
+  headers.ratelimit = state.join(', ')
   return headers
 }

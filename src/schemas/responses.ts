@@ -15,8 +15,8 @@ const text = (description: string, maxLength: number, pattern?: string) =>
   Type.String(pattern === undefined ? { maxLength, description } : { maxLength, pattern, description })
 
 // One window of the IETF draft's structured headers, as rate-limit.ts writes it.
-const POLICY_ITEM = '"(minute|day)";q=[0-9]+;w=[0-9]+'
-const STATE_ITEM = '"(minute|day)";r=[0-9]+;t=[0-9]+'
+const POLICY_ITEM = '"(minute|day|ban)";q=[0-9]+;w=[0-9]+'
+const STATE_ITEM = '"(minute|day|ban)";r=[0-9]+;t=[0-9]+'
 const LINK_VALUE = '^<[^<>\\s]+>; *rel="[^"]+"'
 
 /** `petstore keys create --per-minute/--per-day` take up to ten digits. */
@@ -31,8 +31,8 @@ export const RATE_LIMIT_HEADERS = {
   // ruleset's rate-limit rule is a `oneOf` that refuses a response
   // documenting both `RateLimit` and `X-RateLimit-Limit`, though this one
   // carries both.
-  'ratelimit-policy': text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`),
-  ratelimit: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
+  'ratelimit-policy': text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`),
+  ratelimit: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
 }
 
 const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying.', 31_536_000) }

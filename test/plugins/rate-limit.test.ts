@@ -91,6 +91,9 @@ describe('rate limits', () => {
     assert.equal(banned.headers['retry-after'], '900')
     assert.equal(banned.headers['x-ratelimit-remaining'], '0')
     assert.equal(banned.headers['x-ratelimit-reset'], String(banEnd))
+    // The draft's headers describe the ban as itself; the day window keeps its real count.
+    assert.equal(banned.headers['ratelimit-policy'], '"minute";q=1;w=60, "day";q=1000;w=86400, "ban";q=0;w=900')
+    assert.equal(banned.headers.ratelimit, '"minute";r=0;t=30, "day";r=999;t=43170, "ban";r=0;t=900')
   })
 
   it('When a ban is running, then it holds across windows and ends at its time', async () => {
