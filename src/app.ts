@@ -10,16 +10,17 @@ import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
 import type { Config } from './config.js'
-import { ApiError } from './errors.js'
+import { Errors } from './errors.js'
 import type { Storage } from './db/storage.js'
 import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
-import { IDEMPOTENCY_WINDOW_MS, PetService } from './pets/service.js'
+import { PetService } from './pets/service.js'
+import { selfBaseUrl } from './base-url.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 import accessPlugin, { createGate } from './plugins/access.js'
 import { createAuthenticator } from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
-import errorsPlugin, { createClientErrorHandler, notFound, sendError, toApiError } from './plugins/errors.js'
+import errorsPlugin, { createClientErrorHandler, sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
 import { createAddressCounter, createRateLimiter } from './plugins/rate-limit.js'
@@ -62,8 +63,6 @@ const DEFAULT_TIMEOUTS: Timeouts = {
   checkEveryMs: 1_000
 }
 
-const PURGE_EVERY_MS = 60 * 60 * 1000
-
 /** The API's paths under /v1; their methods are the routes registered for them. */
 const API_PATHS = ['/pets', '/pets/:petId']
 
@@ -99,7 +98,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     // route: under /v1 it passes the gate like any request, then gets 400.
     frameworkErrors: (_error, request, reply) => {
       reply.header('x-request-id', request.id)
-      const answer = new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.')
+      const answer = Errors.invalidUrl()
       const passed = request.url.startsWith('/v1/') ? gate(request, reply) : Promise.resolve()
       passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
@@ -116,15 +115,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onSend', async (_request, reply) => { if (closing) reply.header('connection', 'close') })
 
-  // With PORT=0 the real port is known only once listening; worked out once.
-  let resolvedBaseUrl = config.selfBaseUrlIsLocal && config.port === 0 ? undefined : config.selfBaseUrl
-  const baseUrl = (): string => {
-    if (resolvedBaseUrl !== undefined) return resolvedBaseUrl
-    const address = app.server.address()
-    if (address === null || typeof address === 'string') return config.selfBaseUrl
-    resolvedBaseUrl = config.selfBaseUrl.replace(/:0\/v1$/, `:${address.port}/v1`)
-    return resolvedBaseUrl
-  }
+  const baseUrl = selfBaseUrl(config, () => app.server.address())
 
   await app.register(errorsPlugin)
   await app.register(jsonBodyPlugin)
@@ -135,20 +126,12 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   await app.register(healthRoutes, { storage, limiter })
 
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
-  // Idempotency records older than their 24 hours are never read again.
-  const purge = setInterval(() => {
-    storage.purgeIdempotentRequests(now() - IDEMPOTENCY_WINDOW_MS)
-      .then((count) => { if (count > 0) app.log.info({ count }, 'forgot expired idempotency keys') })
-      .catch((error: unknown) => app.log.warn({ err: error }, 'could not forget expired idempotency keys'))
-  }, PURGE_EVERY_MS)
-  purge.unref()
-  app.addHook('onClose', async () => { clearInterval(purge) })
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
     await api.register(accessPlugin, { gate })
     await api.register(petRoutes, { pets, baseUrl })
     await api.register(methodNotAllowedRoutes, { paths: API_PATHS })
-    api.setNotFoundHandler(async (request) => { throw notFound(request) })
+    api.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url.split('?')[0] ?? '') })
   }, { prefix: '/v1' })
 
   return app

@@ -1,28 +1,31 @@
-// The catalogue of error codes: each code has one HTTP status, here and
-// nowhere else. Handlers throw `new ApiError(code, message)`; the error
-// handler turns it into the Error body.
+// The catalogue of errors, in one place, as fastify core's lib/errors.js
+// keeps its own: every code of the Error body with its HTTP status and what
+// it means (the words the OpenAPI document uses), then every error the
+// service answers, by name, with its message. Code elsewhere throws
+// `Errors.name(…)`; the error handler turns it into the Error body.
 
-export const ERROR_STATUS = {
-  invalid_request: 400,
-  invalid_json: 400,
-  missing_api_key: 401,
-  invalid_api_key: 401,
-  not_found: 404,
-  method_not_allowed: 405,
-  request_timeout: 408,
-  idempotency_key_in_use: 409,
-  gone: 410,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  idempotency_key_reused: 422,
-  request_header_fields_too_large: 431,
-  rate_limited: 429,
-  api_key_banned: 429,
-  internal_error: 500,
-  service_unavailable: 503
-} as const
+/** The codes of DECISIONS.md §6: each has one HTTP status, here and nowhere else. */
+export const ERROR_CODES = {
+  invalid_request: { status: 400, description: 'a parameter, a header, the body or the cursor is not valid; `details` names each problem' },
+  invalid_json: { status: 400, description: 'the body is not JSON' },
+  missing_api_key: { status: 401, description: 'no API key was sent' },
+  invalid_api_key: { status: 401, description: 'the API key is unknown, revoked, mistyped or of the other environment' },
+  not_found: { status: 404, description: 'no such animal, or no such route' },
+  method_not_allowed: { status: 405, description: 'the path exists, the method does not' },
+  request_timeout: { status: 408, description: 'the request did not arrive in time' },
+  idempotency_key_in_use: { status: 409, description: 'a request with the same Idempotency-Key is still in progress' },
+  gone: { status: 410, description: 'this operation has been removed' },
+  payload_too_large: { status: 413, description: 'the body is larger than 16 KiB' },
+  unsupported_media_type: { status: 415, description: 'the body is not declared as UTF-8 `application/json`' },
+  idempotency_key_reused: { status: 422, description: 'the Idempotency-Key was used before with a different body' },
+  rate_limited: { status: 429, description: 'too many requests: wait for Retry-After, then back off exponentially' },
+  api_key_banned: { status: 429, description: 'the key kept sending after being rate limited and is banned for a while; wait for Retry-After' },
+  request_header_fields_too_large: { status: 431, description: 'the request headers are too large' },
+  internal_error: { status: 500, description: 'something went wrong on the service side' },
+  service_unavailable: { status: 503, description: 'the database cannot be reached; retry after Retry-After' }
+} as const satisfies Record<string, { status: number, description: string }>
 
-export type ErrorCode = keyof typeof ERROR_STATUS
+export type ErrorCode = keyof typeof ERROR_CODES
 
 export interface ErrorDetail {
   field: string
@@ -39,11 +42,83 @@ export class ApiError extends Error {
   constructor (code: ErrorCode, message: string, options: { details?: ErrorDetail[], headers?: Record<string, string> } = {}) {
     super(message)
     this.code = code
-    this.status = ERROR_STATUS[code]
+    this.status = ERROR_CODES[code].status
     this.details = options.details
     this.headers = options.headers ?? {}
   }
 }
+
+const REALM = 'Bearer realm="petstore"'
+
+/** 401 without a key: the challenge names the realm only (RFC 6750 §3). */
+const missingKey = (message: string): ApiError =>
+  new ApiError('missing_api_key', message, { headers: { 'www-authenticate': REALM } })
+
+/** 401 for a key that was sent and refused: `error="invalid_token"` (RFC 6750 §3.1). */
+const refusedKey = (message: string): ApiError => new ApiError('invalid_api_key', message, {
+  headers: { 'www-authenticate': `${REALM}, error="invalid_token", error_description="${message.replace(/"/g, "'")}"` }
+})
+
+/** Every error the service answers, by name. */
+export const Errors = {
+  // 400
+  invalidUrl: () => new ApiError('invalid_request', 'The URL is not valid: check its percent-encoding and length.'),
+  invalidRequest: (summary: string, details: ErrorDetail[]) =>
+    new ApiError('invalid_request', `The request is not valid: ${clip(summary, 1000)}.`, { details }),
+  invalidRequestUnspecified: () => new ApiError('invalid_request', 'The request is not valid.'),
+  contentLengthMismatch: () => new ApiError('invalid_request', 'Content-Length does not match the body.'),
+  foreignCursor: () => new ApiError('invalid_request', 'The cursor was not made by this service; copy it from a Link: rel="next" URL.', {
+    details: [{ field: 'query.cursor', reason: 'is not a cursor this service made' }]
+  }),
+  cursorOfAnotherFilter: () => new ApiError('invalid_request', 'The cursor belongs to a listing with another status filter.', {
+    details: [{ field: 'query.cursor', reason: 'was made for another status filter' }]
+  }),
+  invalidIdempotencyKey: () => new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
+    details: [{ field: 'header.idempotency-key', reason: 'must be 1 to 255 printable ASCII characters' }]
+  }),
+  invalidJson: (reason: string) => new ApiError('invalid_json', `The body is not valid JSON: ${reason}`),
+  invalidHttp: () => new ApiError('invalid_request', 'The request is not valid HTTP/1.1.'),
+
+  // 401
+  noKey: () => missingKey('Send your API key as Authorization: Bearer <API_KEY>.'),
+  notBearer: () => missingKey('The Authorization header must use the Bearer scheme: Authorization: Bearer <API_KEY>.'),
+  emptyBearer: () => missingKey('The Authorization header has no API key after "Bearer ".'),
+  manyKeys: () => refusedKey('The Authorization header must hold one API key after "Bearer ".'),
+  notAKey: () => refusedKey('The API key is not a petstore key; check that it was copied whole.'),
+  keyOfOtherEnvironment: (key: string, service: string) => refusedKey(`This is a ${key} API key; this is the ${service} service.`),
+  unknownKey: () => refusedKey('The API key is unknown or has been revoked.'),
+
+  // 404, 405, 408, 409, 410
+  notFound: (method: string, path: string) => new ApiError('not_found', `Nothing is at ${method} ${clip(path, 200)}.`),
+  noSuchPet: (id: bigint) => new ApiError('not_found', `No animal has the id ${id}.`),
+  methodNotAllowed: (method: string, allow: string) =>
+    new ApiError('method_not_allowed', `${method} is not allowed here; use ${allow}.`, { headers: { allow } }),
+  requestTimeout: () => new ApiError('request_timeout', 'The request took too long to arrive.'),
+  idempotencyKeyInUse: () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry after it completes.', {
+    headers: { 'retry-after': '1' }
+  }),
+  gone: (sunset: Date, successor: string) =>
+    new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
+
+  // 413, 415, 422, 429, 431
+  payloadTooLarge: () => new ApiError('payload_too_large', 'The body is larger than 16 KiB.'),
+  notJson: () => new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.'),
+  notUtf8: (charset: string) => new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`),
+  idempotencyKeyReused: () => new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.'),
+  rateLimited: (retryAfterSeconds: number) => new ApiError('rate_limited', 'Too many requests: wait for the number of seconds in Retry-After, then back off exponentially.', {
+    headers: { 'retry-after': String(retryAfterSeconds) }
+  }),
+  banned: (retryAfterSeconds: number) => new ApiError('api_key_banned', 'This API key kept sending after being rate limited and is banned for a while; wait for the number of seconds in Retry-After.', {
+    headers: { 'retry-after': String(retryAfterSeconds) }
+  }),
+  headersTooLarge: () => new ApiError('request_header_fields_too_large', 'The request headers are too large.'),
+
+  // 5xx: never with internals in the body.
+  internal: () => new ApiError('internal_error', 'Something went wrong on our side; the error was logged.'),
+  storageUnavailable: () => new ApiError('service_unavailable', 'The service cannot reach its database; retry shortly.', {
+    headers: { 'retry-after': '5' }
+  })
+} as const
 
 /** Thrown by a storage backend that cannot answer (down, or too slow). */
 export class StorageUnavailableError extends Error {

@@ -4,6 +4,7 @@ import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
 import { openRateLimitStore } from './limits/open.js'
+import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 
 export async function serve (config: Config = loadConfig()): Promise<void> {
   const logger = pino({
@@ -14,6 +15,7 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
   const storage = await openStorage(config.databaseUrl)
   const limiter = await openRateLimitStore(config.redisUrl)
   const app = await buildApp({ config, storage, limiter, logger })
+  const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
 
   let stopping = false
   const stop = (signal: string): void => {
@@ -26,6 +28,7 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
       process.exit(1)
     }, 30_000)
     forced.unref()
+    stopPurging()
     app.close()
       .then(async () => { await Promise.all([storage.close(), limiter.close()]) })
       .then(() => { logger.info('stopped'); logger.flush(); process.exit(0) })

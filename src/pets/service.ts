@@ -1,7 +1,7 @@
 // What the three operations do, apart from HTTP: list by cursor, fetch one,
 // and add one at most once per Idempotency-Key.
 import { createHash } from 'node:crypto'
-import { ApiError } from '../errors.js'
+import { Errors } from '../errors.js'
 import type { PetRecord, Storage } from '../db/storage.js'
 import type { PetStatus } from '../domain.js'
 import { DEFAULT_PAGE_SIZE, type NewPet } from '../schemas/pet.js'
@@ -44,14 +44,10 @@ export class PetService {
     if (query.cursor !== undefined) {
       const position = this.#cursors.decode(query.cursor)
       if (position === undefined) {
-        throw new ApiError('invalid_request', 'The cursor was not made by this service; copy it from a Link: rel="next" URL.', {
-          details: [{ field: 'query.cursor', reason: 'is not a cursor this service made' }]
-        })
+        throw Errors.foreignCursor()
       }
       if (position.status !== query.status) {
-        throw new ApiError('invalid_request', 'The cursor belongs to a listing with another status filter.', {
-          details: [{ field: 'query.cursor', reason: 'was made for another status filter' }]
-        })
+        throw Errors.cursorOfAnotherFilter()
       }
       afterId = position.afterId
     }
@@ -66,7 +62,7 @@ export class PetService {
 
   async get (id: bigint): Promise<PetRecord> {
     const pet = await this.#storage.getPet(id)
-    if (pet === undefined) throw new ApiError('not_found', `No animal has the id ${id}.`)
+    if (pet === undefined) throw Errors.noSuchPet(id)
     return pet
   }
 
@@ -77,9 +73,7 @@ export class PetService {
 
     const lock = `${apiKeyId}\n${key}`
     if (this.#inFlight.has(lock)) {
-      throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry after it completes.', {
-        headers: { 'retry-after': '1' }
-      })
+      throw Errors.idempotencyKeyInUse()
     }
     this.#inFlight.add(lock)
     try {
@@ -90,7 +84,7 @@ export class PetService {
       })
       if (result.created) return { pet: result.pet, replayed: false }
       if (result.requestHash !== requestHash) {
-        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.')
+        throw Errors.idempotencyKeyReused()
       }
       return { pet: result.pet, replayed: true }
     } finally {

@@ -4,11 +4,10 @@
 // https://www.rfc-editor.org/rfc/rfc6750#section-3
 import type { FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
-import { ApiError, StorageUnavailableError } from '../errors.js'
+import { ApiError, Errors, StorageUnavailableError } from '../errors.js'
 import type { Environment } from '../domain.js'
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
 import { hashToken, inspectToken } from '../keys/tokens.js'
-import { storageUnavailable } from './errors.js'
 import { limitsFor, type Limits } from '../limits/plans.js'
 
 interface Caller {
@@ -40,7 +39,6 @@ const CACHE_MS = 500
 const CACHE_MAX = 10_000
 const BEARER = /^Bearer(?: +(.*))?$/i
 const TOKEN = /^[^ ]+$/
-const REALM = 'Bearer realm="petstore"'
 
 export function createAuthenticator ({ storage, environment, now }: AuthenticatorOptions): Identify {
   // Unknown tokens are remembered too (as `caller: undefined`), so that
@@ -64,28 +62,21 @@ export function createAuthenticator ({ storage, environment, now }: Authenticato
     return caller
   }
 
-  const missing = (message: string): ApiError => new ApiError('missing_api_key', message, {
-    headers: { 'www-authenticate': REALM }
-  })
-  const refused = (message: string): ApiError => new ApiError('invalid_api_key', message, {
-    headers: { 'www-authenticate': `${REALM}, error="invalid_token", error_description="${message.replace(/"/g, "'")}"` }
-  })
-
   async function check (header: string | undefined): Promise<Caller | ApiError> {
-    if (header === undefined || header.trim() === '') return missing('Send your API key as Authorization: Bearer <API_KEY>.')
+    if (header === undefined || header.trim() === '') return Errors.noKey()
     const bearer = BEARER.exec(header.trim())
-    if (bearer === null) return missing('The Authorization header must use the Bearer scheme: Authorization: Bearer <API_KEY>.')
+    if (bearer === null) return Errors.notBearer()
     const token = bearer[1]?.trim() ?? ''
-    if (token === '') return missing('The Authorization header has no API key after "Bearer ".')
-    if (!TOKEN.test(token)) return refused('The Authorization header must hold one API key after "Bearer ".')
+    if (token === '') return Errors.emptyBearer()
+    if (!TOKEN.test(token)) return Errors.manyKeys()
     const shape = inspectToken(token)
-    if (!shape.ok) return refused('The API key is not a petstore key; check that it was copied whole.')
-    if (shape.environment !== environment) return refused(`This is a ${shape.environment} API key; this is the ${environment} service.`)
+    if (!shape.ok) return Errors.notAKey()
+    if (shape.environment !== environment) return Errors.keyOfOtherEnvironment(shape.environment, environment)
     try {
-      return (await findCaller(hashToken(token))) ?? refused('The API key is unknown or has been revoked.')
+      return (await findCaller(hashToken(token))) ?? Errors.unknownKey()
     } catch (error) {
       // Counted as anonymous, then answered 503: the key could not be checked.
-      if (error instanceof StorageUnavailableError) return storageUnavailable()
+      if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()
       throw error
     }
   }

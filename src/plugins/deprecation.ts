@@ -2,7 +2,7 @@
 // Deprecation (RFC 9745), Sunset (RFC 8594) and links to the successor and
 // to the docs. From the sunset instant on they answer 410.
 import fp from 'fastify-plugin'
-import { ApiError } from '../errors.js'
+import { Errors } from '../errors.js'
 
 interface Deprecation {
   /** When the deprecation was announced. */
@@ -40,7 +40,7 @@ export default fp<DeprecationOptions>(async function deprecation (app, { baseUrl
   app.addHook('preHandler', async (request) => {
     const deprecated = request.routeOptions.config.deprecation
     if (deprecated !== undefined && now() >= deprecated.sunset.getTime()) {
-      throw new ApiError('gone', `This operation was removed on ${deprecated.sunset.toUTCString()}; use GET ${deprecated.successor} instead.`)
+      throw Errors.gone(deprecated.sunset, deprecated.successor)
     }
   })
 }, { name: 'deprecation' })

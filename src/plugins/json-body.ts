@@ -1,7 +1,7 @@
 // Request bodies: JSON only, UTF-8 only, at most 16 KiB, parsed without
 // losing a digit.
 import fp from 'fastify-plugin'
-import { ApiError } from '../errors.js'
+import { Errors } from '../errors.js'
 import { JsonBodyError, parseJsonBody } from '../json.js'
 
 export const BODY_LIMIT = 16 * 1024
@@ -17,7 +17,7 @@ export default fp(async function jsonBody (app) {
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (request, body, done) => {
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-      done(new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`), undefined)
+      done(Errors.notUtf8(charset), undefined)
       return
     }
     let text: string

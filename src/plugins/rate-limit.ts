@@ -2,7 +2,7 @@
 // access.ts), and the headers that report them on every /v1 response. The
 // decision itself is the store's.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.js'
+import { Errors } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
 import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
 import { addressSubject } from '../limits/subject.js'
@@ -30,14 +30,10 @@ export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Lim
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
     reply.headers(rateLimitHeaders(decision, time, ban))
     if (decision.outcome === 'limited') {
-      throw new ApiError('rate_limited', 'Too many requests: wait for the number of seconds in Retry-After, then back off exponentially.', {
-        headers: { 'retry-after': String(retryAfter(decision, time)) }
-      })
+      throw Errors.rateLimited(retryAfter(decision, time))
     }
     if (decision.outcome === 'banned') {
-      throw new ApiError('api_key_banned', 'This API key kept sending after being rate limited and is banned for a while; wait for the number of seconds in Retry-After.', {
-        headers: { 'retry-after': String(seconds(decision.bannedUntil - time)) }
-      })
+      throw Errors.banned(seconds(decision.bannedUntil - time))
     }
   }
 }

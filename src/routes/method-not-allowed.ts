@@ -7,7 +7,7 @@
 // and answered before any body is read.
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.js'
+import { Errors } from '../errors.js'
 
 /** Makes every method that Node's parser accepts (PROPFIND, LOCK, …) routable, so that none falls through to the 404 handler. */
 export function routeEveryMethod (app: FastifyInstance): void {
@@ -21,15 +21,11 @@ interface MethodNotAllowedOptions {
   paths: readonly string[]
 }
 
-function methodNotAllowed (request: FastifyRequest, allow: string): ApiError {
-  return new ApiError('method_not_allowed', `${request.method} is not allowed here; use ${allow}.`, { headers: { allow } })
-}
-
 const methodNotAllowedRoutes: FastifyPluginAsync<MethodNotAllowedOptions> = async (app, { paths }) => {
   for (const url of paths) {
     const routed = (method: string): boolean => app.hasRoute({ url: `${app.prefix}${url}`, method })
     const allow = app.supportedMethods.filter(routed).sort().join(', ')
-    const refuse = async (request: FastifyRequest): Promise<never> => { throw methodNotAllowed(request, allow) }
+    const refuse = async (request: FastifyRequest): Promise<never> => { throw Errors.methodNotAllowed(request.method, allow) }
     app.route({
       method: app.supportedMethods.filter((method) => !routed(method)),
       url,

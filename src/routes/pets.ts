@@ -7,8 +7,7 @@ import {
   DEPRECATION_HEADERS, IDEMPOTENT_REPLAYED, NEXT_LINK, RATE_LIMIT_HEADERS, errorResponses, withHeaders
 } from '../schemas/responses.js'
 import type { PetService } from '../pets/service.js'
-import { ApiError } from '../errors.js'
-import { unsupportedMediaType } from '../plugins/errors.js'
+import { Errors } from '../errors.js'
 
 interface PetRoutesOptions {
   pets: PetService
@@ -67,7 +66,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
     // A body with no Content-Type at all is a 415 too, not an empty body.
     preParsing: async (request, _reply, payload) => {
       if (request.headers['content-type'] === undefined) {
-        throw unsupportedMediaType()
+        throw Errors.notJson()
       }
       return payload
     }
@@ -103,9 +102,7 @@ function idempotencyKey (header: string | undefined): string | undefined {
   const match = /^"((?:[^"\\]|\\["\\])*)"$/.exec(header)
   const key = match?.[1] === undefined ? header : match[1].replace(/\\(["\\])/g, '$1')
   if (key.length < 1 || key.length > 255) {
-    throw new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
-      details: [{ field: 'header.idempotency-key', reason: 'must be 1 to 255 printable ASCII characters' }]
-    })
+    throw Errors.invalidIdempotencyKey()
   }
   return key
 }

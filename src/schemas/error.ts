@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
-import { ERROR_STATUS } from '../errors.js'
+import { ERROR_CODES } from '../errors.js'
 
 export const ErrorBody = Type.Object({
-  code: Type.String({ maxLength: 64, description: 'Machine-readable error code.', enum: Object.keys(ERROR_STATUS) }),
+  code: Type.String({ maxLength: 64, description: 'Machine-readable error code.', enum: Object.keys(ERROR_CODES) }),
   message: Type.String({ maxLength: 2000, description: 'Human-readable description.' }),
   status: Type.Integer({ minimum: 100, maximum: 599, format: 'int32', description: 'The HTTP status code, repeated.' }),
   details: Type.Optional(Type.Array(Type.Object({

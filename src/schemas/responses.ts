@@ -1,7 +1,7 @@
 // Response schemas with the headers each response carries, so that the
 // OpenAPI document describes what the service really sends.
 import { Type, type TSchema } from '@sinclair/typebox'
-import { ERROR_STATUS } from '../errors.js'
+import { ERROR_CODES, type ErrorCode } from '../errors.js'
 import { ErrorBody } from './error.js'
 
 const INT32_MAX = 2_147_483_647
@@ -67,26 +67,35 @@ export function withHeaders<T extends TSchema> (schema: T, description: string, 
   return { ...schema, description, headers: { ...headers, ...EVERY_RESPONSE } }
 }
 
-const ERROR_DESCRIPTIONS: Record<number, [string, Headers?]> = {
-  400: ['The request is not valid: a parameter, the body or the cursor (`invalid_request`; `details` names each problem), or the body is not JSON (`invalid_json`).'],
-  401: ['The API key is missing (`missing_api_key`) or invalid (`invalid_api_key`).', {
+/** Headers that some error statuses carry besides the rate-limit ones. */
+const ERROR_HEADERS: Record<number, Headers> = {
+  401: {
     'WWW-Authenticate': text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).', 1000, '^Bearer realm="petstore"')
-  }],
-  404: ['Not found.'],
-  405: ['The path exists, the method does not.', { Allow: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') }],
-  409: ['A request with the same Idempotency-Key is still in progress.', RETRY_AFTER],
-  410: ['This operation has been removed.'],
-  413: ['The body is larger than 16 KiB.'],
-  415: ['The body is not declared as `application/json`.'],
-  422: ['The Idempotency-Key was used before with a different body.'],
-  429: ['Too many requests (`rate_limited`), or the key is banned for a while (`api_key_banned`). Wait for Retry-After, then back off exponentially.', RETRY_AFTER],
-  500: ['Something went wrong on the service side.'],
-  503: ['The database cannot be reached; retry after Retry-After.', RETRY_AFTER]
+  },
+  405: { Allow: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') },
+  409: RETRY_AFTER,
+  429: RETRY_AFTER,
+  503: RETRY_AFTER
+}
+
+function codesOf (status: number): ErrorCode[] {
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status)
+}
+
+/** A status's description, from the catalogue's words for each of its codes. */
+function describe (status: number): string {
+  const codes = codesOf(status)
+  const [only] = codes
+  if (codes.length === 1 && only !== undefined) {
+    const { description } = ERROR_CODES[only]
+    return `${description.charAt(0).toUpperCase()}${description.slice(1)} (\`${only}\`).`
+  }
+  return codes.map((code) => `\`${code}\`: ${ERROR_CODES[code].description}.`).join(' ')
 }
 
 /** The Error body as a given status has it: only that status's codes. */
 function errorBodyFor (status: number): TSchema {
-  const codes = Object.entries(ERROR_STATUS).filter(([, s]) => s === status).map(([code]) => code)
+  const codes = codesOf(status)
   const { code, status: statusField } = ErrorBody.properties
   return {
     ...ErrorBody,
@@ -102,8 +111,7 @@ function errorBodyFor (status: number): TSchema {
 export function errorResponses (statuses: readonly number[], common: Headers): Record<number, TSchema> {
   const responses: Record<number, TSchema> = {}
   for (const status of statuses) {
-    const [description, extra] = ERROR_DESCRIPTIONS[status] ?? ['Error.']
-    responses[status] = withHeaders(errorBodyFor(status), description, { ...common, ...extra })
+    responses[status] = withHeaders(errorBodyFor(status), describe(status), { ...common, ...ERROR_HEADERS[status] })
   }
   return responses
 }
