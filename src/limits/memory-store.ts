@@ -4,7 +4,7 @@
 // is "both windows or neither".
 import {
   WINDOW_MS, windowStart,
-  type Decision, type HitRequest, type RateLimitStore, type WindowName, type WindowState
+  type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowName, type WindowState
 } from './store.js'
 
 interface Counter { start: number, count: number }
@@ -138,7 +138,10 @@ export class MemoryStore implements RateLimitStore {
     }
   }
 
-  async ping (): Promise<void> {}
+  /** Nothing outside the process to lose: always ok, even when full, since it then forgets the oldest subjects and goes on limiting. */
+  async health (): Promise<StoreHealth> {
+    return { status: 'ok' }
+  }
 
   async close (): Promise<void> {
     clearInterval(this.#sweeper)
