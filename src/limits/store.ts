@@ -42,11 +42,29 @@ export type Decision =
   | { outcome: 'limited', windows: WindowState[] }
   | { outcome: 'banned', windows: WindowState[], bannedUntil: number }
 
+/**
+ * What a store can say of itself. `degraded`: it still decides every
+ * request, but not as designed (a Redis store that cannot reach Redis limits
+ * in-process, per instance), so the instance should keep its traffic while
+ * someone looks. `down`: it cannot decide, so the instance should get none.
+ * The reason is a short phrase for people, e.g. "redis unreachable, limiting
+ * in-process".
+ */
+export type StoreHealth =
+  | { status: 'ok' }
+  | { status: 'degraded', reason: string }
+  | { status: 'down', reason: string }
+
 export interface RateLimitStore {
   readonly name: string
   /** Checks every window and, only when all have room, charges one unit to each. */
   hit (request: HitRequest, now: number): Promise<Decision>
-  ping (): Promise<void>
+  /**
+   * Answers from what the store already knows, or after one short probe:
+   * readiness is polled often, and the caller gives up after a few seconds
+   * and counts that as down, as it does a rejection.
+   */
+  health (): Promise<StoreHealth>
   close (): Promise<void>
 }
 

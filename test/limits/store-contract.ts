@@ -68,5 +68,11 @@ export function rateLimitStoreContract (name: string, open: () => Promise<RateLi
       const decisions = await Promise.all(Array.from({ length: 100 }, () => store.hit(r, T0)))
       assert.equal(decisions.filter((d) => d.outcome === 'allowed').length, 25)
     }))
+
+    it('When the store has just opened and works, then its health is ok', () => withStore(async (store) => {
+      const health = await store.health()
+
+      assert.deepEqual(health, { status: 'ok' })
+    }))
   })
 }
