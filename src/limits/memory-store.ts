@@ -28,7 +28,7 @@ const SWEEP_EVERY_MS = 60_000
  * about a minute: far more than one instance serves, so ordinary traffic
  * stays below it and only a flood of made-up subjects reaches it.
  */
-export const DEFAULT_MAX_SUBJECTS = 100_000
+const DEFAULT_MAX_SUBJECTS = 100_000
 
 export interface MemoryStoreOptions {
   /** See DEFAULT_MAX_SUBJECTS. */
