@@ -8,6 +8,11 @@
 // Other processes may share the file (more instances, the `petstore`
 // command); a write that finds their lock retries off the event loop for up
 // to 5 s, then fails as unavailable (503).
+//
+// Only errors that mean the database cannot be reached or written are
+// StorageUnavailableError (503, /readyz 503): retrying later may help. Any
+// other SQLite error (a constraint, a bad statement, misuse) is a fault on
+// our side and is thrown as it is (500); readiness does not change.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
@@ -194,7 +199,7 @@ export class SqliteStorage implements Storage {
 
   #fail (group: PendingInsert[], error: unknown): void {
     if (group.length === 0) return
-    const failure = unavailable(error)
+    const failure = classifySqliteError(error)
     if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
     for (const insert of group) insert.reject(failure)
   }
@@ -271,7 +276,7 @@ export class SqliteStorage implements Storage {
     try {
       return work()
     } catch (error) {
-      throw unavailable(error)
+      throw classifySqliteError(error)
     }
   }
 
@@ -286,7 +291,7 @@ export class SqliteStorage implements Storage {
         return result
       } catch (error) {
         if (!isBusy(error) || Date.now() >= deadline) {
-          const failure = unavailable(error)
+          const failure = classifySqliteError(error)
           if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
           throw failure
         }
@@ -300,9 +305,25 @@ function isBusy (error: unknown): boolean {
   return error instanceof SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))
 }
 
-/** Busy, locked, full or broken: the client may retry later; the cause goes to the log, not to it. */
-function unavailable (error: unknown): Error {
-  if (error instanceof SqliteError) {
+/**
+ * Primary result codes for a database that cannot be reached or written
+ * now: busy or locked by another connection, an I/O error, a full disk, a
+ * read-only or unopenable file. Their extended codes (SQLITE_IOERR_WRITE…)
+ * count too. https://www.sqlite.org/rescode.html
+ */
+const UNAVAILABLE_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'])
+
+function isUnavailable (error: unknown): boolean {
+  return error instanceof SqliteError && UNAVAILABLE_CODES.has(error.code.split('_', 2).join('_'))
+}
+
+/**
+ * StorageUnavailableError when the client may retry later; anything else is
+ * returned as it is, to be answered 500. Either way the cause goes to the
+ * log, never to the client.
+ */
+export function classifySqliteError (error: unknown): Error {
+  if (error instanceof SqliteError && isUnavailable(error)) {
     return new StorageUnavailableError(`SQLite: ${error.code}: ${error.message}`, { cause: error })
   }
   return error instanceof Error ? error : new Error(String(error))

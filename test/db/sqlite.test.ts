@@ -3,10 +3,10 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Database } from '../../src/db/sqlite-driver.js'
-import { openSqlite } from '../../src/db/sqlite.js'
+import { Database, SqliteError } from '../../src/db/sqlite-driver.js'
+import { classifySqliteError, openSqlite } from '../../src/db/sqlite.js'
 import { StorageUnavailableError } from '../../src/errors.js'
-import { buildTestApp, jsonHeaders } from '../support/app.js'
+import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../support/app.js'
 import { buildPet } from '../support/fixtures.js'
 import { storageContract } from './storage-contract.js'
 
@@ -100,5 +100,102 @@ describe('SQLite file', () => {
     const b = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
     await storage.close()
     assert.ok(b.id > a.id)
+  })
+})
+
+describe('SQLite errors', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-errors-'))
+  after(() => rmSync(dir, { recursive: true, force: true }))
+
+  /** Another connection to `file` adds a trigger that refuses every animal named `name`, as a constraint would. */
+  const refuseName = (file: string, name: string): void => {
+    const other = new Database(file)
+    other.prepare(`CREATE TRIGGER refuse_${name} BEFORE INSERT ON pets WHEN NEW.name = '${name}'
+                   BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`).run()
+    other.close()
+  }
+
+  it('When SQLite says the database is busy, locked, failing, full, read-only or cannot be opened, then it is unavailability, with the SQLite error as its cause', () => {
+    const codes = ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED', 'SQLITE_LOCKED_SHAREDCACHE', 'SQLITE_IOERR',
+      'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_READONLY_DBMOVED', 'SQLITE_CANTOPEN']
+    for (const code of codes) {
+      const error = new SqliteError('sqlite says no', code)
+
+      const classified = classifySqliteError(error)
+
+      assert.ok(classified instanceof StorageUnavailableError, code)
+      assert.equal(classified.cause, error, code)
+    }
+  })
+
+  it('When SQLite reports any other error, then it is thrown as it is, not as unavailability', () => {
+    const codes = ['SQLITE_CONSTRAINT_CHECK', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_TRIGGER', 'SQLITE_ERROR',
+      'SQLITE_MISUSE', 'SQLITE_MISMATCH', 'SQLITE_CORRUPT', 'SQLITE_RANGE']
+    for (const code of codes) {
+      const error = new SqliteError('sqlite says no', code)
+
+      assert.equal(classifySqliteError(error), error, code)
+    }
+  })
+
+  it('When the database refuses an animal, then 500 internal_error with the cause in the log only, and /readyz stays 200', async () => {
+    // Arrange
+    const file = join(dir, 'refusing.db')
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`), logger })
+    try {
+      const token = await t.newKey('pro')
+      refuseName(file, 'poison')
+
+      // Act
+      const response = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: JSON.stringify(buildPet({ name: 'poison' })) })
+      const ready = await t.app.inject({ url: '/readyz' })
+
+      // Assert
+      assert.equal(response.statusCode, 500)
+      assert.equal(errorOf(response).code, 'internal_error')
+      assert.doesNotMatch(response.body, /refused by trigger|SQLITE|sqlite|at \w+ \(/)
+      assert.equal(ready.statusCode, 200)
+      const logged = entries().find((entry) => entry.msg === 'unexpected error')
+      assert.equal(logged?.err?.code, 'SQLITE_CONSTRAINT_TRIGGER')
+      assert.match(logged?.err?.message ?? '', /refused by trigger/)
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When another connection holds the write lock past the budget, then POST /v1/pets gets 503 and /readyz 503 until the lock is released', async () => {
+    // Arrange
+    const file = join(dir, 'held.db')
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`, { busyBudgetMs: 200 }), logger })
+    const other = new Database(file)
+    try {
+      const token = await t.newKey('pro')
+      const post = () => t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: JSON.stringify(buildPet()) })
+      other.exec('BEGIN IMMEDIATE')
+
+      // Act
+      const refused = await post()
+      const notReady = await t.app.inject({ url: '/readyz' })
+      other.exec('ROLLBACK')
+      const ready = await t.app.inject({ url: '/readyz' })
+      const accepted = await post()
+
+      // Assert
+      assert.equal(refused.statusCode, 503)
+      assert.equal(errorOf(refused).code, 'service_unavailable')
+      assert.ok(Number(refused.headers['retry-after']) >= 1)
+      assert.doesNotMatch(refused.body, /SQLITE|sqlite/)
+      assert.equal(notReady.statusCode, 503)
+      assert.equal(ready.statusCode, 200)
+      assert.equal(accepted.statusCode, 201)
+      const logged = entries().find((entry) => entry.msg === 'request failed')
+      assert.equal(logged?.err?.type, 'StorageUnavailableError')
+      assert.match(logged?.err?.stack ?? '', /caused by: SqliteError: database is locked/)
+    } finally {
+      other.close()
+      await t.close()
+    }
   })
 })
