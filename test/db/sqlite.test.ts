@@ -107,13 +107,25 @@ describe('SQLite errors', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-errors-'))
   after(() => rmSync(dir, { recursive: true, force: true }))
 
-  /** Another connection to `file` adds a trigger that refuses every animal named `name`, as a constraint would. */
-  const refuseName = (file: string, name: string): void => {
+  /**
+   * Another connection to `file` adds a trigger that refuses, as a
+   * constraint would, every row of `table` whose `column` is `value`:
+   * `ABORT` undoes the statement, `ROLLBACK` the whole transaction.
+   */
+  const refuse = (file: string, { table = 'pets', column = 'name', value, action = 'ABORT' }: { table?: string, column?: string, value: string, action?: 'ABORT' | 'ROLLBACK' }): void => {
     const other = new Database(file)
-    other.prepare(`CREATE TRIGGER refuse_${name} BEFORE INSERT ON pets WHEN NEW.name = '${name}'
-                   BEGIN SELECT RAISE(ABORT, 'refused by trigger'); END`).run()
+    other.prepare(`CREATE TRIGGER refuse_${table}_${value} BEFORE INSERT ON ${table} WHEN NEW.${column} = '${value}'
+                   BEGIN SELECT RAISE(${action}, 'refused by trigger'); END`).run()
     other.close()
   }
+  /** The names of the animals committed to `file`, read by a connection of its own. */
+  const committedNames = (file: string): string[] => {
+    const other = new Database(file, { readonly: true })
+    const names = other.prepare<[], { name: string }>('SELECT name FROM pets ORDER BY id').all().map((row) => row.name)
+    other.close()
+    return names
+  }
+  const pet = (name: string) => ({ name, categoryId: 1n, status: 'available' }) as const
 
   it('When SQLite says the database is busy, locked, failing, full, read-only or cannot be opened, then it is unavailability, with the SQLite error as its cause', () => {
     const codes = ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED', 'SQLITE_LOCKED_SHAREDCACHE', 'SQLITE_IOERR',
@@ -145,7 +157,7 @@ describe('SQLite errors', () => {
     const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`), logger })
     try {
       const token = await t.newKey('pro')
-      refuseName(file, 'poison')
+      refuse(file, { value: 'poison' })
 
       // Act
       const response = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: JSON.stringify(buildPet({ name: 'poison' })) })
@@ -162,6 +174,61 @@ describe('SQLite errors', () => {
     } finally {
       await t.close()
     }
+  })
+
+  it('When the database refuses one insert of a group commit, then only its request fails and the rest of the group is committed', async () => {
+    // Arrange
+    const file = join(dir, 'group.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    refuse(file, { value: 'poison' })
+
+    // Act: queued in one turn of the event loop, so committed as one group.
+    const [before, refused, after] = await Promise.allSettled([storage.createPet(pet('before')), storage.createPet(pet('poison')), storage.createPet(pet('after'))])
+    await storage.close()
+
+    // Assert
+    assert.equal(before.status, 'fulfilled')
+    assert.equal(after.status, 'fulfilled')
+    const reason: unknown = refused.status === 'rejected' ? refused.reason : undefined
+    assert.ok(reason instanceof SqliteError, 'refused as the SQLite error it is, not as unavailability')
+    assert.equal(reason.code, 'SQLITE_CONSTRAINT_TRIGGER')
+    assert.deepEqual(committedNames(file), ['before', 'after'])
+  })
+
+  it('When the idempotency record of an insert is refused, then its animal is not stored either and the rest of the group is', async () => {
+    // Arrange
+    const file = join(dir, 'group-once.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: 'h', createdAt: 1000 })
+    refuse(file, { table: 'idempotency_keys', column: 'key', value: 'poison' })
+    const once = { apiKeyId: key.id, requestHash: 'rh', createdAt: 5000, liveAfter: 0 }
+
+    // Act
+    const [refused, kept] = await Promise.allSettled([
+      storage.createPetOnce(pet('lost'), { ...once, key: 'poison' }), storage.createPetOnce(pet('kept'), { ...once, key: 'fine' })])
+    await storage.close()
+
+    // Assert
+    assert.equal(refused.status, 'rejected')
+    assert.equal(kept.status, 'fulfilled')
+    assert.deepEqual(committedNames(file), ['kept'])
+  })
+
+  it('When an insert makes SQLite roll back the whole group transaction, then only its request fails and the others are committed', async () => {
+    // Arrange
+    const file = join(dir, 'group-rollback.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    refuse(file, { value: 'poison', action: 'ROLLBACK' })
+
+    // Act
+    const [before, refused, after] = await Promise.allSettled([storage.createPet(pet('before')), storage.createPet(pet('poison')), storage.createPet(pet('after'))])
+    await storage.close()
+
+    // Assert
+    assert.equal(before.status, 'fulfilled')
+    assert.equal(after.status, 'fulfilled')
+    assert.equal(refused.status, 'rejected')
+    assert.deepEqual(committedNames(file).sort(), ['after', 'before'])
   })
 
   it('When another connection holds the write lock past the budget, then POST /v1/pets gets 503 and /readyz 503 until the lock is released', async () => {
