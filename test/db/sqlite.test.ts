@@ -10,7 +10,11 @@ import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../support/
 import { buildPet } from '../support/fixtures.js'
 import { storageContract } from './storage-contract.js'
 
-storageContract('sqlite', async () => openSqlite('sqlite::memory:'))
+// One file for the whole suite, reopened by every test: each finds the rows
+// of the tests before it, as it would on a PostgreSQL database.
+const contractDir = mkdtempSync(join(tmpdir(), 'petstore-contract-'))
+after(() => rmSync(contractDir, { recursive: true, force: true }))
+storageContract('sqlite', async () => openSqlite(`sqlite:${join(contractDir, 'contract.db')}`))
 
 describe('SQLite file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'))
