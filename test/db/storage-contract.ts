@@ -9,17 +9,35 @@ import { randomUUID } from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
+import { StorageUnavailableError } from '../../src/errors.js'
 import { INT64_MAX } from '../support/fixtures.js'
 
+/** What a backend gives the suite, once per test. */
+export interface StorageHarness {
+  /** A storage on the backend's test database; it may hold other tests' rows. */
+  storage: Storage
+  /** How long a call may wait for an unavailable database before failing with StorageUnavailableError: the backend's own setting, made short for the suite. */
+  budgetMs: number
+  /**
+   * Makes the database unavailable to `storage` as it can be in production
+   * (SQLite: another connection holds the write lock), and resolves to a
+   * function that makes it available again.
+   */
+  makeUnavailable (): Promise<() => Promise<void>>
+}
+
+/** How far past its budget a call may end: the test machine may be busy. */
+const SLACK_MS = 1000
 /** When the purge test's idempotency record is made: no other test makes one then, so a purge up to it counts that one alone. */
 const PURGE_TEST_INSTANT = 7777
 
-export function storageContract (name: string, open: () => Promise<Storage>): void {
+export function storageContract (name: string, open: () => Promise<StorageHarness>): void {
   describe(`storage contract: ${name}`, () => {
-    const withStorage = async (work: (storage: Storage) => Promise<void>) => {
-      const storage = await open()
-      try { await work(storage) } finally { await storage.close() }
+    const withHarness = async (work: (harness: StorageHarness) => Promise<void>) => {
+      const harness = await open()
+      try { await work(harness) } finally { await harness.storage.close() }
     }
+    const withStorage = (work: (storage: Storage) => Promise<void>) => withHarness(({ storage }) => work(storage))
 
     it('When animals are created together, then each gets its own id, all are stored, and a later one gets a higher id', () => withStorage(async (storage) => {
       const tag = uniqueTag()
@@ -116,6 +134,53 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
       assert.equal(a.length, 32)
       assert.deepEqual(a, b)
     }))
+
+    it('When the database is unavailable, then writes fail as unavailable within the budget, and so does ping after them', () => withHarness(async ({ storage, budgetMs, makeUnavailable }) => {
+      // Arrange
+      const key = await newApiKey(storage)
+      const restore = await makeUnavailable()
+      try {
+        // Act
+        const started = Date.now()
+        const writes = await Promise.allSettled([
+          storage.createPet(newPet('late')),
+          storage.createPetOnce(newPet('late'), { apiKeyId: key.id, key: 'late', requestHash: 'h', createdAt: 5000, liveAfter: 0 }),
+          storage.revokeApiKey(key.id, 2000)])
+        const writesMs = Date.now() - started
+        const ping = await settle(() => storage.ping())
+
+        // Assert
+        for (const write of writes) {
+          assert.equal(write.status, 'rejected')
+          assert.ok(write.status === 'rejected' && write.reason instanceof StorageUnavailableError, String(write.status === 'rejected' && write.reason))
+        }
+        assert.ok(writesMs <= budgetMs + SLACK_MS, `the writes failed after ${writesMs} ms; the budget is ${budgetMs} ms`)
+        assert.ok(ping.error instanceof StorageUnavailableError, `ping: ${String(ping.error)}`)
+        assert.ok(ping.ms <= budgetMs + SLACK_MS, `ping failed after ${ping.ms} ms; the budget is ${budgetMs} ms`)
+      } finally {
+        await restore()
+      }
+    }))
+
+    it('When the database is available again, then ping and writes succeed', () => withHarness(async ({ storage, makeUnavailable }) => {
+      // Arrange
+      const key = await newApiKey(storage)
+      const restore = await makeUnavailable()
+      try {
+        await assert.rejects(storage.createPet(newPet('late')), StorageUnavailableError)
+      } finally {
+        await restore()
+      }
+
+      // Act
+      await storage.ping()
+      const pet = await storage.createPet(newPet('now'))
+      const revoked = await storage.revokeApiKey(key.id, 2000)
+
+      // Assert
+      assert.deepEqual(await storage.getPet(pet.id), pet)
+      assert.equal(revoked, true)
+    }))
   })
 }
 
@@ -142,5 +207,16 @@ async function petsNamed (storage: Storage, name: string, afterId: bigint): Prom
     const last = page.at(-1)
     if (last === undefined || page.length < 100) return found
     from = last.id
+  }
+}
+
+/** How a call ended, and after how long. */
+async function settle (call: () => Promise<unknown>): Promise<{ error: unknown, ms: number }> {
+  const started = Date.now()
+  try {
+    await call()
+    return { error: undefined, ms: Date.now() - started }
+  } catch (error) {
+    return { error, ms: Date.now() - started }
   }
 }
