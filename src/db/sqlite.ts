@@ -3,11 +3,18 @@
 // better-sqlite3 is synchronous, so a commit blocks the event loop for one
 // fsync. Inserts that arrive together are therefore grouped: each is queued,
 // and one transaction (one fsync) commits the whole queue on the next turn of
-// the loop. Every caller's promise resolves only after that commit.
+// the loop. Every caller's promise resolves only after that commit. Each
+// insert runs in its own savepoint inside that transaction, so an insert the
+// database refuses fails only its own request.
 //
 // Other processes may share the file (more instances, the `petstore`
 // command); a write that finds their lock retries off the event loop for up
 // to 5 s, then fails as unavailable (503).
+//
+// Only errors that mean the database cannot be reached or written are
+// StorageUnavailableError (503, /readyz 503): retrying later may help. Any
+// other SQLite error (a constraint, a bad statement, misuse) is a fault on
+// our side and is thrown as it is (500); readiness does not change.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
@@ -33,6 +40,16 @@ interface ApiKeyRow {
   created_at: bigint,
   revoked_at: bigint | null
 }
+
+/** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
+class GroupRolledBack extends Error {
+  constructor (readonly index: number, cause: unknown) {
+    super('SQLite rolled back the group commit', { cause })
+  }
+}
+
+/** One insert's share of a group commit: committed with the group, or refused alone. */
+type InsertOutcome = { ok: true, result: CreateOnceResult } | { ok: false, error: unknown }
 interface PendingInsert {
   pet: NewPetRecord
   idempotency: IdempotencyRecord | undefined
@@ -98,6 +115,7 @@ export class SqliteStorage implements Storage {
   readonly #getKey
   readonly #listKeys
   readonly #revokeKey
+  readonly #insertOne
   readonly #commitGroup
 
   constructor (db: Database, busyBudgetMs: number) {
@@ -129,18 +147,36 @@ export class SqliteStorage implements Storage {
     this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE id = ?`)
     this.#listKeys = db.prepare<[], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys ORDER BY id`)
     this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
-    this.#commitGroup = db.transaction((group: PendingInsert[]): CreateOnceResult[] =>
-      group.map(({ pet, idempotency }) => {
-        if (idempotency !== undefined) {
-          const earlier = this.#findIdempotency.get(BigInt(idempotency.apiKeyId), idempotency.key, BigInt(idempotency.liveAfter))
-          if (earlier !== undefined) return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+    // Called inside #commitGroup's transaction, a better-sqlite3 transaction
+    // function runs in a savepoint: if it throws, its rows (the animal and
+    // its idempotency record) are rolled back and the group goes on.
+    // https://github.com/WiseLibs/better-sqlite3/blob/master/docs/api.md#transactionfunction---function
+    this.#insertOne = db.transaction(({ pet, idempotency }: PendingInsert): CreateOnceResult => {
+      if (idempotency !== undefined) {
+        const earlier = this.#findIdempotency.get(BigInt(idempotency.apiKeyId), idempotency.key, BigInt(idempotency.liveAfter))
+        if (earlier !== undefined) return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+      }
+      const { id } = this.#insertPet.get(pet.name, pet.categoryId, pet.status) as { id: bigint }
+      if (idempotency !== undefined) {
+        this.#insertIdempotency.run(BigInt(idempotency.apiKeyId), idempotency.key,
+          idempotency.requestHash, id, BigInt(idempotency.createdAt))
+      }
+      return { created: true, pet: { id, ...pet } }
+    })
+    this.#commitGroup = db.transaction((group: PendingInsert[]): InsertOutcome[] =>
+      group.map((insert, index) => {
+        try {
+          return { ok: true, result: this.#insertOne(insert) }
+        } catch (error) {
+          // An unavailable database fails (or retries) the whole group.
+          if (isUnavailable(error)) throw error
+          // After some errors (RAISE(ROLLBACK), out of memory) SQLite has
+          // rolled back the whole transaction itself: the inserts before
+          // this one are gone, and any after it would commit on their own.
+          // https://www.sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction
+          if (!db.inTransaction) throw new GroupRolledBack(index, error)
+          return { ok: false, error }
         }
-        const { id } = this.#insertPet.get(pet.name, pet.categoryId, pet.status) as { id: bigint }
-        if (idempotency !== undefined) {
-          this.#insertIdempotency.run(BigInt(idempotency.apiKeyId), idempotency.key,
-            idempotency.requestHash, id, BigInt(idempotency.createdAt))
-        }
-        return { created: true, pet: { id, ...pet } }
       }))
   }
 
@@ -174,10 +210,17 @@ export class SqliteStorage implements Storage {
     const group = this.#pending
     this.#pending = []
     if (group.length === 0) return
-    let results: CreateOnceResult[]
+    let outcomes: InsertOutcome[]
     try {
-      results = this.#commitGroup.immediate(group)
+      outcomes = this.#commitGroup.immediate(group)
     } catch (error) {
+      if (error instanceof GroupRolledBack) {
+        // Only the insert that caused it fails; the others go again, first.
+        for (const refused of group.splice(error.index, 1)) refused.reject(error.cause)
+        this.#pending = group.concat(this.#pending)
+        if (this.#pending.length > 0) this.#scheduleFlush(0)
+        return
+      }
       if (isBusy(error) && !this.#closed) {
         const overdue = Date.now() - this.#busyBudgetMs
         this.#fail(group.filter((insert) => insert.queuedAt <= overdue), error)
@@ -189,12 +232,16 @@ export class SqliteStorage implements Storage {
       return
     }
     this.#writeFailure = undefined
-    group.forEach((insert, i) => insert.resolve(results[i] as CreateOnceResult))
+    group.forEach((insert, i) => {
+      const outcome = outcomes[i] as InsertOutcome
+      if (outcome.ok) insert.resolve(outcome.result)
+      else insert.reject(outcome.error)
+    })
   }
 
   #fail (group: PendingInsert[], error: unknown): void {
     if (group.length === 0) return
-    const failure = unavailable(error)
+    const failure = classifySqliteError(error)
     if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
     for (const insert of group) insert.reject(failure)
   }
@@ -271,7 +318,7 @@ export class SqliteStorage implements Storage {
     try {
       return work()
     } catch (error) {
-      throw unavailable(error)
+      throw classifySqliteError(error)
     }
   }
 
@@ -286,7 +333,7 @@ export class SqliteStorage implements Storage {
         return result
       } catch (error) {
         if (!isBusy(error) || Date.now() >= deadline) {
-          const failure = unavailable(error)
+          const failure = classifySqliteError(error)
           if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
           throw failure
         }
@@ -300,9 +347,25 @@ function isBusy (error: unknown): boolean {
   return error instanceof SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))
 }
 
-/** Busy, locked, full or broken: the client may retry later; the cause goes to the log, not to it. */
-function unavailable (error: unknown): Error {
-  if (error instanceof SqliteError) {
+/**
+ * Primary result codes for a database that cannot be reached or written
+ * now: busy or locked by another connection, an I/O error, a full disk, a
+ * read-only or unopenable file. Their extended codes (SQLITE_IOERR_WRITE…)
+ * count too. https://www.sqlite.org/rescode.html
+ */
+const UNAVAILABLE_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'])
+
+function isUnavailable (error: unknown): boolean {
+  return error instanceof SqliteError && UNAVAILABLE_CODES.has(error.code.split('_', 2).join('_'))
+}
+
+/**
+ * StorageUnavailableError when the client may retry later; anything else is
+ * returned as it is, to be answered 500. Either way the cause goes to the
+ * log, never to the client.
+ */
+export function classifySqliteError (error: unknown): Error {
+  if (error instanceof SqliteError && isUnavailable(error)) {
     return new StorageUnavailableError(`SQLite: ${error.code}: ${error.message}`, { cause: error })
   }
   return error instanceof Error ? error : new Error(String(error))

@@ -3,14 +3,35 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Database } from '../../src/db/sqlite-driver.js'
-import { openSqlite } from '../../src/db/sqlite.js'
+import { Database, SqliteError } from '../../src/db/sqlite-driver.js'
+import { classifySqliteError, openSqlite } from '../../src/db/sqlite.js'
 import { StorageUnavailableError } from '../../src/errors.js'
-import { buildTestApp, jsonHeaders } from '../support/app.js'
+import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../support/app.js'
 import { buildPet } from '../support/fixtures.js'
 import { storageContract } from './storage-contract.js'
 
-storageContract('sqlite', async () => openSqlite('sqlite::memory:'))
+// One file for the whole suite, reopened by every test: each finds the rows
+// of the tests before it, as it would on a PostgreSQL database.
+const contractDir = mkdtempSync(join(tmpdir(), 'petstore-contract-'))
+after(() => rmSync(contractDir, { recursive: true, force: true }))
+storageContract('sqlite', async () => {
+  const file = join(contractDir, 'contract.db')
+  const busyBudgetMs = 200
+  return {
+    storage: openSqlite(`sqlite:${file}`, { busyBudgetMs }),
+    budgetMs: busyBudgetMs,
+    // What takes SQLite away in production: another process (an instance,
+    // the `petstore` command) holding the write lock.
+    async makeUnavailable () {
+      const other = new Database(file)
+      other.exec('BEGIN IMMEDIATE')
+      return async () => {
+        other.exec('ROLLBACK')
+        other.close()
+      }
+    }
+  }
+})
 
 describe('SQLite file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'))
@@ -53,22 +74,6 @@ describe('SQLite file', () => {
     assert.ok(ticks >= 10, `the event loop ran ${ticks} timer ticks while the insert waited`)
   })
 
-  it('When the lock outlasts the budget, then the write fails as unavailable and readiness says so until the lock is free again', async () => {
-    const file = join(dir, 'stuck.db')
-    const storage = openSqlite(`sqlite:${file}`, { busyBudgetMs: 200 })
-    const other = new Database(file)
-    other.exec('BEGIN IMMEDIATE')
-
-    await assert.rejects(storage.createPet({ name: 'late', categoryId: 1n, status: 'available' }), StorageUnavailableError)
-    await assert.rejects(storage.ping(), StorageUnavailableError)
-    await assert.rejects(storage.revokeApiKey(1, 1), StorageUnavailableError)
-    other.exec('ROLLBACK')
-    other.close()
-    await storage.ping()
-    await storage.createPet({ name: 'now', categoryId: 1n, status: 'available' })
-    await storage.close()
-  })
-
   it('When two instances on one file get the same Idempotency-Key, then the animal is added once', async () => {
     const file = `sqlite:${join(dir, 'twins.db')}`
     const first = await buildTestApp({}, { storage: openSqlite(file) })
@@ -100,5 +105,169 @@ describe('SQLite file', () => {
     const b = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
     await storage.close()
     assert.ok(b.id > a.id)
+  })
+})
+
+describe('SQLite errors', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-errors-'))
+  after(() => rmSync(dir, { recursive: true, force: true }))
+
+  /**
+   * Another connection to `file` adds a trigger that refuses, as a
+   * constraint would, every row of `table` whose `column` is `value`:
+   * `ABORT` undoes the statement, `ROLLBACK` the whole transaction.
+   */
+  const refuse = (file: string, { table = 'pets', column = 'name', value, action = 'ABORT' }: { table?: string, column?: string, value: string, action?: 'ABORT' | 'ROLLBACK' }): void => {
+    const other = new Database(file)
+    other.prepare(`CREATE TRIGGER refuse_${table}_${value} BEFORE INSERT ON ${table} WHEN NEW.${column} = '${value}'
+                   BEGIN SELECT RAISE(${action}, 'refused by trigger'); END`).run()
+    other.close()
+  }
+  /** The names of the animals committed to `file`, read by a connection of its own. */
+  const committedNames = (file: string): string[] => {
+    const other = new Database(file, { readonly: true })
+    const names = other.prepare<[], { name: string }>('SELECT name FROM pets ORDER BY id').all().map((row) => row.name)
+    other.close()
+    return names
+  }
+  const pet = (name: string) => ({ name, categoryId: 1n, status: 'available' }) as const
+
+  it('When SQLite says the database is busy, locked, failing, full, read-only or cannot be opened, then it is unavailability, with the SQLite error as its cause', () => {
+    const codes = ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED', 'SQLITE_LOCKED_SHAREDCACHE', 'SQLITE_IOERR',
+      'SQLITE_IOERR_WRITE', 'SQLITE_IOERR_FSYNC', 'SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_READONLY_DBMOVED', 'SQLITE_CANTOPEN']
+    for (const code of codes) {
+      const error = new SqliteError('sqlite says no', code)
+
+      const classified = classifySqliteError(error)
+
+      assert.ok(classified instanceof StorageUnavailableError, code)
+      assert.equal(classified.cause, error, code)
+    }
+  })
+
+  it('When SQLite reports any other error, then it is thrown as it is, not as unavailability', () => {
+    const codes = ['SQLITE_CONSTRAINT_CHECK', 'SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_CONSTRAINT_TRIGGER', 'SQLITE_ERROR',
+      'SQLITE_MISUSE', 'SQLITE_MISMATCH', 'SQLITE_CORRUPT', 'SQLITE_RANGE']
+    for (const code of codes) {
+      const error = new SqliteError('sqlite says no', code)
+
+      assert.equal(classifySqliteError(error), error, code)
+    }
+  })
+
+  it('When the database refuses an animal, then 500 internal_error with the cause in the log only, and /readyz stays 200', async () => {
+    // Arrange
+    const file = join(dir, 'refusing.db')
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`), logger })
+    try {
+      const token = await t.newKey('pro')
+      refuse(file, { value: 'poison' })
+
+      // Act
+      const response = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: JSON.stringify(buildPet({ name: 'poison' })) })
+      const ready = await t.app.inject({ url: '/readyz' })
+
+      // Assert
+      assert.equal(response.statusCode, 500)
+      assert.equal(errorOf(response).code, 'internal_error')
+      assert.doesNotMatch(response.body, /refused by trigger|SQLITE|sqlite|at \w+ \(/)
+      assert.equal(ready.statusCode, 200)
+      const logged = entries().find((entry) => entry.msg === 'unexpected error')
+      assert.equal(logged?.err?.code, 'SQLITE_CONSTRAINT_TRIGGER')
+      assert.match(logged?.err?.message ?? '', /refused by trigger/)
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When the database refuses one insert of a group commit, then only its request fails and the rest of the group is committed', async () => {
+    // Arrange
+    const file = join(dir, 'group.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    refuse(file, { value: 'poison' })
+
+    // Act: queued in one turn of the event loop, so committed as one group.
+    const [before, refused, after] = await Promise.allSettled([storage.createPet(pet('before')), storage.createPet(pet('poison')), storage.createPet(pet('after'))])
+    await storage.close()
+
+    // Assert
+    assert.equal(before.status, 'fulfilled')
+    assert.equal(after.status, 'fulfilled')
+    const reason: unknown = refused.status === 'rejected' ? refused.reason : undefined
+    assert.ok(reason instanceof SqliteError, 'refused as the SQLite error it is, not as unavailability')
+    assert.equal(reason.code, 'SQLITE_CONSTRAINT_TRIGGER')
+    assert.deepEqual(committedNames(file), ['before', 'after'])
+  })
+
+  it('When the idempotency record of an insert is refused, then its animal is not stored either and the rest of the group is', async () => {
+    // Arrange
+    const file = join(dir, 'group-once.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: 'h', createdAt: 1000 })
+    refuse(file, { table: 'idempotency_keys', column: 'key', value: 'poison' })
+    const once = { apiKeyId: key.id, requestHash: 'rh', createdAt: 5000, liveAfter: 0 }
+
+    // Act
+    const [refused, kept] = await Promise.allSettled([
+      storage.createPetOnce(pet('lost'), { ...once, key: 'poison' }), storage.createPetOnce(pet('kept'), { ...once, key: 'fine' })])
+    await storage.close()
+
+    // Assert
+    assert.equal(refused.status, 'rejected')
+    assert.equal(kept.status, 'fulfilled')
+    assert.deepEqual(committedNames(file), ['kept'])
+  })
+
+  it('When an insert makes SQLite roll back the whole group transaction, then only its request fails and the others are committed', async () => {
+    // Arrange
+    const file = join(dir, 'group-rollback.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    refuse(file, { value: 'poison', action: 'ROLLBACK' })
+
+    // Act
+    const [before, refused, after] = await Promise.allSettled([storage.createPet(pet('before')), storage.createPet(pet('poison')), storage.createPet(pet('after'))])
+    await storage.close()
+
+    // Assert
+    assert.equal(before.status, 'fulfilled')
+    assert.equal(after.status, 'fulfilled')
+    assert.equal(refused.status, 'rejected')
+    assert.deepEqual(committedNames(file).sort(), ['after', 'before'])
+  })
+
+  it('When another connection holds the write lock past the budget, then POST /v1/pets gets 503 and /readyz 503 until the lock is released', async () => {
+    // Arrange
+    const file = join(dir, 'held.db')
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`, { busyBudgetMs: 200 }), logger })
+    const other = new Database(file)
+    try {
+      const token = await t.newKey('pro')
+      const post = () => t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: JSON.stringify(buildPet()) })
+      other.exec('BEGIN IMMEDIATE')
+
+      // Act
+      const refused = await post()
+      const notReady = await t.app.inject({ url: '/readyz' })
+      other.exec('ROLLBACK')
+      const ready = await t.app.inject({ url: '/readyz' })
+      const accepted = await post()
+
+      // Assert
+      assert.equal(refused.statusCode, 503)
+      assert.equal(errorOf(refused).code, 'service_unavailable')
+      assert.ok(Number(refused.headers['retry-after']) >= 1)
+      assert.doesNotMatch(refused.body, /SQLITE|sqlite/)
+      assert.equal(notReady.statusCode, 503)
+      assert.equal(ready.statusCode, 200)
+      assert.equal(accepted.statusCode, 201)
+      const logged = entries().find((entry) => entry.msg === 'request failed')
+      assert.equal(logged?.err?.type, 'StorageUnavailableError')
+      assert.match(logged?.err?.stack ?? '', /caused by: SqliteError: database is locked/)
+    } finally {
+      other.close()
+      await t.close()
+    }
   })
 })

@@ -1,23 +1,53 @@
 // One suite for every storage backend: each must store and answer alike.
+//
+// It asks of a backend only what every backend can give. The database may
+// already hold rows (a PostgreSQL database outlives the suite, and earlier
+// tests leave theirs), so each test counts only the rows it made itself.
+// Concurrent calls may be served in any order, so no test expects the
+// order in which it made them.
+import { randomUUID } from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { Storage } from '../../src/db/storage.js'
+import type { ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
+import { StorageUnavailableError } from '../../src/errors.js'
 import { INT64_MAX } from '../support/fixtures.js'
 
-export function storageContract (name: string, open: () => Promise<Storage>): void {
-  describe(`storage contract: ${name}`, () => {
-    const withStorage = async (work: (storage: Storage) => Promise<void>) => {
-      const storage = await open()
-      try { await work(storage) } finally { await storage.close() }
-    }
+/** What a backend gives the suite, once per test. */
+export interface StorageHarness {
+  /** A storage on the backend's test database; it may hold other tests' rows. */
+  storage: Storage
+  /** How long a call may wait for an unavailable database before failing with StorageUnavailableError: the backend's own setting, made short for the suite. */
+  budgetMs: number
+  /**
+   * Makes the database unavailable to `storage` as it can be in production
+   * (SQLite: another connection holds the write lock), and resolves to a
+   * function that makes it available again.
+   */
+  makeUnavailable (): Promise<() => Promise<void>>
+}
 
-    it('When animals are created together, then each gets its own increasing id and all are stored', () => withStorage(async (storage) => {
+/** How far past its budget a call may end: the test machine may be busy. */
+const SLACK_MS = 1000
+/** When the purge test's idempotency record is made: no other test makes one then, so a purge up to it counts that one alone. */
+const PURGE_TEST_INSTANT = 7777
+
+export function storageContract (name: string, open: () => Promise<StorageHarness>): void {
+  describe(`storage contract: ${name}`, () => {
+    const withHarness = async (work: (harness: StorageHarness) => Promise<void>) => {
+      const harness = await open()
+      try { await work(harness) } finally { await harness.storage.close() }
+    }
+    const withStorage = (work: (storage: Storage) => Promise<void>) => withHarness(({ storage }) => work(storage))
+
+    it('When animals are created together, then each gets its own id, all are stored, and a later one gets a higher id', () => withStorage(async (storage) => {
+      const tag = uniqueTag()
       const created = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-        storage.createPet({ name: `p${i}`, categoryId: BigInt(i + 1), status: 'available' })))
-      const ids = created.map((p) => p.id)
-      assert.equal(new Set(ids).size, 50)
-      assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : 1)))
+        storage.createPet({ name: `${tag}-${i}`, categoryId: BigInt(i + 1), status: 'available' })))
+      const later = await storage.createPet(newPet(`${tag}-later`))
+
+      assert.equal(new Set(created.map((p) => p.id)).size, 50)
       for (const pet of created) assert.deepEqual(await storage.getPet(pet.id), pet)
+      assert.ok(created.every((p) => p.id < later.id))
     }))
 
     it('When an int64 is stored, then it comes back exactly', () => withStorage(async (storage) => {
@@ -34,22 +64,30 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
       assert.deepEqual(page.map((p) => p.name), ['s5', 's8'])
     }))
 
-    it('When an Idempotency-Key is live, then a second insert under it adds nothing and returns the first', () => withStorage(async (storage) => {
-      const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${name}-1`, createdAt: 1000 })
-      const pet = { name: 'i', categoryId: 1n, status: 'available' } as const
-      const once = { apiKeyId: key.id, key: 'abc', requestHash: 'rh', createdAt: 5000, liveAfter: 0 }
-      const [first, second] = await Promise.all([storage.createPetOnce(pet, once), storage.createPetOnce(pet, { ...once, requestHash: 'other', createdAt: 6000, liveAfter: 0 })])
-      const otherKey = await storage.createPetOnce(pet, { ...once, key: 'def' })
+    it('When two inserts under one Idempotency-Key race, then exactly one adds the animal and the other returns it', () => withStorage(async (storage) => {
+      // Arrange
+      const key = await newApiKey(storage)
+      const tag = uniqueTag()
+      const mark = await storage.createPet(newPet(`${tag}-mark`))
+      const once = { apiKeyId: key.id, key: 'abc', createdAt: 5000, liveAfter: 0 }
 
-      assert.equal(first.created, true)
-      assert.deepEqual(second, { created: false, requestHash: 'rh', pet: first.pet })
+      // Act
+      const [a, b] = await Promise.all([
+        storage.createPetOnce(newPet(tag), { ...once, requestHash: 'hash-a' }),
+        storage.createPetOnce(newPet(tag), { ...once, requestHash: 'hash-b', createdAt: 6000 })])
+      const otherKey = await storage.createPetOnce(newPet(tag), { ...once, key: 'def', requestHash: 'hash-c' })
+
+      // Assert
+      assert.equal([a, b].filter((r) => r.created).length, 1)
+      const [winner, loser, winnerHash] = a.created ? [a, b, 'hash-a'] : [b, a, 'hash-b']
+      assert.deepEqual(loser, { created: false, requestHash: winnerHash, pet: winner.pet })
       assert.equal(otherKey.created, true)
-      assert.equal((await storage.listPets({ afterId: 0n, status: undefined, limit: 10 })).length, 2)
+      assert.deepEqual(new Set((await petsNamed(storage, tag, mark.id)).map((p) => p.id)), new Set([winner.pet.id, otherKey.pet.id]))
     }))
 
     it('When an Idempotency-Key has expired, then a new insert under it adds the animal and takes the key over', () => withStorage(async (storage) => {
-      const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${name}-3`, createdAt: 1000 })
-      const pet = { name: 'e', categoryId: 1n, status: 'available' } as const
+      const key = await newApiKey(storage)
+      const pet = newPet('e')
       const first = await storage.createPetOnce(pet, { apiKeyId: key.id, key: 'k1', requestHash: 'a', createdAt: 5000, liveAfter: 0 })
       const later = await storage.createPetOnce(pet, { apiKeyId: key.id, key: 'k1', requestHash: 'b', createdAt: 9000, liveAfter: 5000 })
       const again = await storage.createPetOnce(pet, { apiKeyId: key.id, key: 'k1', requestHash: 'c', createdAt: 9500, liveAfter: 5000 })
@@ -59,24 +97,34 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
       assert.deepEqual(again, { created: false, requestHash: 'b', pet: later.pet })
     }))
 
-    it('When expired idempotency records are purged, then their animals stay', () => withStorage(async (storage) => {
-      const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${name}-4`, createdAt: 1000 })
-      const { pet } = await storage.createPetOnce({ name: 'p', categoryId: 1n, status: 'available' }, { apiKeyId: key.id, key: 'x', requestHash: 'h', createdAt: 5000, liveAfter: 0 })
+    it('When idempotency records are purged up to an instant, then those made by then go, later ones stay, and their animals stay', () => withStorage(async (storage) => {
+      // Arrange
+      const at = PURGE_TEST_INSTANT
+      const key = await newApiKey(storage)
+      const once = { apiKeyId: key.id, key: 'x', requestHash: 'h', createdAt: at, liveAfter: 0 }
+      const { pet } = await storage.createPetOnce(newPet('p'), once)
 
-      assert.equal(await storage.purgeIdempotentRequests(4999), 0)
-      assert.equal(await storage.purgeIdempotentRequests(5000), 1)
+      // Act
+      await storage.purgeIdempotentRequests(at - 1)
+      const kept = await storage.createPetOnce(newPet('p'), { ...once, createdAt: at + 1 })
+      const purged = await storage.purgeIdempotentRequests(at)
+      const after = await storage.createPetOnce(newPet('p'), { ...once, createdAt: at + 2 })
+
+      // Assert
+      assert.equal(kept.created, false, 'a record made after the instant stays')
+      assert.equal(purged, 1)
       assert.deepEqual(await storage.getPet(pet.id), pet)
-      const after = await storage.createPetOnce({ name: 'p', categoryId: 1n, status: 'available' }, { apiKeyId: key.id, key: 'x', requestHash: 'h', createdAt: 6000, liveAfter: 0 })
       assert.equal(after.created, true, 'the purged key no longer holds')
     }))
 
     it('When a key is created, found and revoked, then its record says so', () => withStorage(async (storage) => {
-      const key = await storage.createApiKey({ name: 'ent', plan: 'enterprise', perMinute: 5, perDay: 50, environment: 'staging', tokenHash: `h-${name}-2`, createdAt: 1000 })
-      assert.deepEqual(await storage.findApiKeyByTokenHash(`h-${name}-2`), key)
+      const tokenHash = `h-${randomUUID()}`
+      const key = await storage.createApiKey({ name: 'ent', plan: 'enterprise', perMinute: 5, perDay: 50, environment: 'staging', tokenHash, createdAt: 1000 })
+      assert.deepEqual(await storage.findApiKeyByTokenHash(tokenHash), key)
       assert.equal(key.revokedAt, null)
       assert.equal(await storage.revokeApiKey(key.id, 2000), true)
       assert.equal(await storage.revokeApiKey(key.id, 3000), false)
-      assert.equal((await storage.findApiKeyByTokenHash(`h-${name}-2`))?.revokedAt, 2000)
+      assert.equal((await storage.findApiKeyByTokenHash(tokenHash))?.revokedAt, 2000)
       assert.ok((await storage.listApiKeys()).some((k) => k.id === key.id && k.revokedAt === 2000))
     }))
 
@@ -86,5 +134,89 @@ export function storageContract (name: string, open: () => Promise<Storage>): vo
       assert.equal(a.length, 32)
       assert.deepEqual(a, b)
     }))
+
+    it('When the database is unavailable, then writes fail as unavailable within the budget, and so does ping after them', () => withHarness(async ({ storage, budgetMs, makeUnavailable }) => {
+      // Arrange
+      const key = await newApiKey(storage)
+      const restore = await makeUnavailable()
+      try {
+        // Act
+        const started = Date.now()
+        const writes = await Promise.allSettled([
+          storage.createPet(newPet('late')),
+          storage.createPetOnce(newPet('late'), { apiKeyId: key.id, key: 'late', requestHash: 'h', createdAt: 5000, liveAfter: 0 }),
+          storage.revokeApiKey(key.id, 2000)])
+        const writesMs = Date.now() - started
+        const ping = await settle(() => storage.ping())
+
+        // Assert
+        for (const write of writes) {
+          assert.equal(write.status, 'rejected')
+          assert.ok(write.status === 'rejected' && write.reason instanceof StorageUnavailableError, String(write.status === 'rejected' && write.reason))
+        }
+        assert.ok(writesMs <= budgetMs + SLACK_MS, `the writes failed after ${writesMs} ms; the budget is ${budgetMs} ms`)
+        assert.ok(ping.error instanceof StorageUnavailableError, `ping: ${String(ping.error)}`)
+        assert.ok(ping.ms <= budgetMs + SLACK_MS, `ping failed after ${ping.ms} ms; the budget is ${budgetMs} ms`)
+      } finally {
+        await restore()
+      }
+    }))
+
+    it('When the database is available again, then ping and writes succeed', () => withHarness(async ({ storage, makeUnavailable }) => {
+      // Arrange
+      const key = await newApiKey(storage)
+      const restore = await makeUnavailable()
+      try {
+        await assert.rejects(storage.createPet(newPet('late')), StorageUnavailableError)
+      } finally {
+        await restore()
+      }
+
+      // Act
+      await storage.ping()
+      const pet = await storage.createPet(newPet('now'))
+      const revoked = await storage.revokeApiKey(key.id, 2000)
+
+      // Assert
+      assert.deepEqual(await storage.getPet(pet.id), pet)
+      assert.equal(revoked, true)
+    }))
   })
+}
+
+function newPet (name: string): NewPetRecord {
+  return { name, categoryId: 1n, status: 'available' }
+}
+
+/** A name no other test, and no earlier run on the same database, has used. */
+function uniqueTag (): string {
+  return `t-${randomUUID()}`
+}
+
+/** A key of its own: token hashes are unique, and the database may hold an earlier run's. */
+function newApiKey (storage: Storage): Promise<ApiKeyRecord> {
+  return storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${randomUUID()}`, createdAt: 1000 })
+}
+
+/** Every stored animal called `name` with an id above `afterId`, page by page. */
+async function petsNamed (storage: Storage, name: string, afterId: bigint): Promise<PetRecord[]> {
+  const found: PetRecord[] = []
+  for (let from = afterId; ;) {
+    const page = await storage.listPets({ afterId: from, status: undefined, limit: 100 })
+    found.push(...page.filter((p) => p.name === name))
+    const last = page.at(-1)
+    if (last === undefined || page.length < 100) return found
+    from = last.id
+  }
+}
+
+/** How a call ended, and after how long. */
+async function settle (call: () => Promise<unknown>): Promise<{ error: unknown, ms: number }> {
+  const started = Date.now()
+  try {
+    await call()
+    return { error: undefined, ms: Date.now() - started }
+  } catch (error) {
+    return { error, ms: Date.now() - started }
+  }
 }

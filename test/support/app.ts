@@ -1,7 +1,8 @@
 // Shared arrangements for component tests: an app on an in-memory SQLite
 // database and an in-process rate-limit store, a clock the test moves, and
 // small factories.
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from 'fastify'
+import pino from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
@@ -31,12 +32,15 @@ export interface TestApp {
   close (): Promise<void>
 }
 
-export async function buildTestApp (env: Record<string, string> = {}, options: { storage?: Storage, limiter?: RateLimitStore } = {}): Promise<TestApp> {
+export async function buildTestApp (
+  env: Record<string, string> = {},
+  options: { storage?: Storage, limiter?: RateLimitStore, logger?: FastifyBaseLogger } = {}
+): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
   const clock = new TestClock()
   const storage = options.storage ?? openSqlite('sqlite::memory:')
   const limiter = options.limiter ?? new MemoryStore(clock.now)
-  const app = await buildApp({ config, storage, limiter, now: clock.now })
+  const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger })
   await app.ready()
   return {
     app,
@@ -70,4 +74,16 @@ export function jsonHeaders (token: string, extra: Record<string, string> = {}):
 
 export function errorOf (response: LightMyRequestResponse): { code: string, message: string, status: number, details?: Array<{ field: string, reason: string }> } {
   return response.json()
+}
+
+export interface LogEntry {
+  msg?: string
+  err?: { type?: string, message?: string, stack?: string, code?: string }
+}
+
+/** A pino logger as the server makes it, whose lines the test reads back. */
+export function capturingLogger (): { logger: FastifyBaseLogger, entries: () => LogEntry[] } {
+  const lines: string[] = []
+  const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(line) } })
+  return { logger, entries: () => lines.map((line) => JSON.parse(line) as LogEntry) }
 }
