@@ -34,5 +34,6 @@ export const Database = load()
 // eslint-disable-next-line @typescript-eslint/no-redeclare
 export type Database = BetterSqlite3.Database
 export const SqliteError = Database.SqliteError
+// An error the driver throws (its typings name only the class's type).
 // eslint-disable-next-line @typescript-eslint/no-redeclare
-export type SqliteError = BetterSqlite3.SqliteError
+export type SqliteError = InstanceType<typeof SqliteError>
