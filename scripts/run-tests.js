@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Runs every compiled test file with Node's test runner. The files are
-// listed here because `node --test` reads directory and glob arguments
-// differently from one Node version to the next.
-import { spawnSync } from 'node:child_process'
+// Runs every compiled test file with Node's test runner, with the servers
+// the tests need (scripts/test-services.js) started first and stopped after.
+// The files are listed here because `node --test` reads directory and glob
+// arguments differently from one Node version to the next.
+import { spawn } from 'node:child_process'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { startServices } from './test-services.js'
 
 const root = 'dist/test'
 const files = readdirSync(root, { recursive: true, encoding: 'utf8' })
@@ -17,5 +19,16 @@ if (files.length === 0) {
   process.exit(1)
 }
 
-const result = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...process.argv.slice(2), ...files], { stdio: 'inherit' })
-process.exit(result.status ?? 1)
+const services = await startServices()
+let stopping
+const stop = () => { stopping ??= services.stop(); return stopping }
+
+const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', ...process.argv.slice(2), ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, ...services.env }
+})
+// Ctrl-C reaches the runner through the terminal; the servers are stopped once it has ended.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner.kill(signal))
+const code = await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128))))
+await stop()
+process.exit(code)
