@@ -8,15 +8,17 @@
 //   start({ dir, log }) → Promise<{ env: Record<string, string>, stop(): Promise<void> }>
 // where `env` is what the tests read (PETSTORE_TEST_…) and `stop` ends every
 // process it started, by PID.
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /** The service modules, by file name under scripts/services/. */
-const SERVICES = []
+const SERVICES = ['postgres']
 
 export async function startServices (names = SERVICES) {
   const root = mkdtempSync(join(tmpdir(), 'petstore-test-services-'))
+  // Some servers run as a user of their own (PostgreSQL refuses root).
+  chmodSync(root, 0o755)
   const started = []
   const stopAll = async () => {
     await Promise.allSettled(started.map(async (service) => await service.stop()))

@@ -7,6 +7,8 @@ export interface Config {
   readonly host: string
   readonly port: number
   readonly databaseUrl: string
+  /** PostgreSQL connections this instance may hold. */
+  readonly databasePoolSize: number
   readonly redisUrl: string | undefined
   readonly environment: Environment
   /** The production address, as published in the OpenAPI document. Ends in /v1. */
@@ -43,6 +45,7 @@ export function loadConfig (env: Env = process.env): Config {
     host,
     port,
     databaseUrl: databaseUrl(env),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     redisUrl: nonEmpty(env, 'REDIS_URL'),
     environment,
     publicBaseUrl,

@@ -12,7 +12,7 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
     // Tokens never reach the log, even if a serializer starts logging headers.
     redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
   })
-  const storage = await openStorage(config.databaseUrl)
+  const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   const limiter = await openRateLimitStore(config.redisUrl)
   const app = await buildApp({ config, storage, limiter, logger })
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)

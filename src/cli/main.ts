@@ -15,7 +15,7 @@ function positiveInteger (value: string): number {
 
 async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig()
-  const storage = await openStorage(config.databaseUrl)
+  const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   try {
     return await work(storage, config)
   } finally {

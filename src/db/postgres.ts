@@ -1,0 +1,317 @@
+// The shared backend: PostgreSQL through a node-postgres pool, one database
+// for any number of instances.
+//
+// - int8 comes back as bigint, through this pool's own type parser (not the
+//   process-wide one), so no id or categoryId is ever rounded.
+// - Every session has synchronous_commit=on: a 201 means the commit is on disk.
+// - Plain creates that arrive together are one multi-row INSERT: one
+//   statement, one commit, one WAL flush, as SQLite's group commit.
+// - A create with an Idempotency-Key is one transaction that inserts the
+//   key's row first. Its primary key (api key, key) makes a concurrent
+//   duplicate, on this instance or another, wait for the first transaction
+//   and then replay its animal. A crashed instance's transaction is rolled
+//   back by PostgreSQL with its connection, so nothing is left in flight.
+// - A database that cannot be reached, or does not answer within the
+//   timeout, is StorageUnavailableError (503); any other error is thrown as
+//   it is (500).
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import type { Environment, PetStatus, Plan } from '../domain.js'
+import { StorageUnavailableError } from '../errors.js'
+import { migratePostgres } from './postgres-schema.js'
+import type {
+  ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  PetRecord, Storage
+} from './storage.js'
+
+export interface PostgresOptions {
+  /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
+  timeoutMs?: number
+  /** Connections this instance may hold. */
+  poolSize?: number
+}
+
+const DEFAULT_TIMEOUT_MS = 5000
+const DEFAULT_POOL_SIZE = 10
+/** Rows in one multi-row INSERT; a larger group is split. */
+const MAX_GROUP = 1000
+const INT8_OID = 20
+
+interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
+interface ApiKeyRow {
+  id: bigint
+  name: string
+  plan: Plan
+  per_minute: bigint | null
+  per_day: bigint | null
+  environment: Environment
+  created_at: bigint
+  revoked_at: bigint | null
+}
+interface PendingInsert {
+  pet: NewPetRecord
+  resolve: (pet: PetRecord) => void
+  reject: (error: unknown) => void
+}
+
+const PET_COLUMNS = 'id, name, category_id, status'
+const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, environment, created_at, revoked_at'
+
+export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_MS, poolSize = DEFAULT_POOL_SIZE }: PostgresOptions = {}): Promise<PostgresStorage> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: timeoutMs,
+    // Client side, for a server that stopped answering (frozen, partitioned);
+    // the server's own statement_timeout cannot fire then.
+    query_timeout: timeoutMs,
+    statement_timeout: timeoutMs,
+    idleTimeoutMillis: 30_000,
+    options: '-c synchronous_commit=on',
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser
+    }
+  })
+  // An idle connection that the server dropped (a restart) is discarded by
+  // the pool; the next call that needs the server reports the outage.
+  pool.on('error', () => {})
+  try {
+    await migratePostgres(pool)
+  } catch (error) {
+    await pool.end()
+    throw classifyPostgresError(error)
+  }
+  return new PostgresStorage(pool)
+}
+
+export class PostgresStorage implements Storage {
+  readonly backend = 'postgres'
+  readonly #pool: pg.Pool
+  #pending: PendingInsert[] = []
+  #flushScheduled = false
+  #closed = false
+
+  constructor (pool: pg.Pool) {
+    this.#pool = pool
+  }
+
+  createPet (pet: NewPetRecord): Promise<PetRecord> {
+    if (this.#closed) return Promise.reject(new StorageUnavailableError('the database is closed'))
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ pet, resolve, reject })
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true
+        // #flush settles every insert itself, failures included.
+        setImmediate(() => { this.#flush().catch(() => {}) })
+      }
+    })
+  }
+
+  /** Inserts every queued animal with one statement per MAX_GROUP of them. */
+  async #flush (): Promise<void> {
+    this.#flushScheduled = false
+    const queued = this.#pending
+    this.#pending = []
+    for (let start = 0; start < queued.length; start += MAX_GROUP) {
+      await this.#insertGroup(queued.slice(start, start + MAX_GROUP))
+    }
+  }
+
+  async #insertGroup (group: PendingInsert[]): Promise<void> {
+    let ids: bigint[]
+    try {
+      ids = await this.#insertRows(group.map(({ pet }) => pet))
+    } catch (error) {
+      const failure = classifyPostgresError(error)
+      if (failure instanceof StorageUnavailableError || group.length === 1) {
+        for (const insert of group) insert.reject(failure)
+        return
+      }
+      // One row the database refused fails the statement: each goes alone,
+      // so that only that one fails.
+      await Promise.all(group.map(async (insert) => await this.#insertGroup([insert])))
+      return
+    }
+    group.forEach((insert, i) => insert.resolve({ id: ids[i] as bigint, ...insert.pet }))
+  }
+
+  /**
+   * One multi-row INSERT. The rows are inserted in input order, so their
+   * identity values increase in that order: sorted, the returned ids match
+   * the input whatever order RETURNING gives them in.
+   */
+  async #insertRows (pets: readonly NewPetRecord[]): Promise<bigint[]> {
+    const { rows } = await this.#pool.query<{ id: bigint }>(
+      `INSERT INTO pets (name, category_id, status)
+       SELECT name, category_id, status
+       FROM unnest($1::text[], $2::int8[], $3::text[]) WITH ORDINALITY AS input (name, category_id, status, n)
+       ORDER BY n
+       RETURNING id`,
+      [pets.map((p) => p.name), pets.map((p) => p.categoryId.toString()), pets.map((p) => p.status)])
+    return rows.map((row) => row.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+  }
+
+  async createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult> {
+    const { apiKeyId, key, requestHash, createdAt, liveAfter } = idempotency
+    return await this.#transaction(async (client) => {
+      // Takes the key, or an expired record of it; waits for a concurrent
+      // transaction holding it. No row back: a live record holds the key.
+      const claimed = await client.query(
+        `INSERT INTO idempotency_keys (api_key_id, key, request_hash, pet_id, created_at) VALUES ($1, $2, $3, NULL, $4)
+         ON CONFLICT (api_key_id, key) DO UPDATE
+           SET request_hash = excluded.request_hash, pet_id = NULL, created_at = excluded.created_at
+           WHERE idempotency_keys.created_at <= $5
+         RETURNING 1`,
+        [apiKeyId, key, requestHash, createdAt, liveAfter])
+      if (claimed.rowCount === 0) {
+        const { rows } = await client.query<PetRow & { request_hash: string }>(
+          `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
+           FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
+           WHERE i.api_key_id = $1 AND i.key = $2`, [apiKeyId, key])
+        const earlier = rows[0]
+        if (earlier === undefined) throw new Error(`idempotency key ${apiKeyId}/${key} is held but names no animal`)
+        return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+      }
+      const { rows } = await client.query<{ id: bigint }>(
+        'INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id',
+        [pet.name, pet.categoryId, pet.status])
+      const id = (rows[0] as { id: bigint }).id
+      await client.query('UPDATE idempotency_keys SET pet_id = $3 WHERE api_key_id = $1 AND key = $2', [apiKeyId, key, id])
+      return { created: true, pet: { id, ...pet } }
+    })
+  }
+
+  async getPet (id: bigint): Promise<PetRecord | undefined> {
+    const rows = await this.#query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [id])
+    return rows[0] === undefined ? undefined : toPet(rows[0])
+  }
+
+  async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
+    const rows = status === undefined
+      ? await this.#query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit])
+      : await this.#query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`, [status, afterId, limit])
+    return rows.map(toPet)
+  }
+
+  async purgeIdempotentRequests (createdBefore: number): Promise<number> {
+    const result = await this.#run('DELETE FROM idempotency_keys WHERE created_at <= $1', [createdBefore])
+    return result.rowCount ?? 0
+  }
+
+  async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
+    const rows = await this.#query<ApiKeyRow>(
+      `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${KEY_COLUMNS}`,
+      [key.name, key.plan, key.perMinute, key.perDay, key.environment, key.tokenHash, key.createdAt])
+    return toApiKey(rows[0] as ApiKeyRow)
+  }
+
+  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
+    const rows = await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = $1`, [tokenHash])
+    return rows[0] === undefined ? undefined : toApiKey(rows[0])
+  }
+
+  async listApiKeys (): Promise<ApiKeyRecord[]> {
+    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)).map(toApiKey)
+  }
+
+  async revokeApiKey (id: number, at: number): Promise<boolean> {
+    const result = await this.#run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id])
+    return (result.rowCount ?? 0) > 0
+  }
+
+  async secret (name: string): Promise<Buffer> {
+    // The first instance to get here makes it; any other keeps the winner's.
+    await this.#run('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
+    const rows = await this.#query<{ value: Buffer }>('SELECT value FROM secrets WHERE name = $1', [name])
+    return (rows[0] as { value: Buffer }).value
+  }
+
+  async ping (): Promise<void> {
+    await this.#run('SELECT 1')
+  }
+
+  async close (): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    await this.#flush()
+    await this.#pool.end()
+  }
+
+  async #query<Row extends pg.QueryResultRow> (sql: string, values: unknown[] = []): Promise<Row[]> {
+    return (await this.#run<Row>(sql, values)).rows
+  }
+
+  async #run<Row extends pg.QueryResultRow = pg.QueryResultRow> (sql: string, values: unknown[] = []): Promise<pg.QueryResult<Row>> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    try {
+      return await this.#pool.query<Row>(sql, values)
+    } catch (error) {
+      throw classifyPostgresError(error)
+    }
+  }
+
+  async #transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    let client: pg.PoolClient
+    try {
+      client = await this.#pool.connect()
+    } catch (error) {
+      throw classifyPostgresError(error)
+    }
+    try {
+      await client.query('BEGIN')
+      const result = await work(client)
+      await client.query('COMMIT')
+      client.release()
+      return result
+    } catch (error) {
+      // Destroyed, not returned: its transaction ends with the connection.
+      client.release(true)
+      throw classifyPostgresError(error)
+    }
+  }
+}
+
+/**
+ * SQLSTATE classes and codes that mean the database cannot be reached or
+ * written now: connection exceptions (08), insufficient resources (53: disk
+ * full, too many connections), shutdowns and startups (57P01–57P03), a
+ * statement cancelled by its timeout (57014), a read-only server (25006).
+ * https://www.postgresql.org/docs/current/errcodes-appendix.html
+ */
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '25006'])
+/** Socket errors on the way to the server. */
+const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+/** node-postgres's own words for a server it lost or that did not answer in time. */
+const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection timeout|Client has encountered a connection error|Client was closed|Cannot use a pool after calling end/i
+
+function classifyPostgresError (error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error))
+  if (error instanceof StorageUnavailableError) return error
+  const code = (error as { code?: unknown }).code
+  const unavailable = typeof code === 'string'
+    ? /^(08|53)/.test(code) || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)
+    : UNAVAILABLE_MESSAGES.test(error.message)
+  return unavailable
+    ? new StorageUnavailableError(`PostgreSQL: ${typeof code === 'string' ? `${code}: ` : ''}${error.message}`, { cause: error })
+    : error
+}
+
+function toPet (row: PetRow): PetRecord {
+  return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
+}
+
+function toApiKey (row: ApiKeyRow): ApiKeyRecord {
+  return {
+    id: Number(row.id),
+    name: row.name,
+    plan: row.plan,
+    perMinute: row.per_minute === null ? null : Number(row.per_minute),
+    perDay: row.per_day === null ? null : Number(row.per_day),
+    environment: row.environment,
+    createdAt: Number(row.created_at),
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)
+  }
+}

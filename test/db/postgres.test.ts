@@ -1,0 +1,134 @@
+// The PostgreSQL backend, on the throwaway cluster that `npm test` starts.
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
+import { openPostgres, type PostgresStorage } from '../../src/db/postgres.js'
+import { StorageUnavailableError } from '../../src/errors.js'
+import { freshPostgresDatabase, viaPort } from '../support/postgres.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
+import { storageContract } from './storage-contract.js'
+
+/** Short, so that the unavailability tests are quick; production waits 5 s. */
+const TEST_TIMEOUT_MS = 300
+
+let contractDatabase: Promise<string> | undefined
+storageContract('postgres', async () => {
+  contractDatabase ??= freshPostgresDatabase()
+  const url = await contractDatabase
+  // Each harness reaches the server through its own proxy, which it can freeze.
+  const proxy = await TcpProxy.start(Number(new URL(url).port))
+  const storage = await openPostgres(viaPort(url, proxy.port), { timeoutMs: TEST_TIMEOUT_MS, poolSize: 4 })
+  const close = storage.close.bind(storage)
+  storage.close = async () => {
+    await close()
+    await proxy.close()
+  }
+  return {
+    storage,
+    budgetMs: TEST_TIMEOUT_MS,
+    // A server that stopped answering: a frozen process or a cut network.
+    async makeUnavailable () {
+      proxy.freeze()
+      return async () => { proxy.thaw() }
+    }
+  }
+})
+
+describe('PostgreSQL', () => {
+  let url: string
+  let storage: PostgresStorage | undefined
+  before(async () => {
+    url = await freshPostgresDatabase()
+    storage = await openPostgres(url)
+  })
+  after(async () => { await storage?.close() })
+
+  const opened = (): PostgresStorage => {
+    assert.ok(storage !== undefined)
+    return storage
+  }
+
+  async function query<Row extends pg.QueryResultRow> (sql: string, values: unknown[] = []): Promise<Row[]> {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    try {
+      return (await client.query<Row>(sql, values)).rows
+    } finally {
+      await client.end()
+    }
+  }
+
+  it('When five instances open an empty database at the same moment, then all come up and each migration runs once', async () => {
+    // Arrange
+    const empty = await freshPostgresDatabase()
+
+    // Act
+    const storages = await Promise.all(Array.from({ length: 5 }, async () => await openPostgres(empty, { poolSize: 2 })))
+    await Promise.all(storages.map(async (s) => await s.close()))
+
+    // Assert
+    const client = new pg.Client({ connectionString: empty })
+    await client.connect()
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+    await client.end()
+    assert.deepEqual(rows.map((row) => row.version), [1])
+  })
+
+  it('When creates arrive together, then they are inserted by one statement, in one transaction', async () => {
+    // Arrange
+    const tag = randomUUID()
+
+    // Act
+    const created = await Promise.all(Array.from({ length: 200 }, async (_, i) =>
+      await opened().createPet({ name: `${tag}-${i}`, categoryId: BigInt(i + 1), status: 'pending' })))
+
+    // Assert: rows written by one statement share its transaction id.
+    const rows = await query<{ transactions: string, stored: string }>(
+      'SELECT count(DISTINCT xmin::text) AS transactions, count(*) AS stored FROM pets WHERE name LIKE $1', [`${tag}-%`])
+    assert.deepEqual(rows[0], { transactions: '1', stored: '200' })
+    for (const [i, pet] of created.entries()) assert.equal(pet.name, `${tag}-${i}`)
+    for (const pet of created) assert.deepEqual(await opened().getPet(pet.id), pet)
+  })
+
+  it('When the database refuses one create of a group, then only that one fails, not as unavailable, and the rest are stored', async () => {
+    // Arrange: categoryId 0 breaks the table's CHECK; the service's validation never sends it.
+    const tag = randomUUID()
+
+    // Act
+    const outcomes = await Promise.allSettled([1n, 0n, 3n].map(async (categoryId) =>
+      await opened().createPet({ name: `${tag}-${categoryId}`, categoryId, status: 'sold' })))
+
+    // Assert
+    assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled'])
+    const refused = outcomes[1]
+    assert.ok(refused?.status === 'rejected')
+    assert.ok(!(refused.reason instanceof StorageUnavailableError), String(refused.reason))
+    const rows = await query<{ name: string }>('SELECT name FROM pets WHERE name LIKE $1 ORDER BY name', [`${tag}-%`])
+    assert.deepEqual(rows.map((row) => row.name), [`${tag}-1`, `${tag}-3`])
+  })
+
+  it('When the server cannot be reached at all, then opening fails as unavailable within its timeout', async () => {
+    // Arrange: a port where nothing listens any more.
+    const proxy = await TcpProxy.start(1)
+    const port = proxy.port
+    await proxy.close()
+    const started = Date.now()
+
+    // Act
+    const failure = await openPostgres(viaPort(url, port), { timeoutMs: TEST_TIMEOUT_MS }).then(() => undefined, (error: unknown) => error)
+
+    // Assert
+    assert.ok(failure instanceof StorageUnavailableError, String(failure))
+    assert.ok(Date.now() - started < TEST_TIMEOUT_MS + 1000)
+  })
+
+  it('When listing by status, then the query uses the (status, id) index', async () => {
+    // Act
+    const rows = await query<{ 'QUERY PLAN': string }>(
+      "EXPLAIN SELECT id FROM pets WHERE status = 'sold' AND id > 10 ORDER BY id LIMIT 21")
+
+    // Assert
+    assert.match(rows.map((row) => row['QUERY PLAN']).join('\n'), /pets_status_id/)
+  })
+})
