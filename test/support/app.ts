@@ -5,6 +5,7 @@ import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from 
 import pino from 'pino'
 import { buildApp } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
+import { openPostgres } from '../../src/db/postgres.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import type { Storage } from '../../src/db/storage.js'
 import { issueKey } from '../../src/keys/admin.js'
@@ -12,6 +13,7 @@ import type { Plan } from '../../src/domain.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import type { RateLimitStore } from '../../src/limits/store.js'
 import { CLOCK_START, bearer } from './fixtures.js'
+import { freshPostgresDatabase } from './postgres.js'
 
 /** A clock for tests: starts at a fixed instant, moves only when told. */
 class TestClock {
@@ -32,13 +34,21 @@ export interface TestApp {
   close (): Promise<void>
 }
 
+/** The storage backends that component tests run on: an in-memory SQLite database, or a fresh PostgreSQL database. */
+export const STORAGE_BACKENDS = ['sqlite', 'postgres'] as const
+type StorageBackend = typeof STORAGE_BACKENDS[number]
+
+async function openTestStorage (backend: StorageBackend): Promise<Storage> {
+  return backend === 'sqlite' ? openSqlite('sqlite::memory:') : await openPostgres(await freshPostgresDatabase(), { poolSize: 4 })
+}
+
 export async function buildTestApp (
   env: Record<string, string> = {},
-  options: { storage?: Storage, limiter?: RateLimitStore, logger?: FastifyBaseLogger } = {}
+  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, logger?: FastifyBaseLogger } = {}
 ): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
   const clock = new TestClock()
-  const storage = options.storage ?? openSqlite('sqlite::memory:')
+  const storage = options.storage ?? await openTestStorage(options.backend ?? 'sqlite')
   const limiter = options.limiter ?? new MemoryStore(clock.now)
   const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger })
   await app.ready()
