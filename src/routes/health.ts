@@ -14,6 +14,7 @@ interface HealthOptions {
 }
 
 const CHECK_TIMEOUT_MS = 5000
+const RETRY_AFTER_SECONDS = 5
 
 const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, limiter }) => {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }))
@@ -29,7 +30,11 @@ const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, l
     const rateLimitStore = store.status === 'ok' ? `ok (${limiter.name})` : `${store.status} (${limiter.name}): ${store.reason}`
     // Only unreadiness is logged here: a degraded store logs its own change
     // of state once, and readiness is polled too often to repeat it.
-    if (!ready) request.log.warn({ database, rateLimitStore }, 'not ready')
+    if (!ready) {
+      request.log.warn({ database, rateLimitStore }, 'not ready')
+      // As the API's own 503 (DECISIONS §6): when to ask again.
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+    }
     return reply.code(ready ? 200 : 503).send({
       status: ready ? (store.status === 'degraded' ? 'degraded' : 'ok') : 'unavailable',
       checks: { database: `${database} (${storage.backend})`, rateLimitStore }

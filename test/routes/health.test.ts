@@ -49,6 +49,7 @@ describe('GET /readyz', () => {
 
     assert.equal(response.statusCode, 200)
     assert.deepEqual(response.json(), { status: 'ok', checks: { database: 'ok (sqlite)', rateLimitStore: 'ok (fake)' } })
+    assert.equal(response.headers['retry-after'], undefined)
   })
 
   it('When the store is degraded, then still 200, with status degraded and the reason named', async () => {
@@ -66,7 +67,7 @@ describe('GET /readyz', () => {
     })
   })
 
-  it('When the store is down, then 503 with status unavailable and the reason named', async () => {
+  it('When the store is down, then 503 with Retry-After, status unavailable and the reason named', async () => {
     // Arrange
     store.answer = async () => ({ status: 'down', reason: 'redis unreachable' })
 
@@ -75,6 +76,7 @@ describe('GET /readyz', () => {
 
     // Assert
     assert.equal(response.statusCode, 503)
+    assert.equal(response.headers['retry-after'], '5')
     assert.deepEqual(response.json(), {
       status: 'unavailable',
       checks: { database: 'ok (sqlite)', rateLimitStore: 'down (fake): redis unreachable' }
