@@ -4,15 +4,19 @@
 // Both servers run as child processes on 127.0.0.1; the load generator
 // (autocannon) runs in this process, so it shares the machine's cores with
 // them. Each scenario loads the petstore and then the baseline for the same
-// time with the same connections, after an unmeasured warm-up of each.
+// time with the same connections, after an unmeasured warm-up of each. The
+// petstore runs first on SQLite, then on a throwaway PostgreSQL cluster
+// started for the run (list, create and getPet), each against the same
+// baseline figures.
 //
 //   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH]
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { measure, type LoadRequest, type Measurement } from './load.js'
+import { PostgresCluster } from '../test/support/postgres-cluster.js'
 import { createKey, startServer, type ServerProcess } from '../test/support/process.js'
 
 const SEED_PETS = 1_000
@@ -100,6 +104,7 @@ async function main (): Promise<number> {
   const { signal } = controller
   const servers: Array<{ name: string, server: ServerProcess }> = []
   let dir: string | undefined
+  let postgres: PostgresCluster | undefined
 
   const interrupt = (name: NodeJS.Signals): void => {
     if (!signal.aborted) log(`${name}: stopping the servers`)
@@ -119,56 +124,65 @@ async function main (): Promise<number> {
 
   try {
     dir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
-    const env = { DATABASE_URL: `sqlite:${join(dir, 'bench.db')}` }
-    const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'bench', '--per-minute', KEY_LIMIT, '--per-day', KEY_LIMIT])
-    const headers = { authorization: `Bearer ${token}` }
+    // PostgreSQL runs as a user of its own and must reach its folder inside.
+    chmodSync(dir, 0o755)
+    const bare = await start('bare node:http', {}, [BARE_SERVER])
+    const bareResults = new Map<string, Measurement>()
 
-    const [petstore, bare] = await Promise.all([
-      start('petstore', { ...env, LOG_LEVEL: 'warn' }),
-      start('bare node:http', {}, [BARE_SERVER])
-    ])
-    check()
-
-    log(`seeding ${SEED_PETS} pets`)
-    const ids = await seed(petstore, headers, signal)
-    const { cursor, depth } = await deepCursor(petstore, headers, SEED_PETS - 2 * PAGE, signal)
-    const petId = ids[Math.floor(ids.length / 2)] ?? '1'
-
-    const scenarios: Scenario[] = [
-      { name: 'GET /pets?limit=20', method: 'GET', path: `/v1/pets?limit=${PAGE}`, expect: 200 },
-      { name: 'POST /pets', method: 'POST', path: '/v1/pets', body: NEW_PET, expect: 201 },
-      { name: `GET /pets?limit=20, after ${depth}`, method: 'GET', path: `/v1/pets?limit=${PAGE}&cursor=${cursor}`, expect: 200 },
-      { name: 'GET /pets/{id} (deprecated)', method: 'GET', path: `/v1/pets/${petId}`, expect: 200 }
-    ]
-
-    const results: ScenarioResult[] = []
-    for (const scenario of scenarios) {
-      const request = (origin: string): LoadRequest => ({
-        url: origin + scenario.path,
-        method: scenario.method,
-        headers: scenario.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
-        ...(scenario.body === undefined ? {} : { body: scenario.body })
-      })
-      await expectStatus(request(petstore), scenario.expect, signal)
-      const run = async (origin: string, name: string): Promise<Measurement> => {
-        log(`${scenario.name}: ${name}, ${Math.min(WARMUP_SECONDS, options.seconds)} s warm-up, then ${options.seconds} s`)
-        await measure(request(origin), { seconds: Math.min(WARMUP_SECONDS, options.seconds), connections: options.connections, signal })
-        check()
-        const measured = await measure(request(origin), { seconds: options.seconds, connections: options.connections, signal })
-        check()
-        return measured
+    /** The scenarios on one configuration of the petstore; the baseline is measured once per scenario and shared. */
+    const runOn = async (label: string, env: Record<string, string>, only?: ReadonlySet<string>): Promise<ScenarioResult[]> => {
+      const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'bench', '--per-minute', KEY_LIMIT, '--per-day', KEY_LIMIT])
+      const headers = { authorization: `Bearer ${token}` }
+      const petstore = await start(`petstore (${label})`, { ...env, LOG_LEVEL: 'warn' })
+      check()
+      log(`${label}: seeding ${SEED_PETS} pets`)
+      const ids = await seed(petstore, headers, signal)
+      const { cursor, depth } = await deepCursor(petstore, headers, SEED_PETS - 2 * PAGE, signal)
+      const petId = ids[Math.floor(ids.length / 2)] ?? '1'
+      const scenarios: Scenario[] = [
+        { name: 'GET /pets?limit=20', method: 'GET', path: `/v1/pets?limit=${PAGE}`, expect: 200 },
+        { name: 'POST /pets', method: 'POST', path: '/v1/pets', body: NEW_PET, expect: 201 },
+        { name: `GET /pets?limit=20, after ${depth}`, method: 'GET', path: `/v1/pets?limit=${PAGE}&cursor=${cursor}`, expect: 200 },
+        { name: 'GET /pets/{id} (deprecated)', method: 'GET', path: `/v1/pets/${petId}`, expect: 200 }
+      ]
+      const results: ScenarioResult[] = []
+      for (const scenario of scenarios.filter((s) => only === undefined || only.has(s.name))) {
+        const request = (origin: string): LoadRequest => ({
+          url: origin + scenario.path,
+          method: scenario.method,
+          headers: scenario.body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+          ...(scenario.body === undefined ? {} : { body: scenario.body })
+        })
+        await expectStatus(request(petstore), scenario.expect, signal)
+        const run = async (origin: string, name: string): Promise<Measurement> => {
+          log(`${scenario.name}: ${name}, ${Math.min(WARMUP_SECONDS, options.seconds)} s warm-up, then ${options.seconds} s`)
+          await measure(request(origin), { seconds: Math.min(WARMUP_SECONDS, options.seconds), connections: options.connections, signal })
+          check()
+          const measured = await measure(request(origin), { seconds: options.seconds, connections: options.connections, signal })
+          check()
+          return measured
+        }
+        const ownResult = await run(petstore, `petstore (${label})`)
+        const baseline = scenario.method === 'POST' ? 'POST' : 'GET'
+        const bareResult = bareResults.get(baseline) ?? await run(bare, 'bare node:http')
+        bareResults.set(baseline, bareResult)
+        results.push({
+          scenario: `${scenario.name} [${label}]`,
+          method: scenario.method,
+          path: scenario.path,
+          petstore: ownResult,
+          bare: bareResult,
+          ratio: ownResult.requestsPerSecond / bareResult.requestsPerSecond
+        })
       }
-      const ownResult = await run(petstore, 'petstore')
-      const bareResult = await run(bare, 'bare node:http')
-      results.push({
-        scenario: scenario.name,
-        method: scenario.method,
-        path: scenario.path,
-        petstore: ownResult,
-        bare: bareResult,
-        ratio: ownResult.requestsPerSecond / bareResult.requestsPerSecond
-      })
+      return results
     }
+
+    const results = await runOn('SQLite', { DATABASE_URL: `sqlite:${join(dir, 'bench.db')}` })
+    log('starting a PostgreSQL cluster')
+    postgres = await PostgresCluster.start({ dir: join(dir, 'postgres') })
+    check()
+    results.push(...await runOn('PostgreSQL', { DATABASE_URL: postgres.url }, new Set(['GET /pets?limit=20', 'POST /pets', 'GET /pets/{id} (deprecated)'])))
 
     const machine = { node: process.version, platform: `${process.platform} ${process.arch}`, cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown' }
     process.stdout.write(`\n${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}; ` +
@@ -199,6 +213,7 @@ async function main (): Promise<number> {
         log(`${name} ended with ${status.code ?? status.signal}:\n${(server.stdout + server.stderr).slice(-2000)}`)
       }
     }))
+    await postgres?.stop()
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
     process.removeListener('SIGINT', interrupt)
     process.removeListener('SIGTERM', interrupt)
