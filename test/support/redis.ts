@@ -1,6 +1,14 @@
 // Redis for the tests. `npm test` starts a standalone server and a
 // three-node cluster (scripts/services/redis.js) and names them in
-// PETSTORE_TEST_REDIS_URL and PETSTORE_TEST_REDIS_CLUSTER.
+// PETSTORE_TEST_REDIS_URL and PETSTORE_TEST_REDIS_CLUSTER. Fault tests, which
+// freeze or kill a server, start one of their own here, so that the shared
+// ones stay up for every other test.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { Cluster, Redis } from 'ioredis'
 import { RedisStore, type RedisStoreOptions } from '../../src/limits/redis-store.js'
 import { parseRedisUrl } from '../../src/limits/redis-url.js'
@@ -65,4 +73,89 @@ export async function keysMatching (client: Redis | Cluster, pattern: string): P
 export async function redisTime (client: Redis | Cluster): Promise<number> {
   const [seconds, micros] = await (servers(client)[0] ?? client).time()
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
+}
+
+/** A redis-server of a test's own, on a port chosen now (or the one given, to restart it where it was). */
+export class OwnRedisServer {
+  readonly #dir: string
+  #child: ChildProcess | undefined
+  #exited: Promise<unknown> = Promise.resolve()
+
+  private constructor (readonly port: number, dir: string) {
+    this.#dir = dir
+  }
+
+  static async start (): Promise<OwnRedisServer> {
+    // The variable says npm test has made sure redis-server is installed.
+    testRedisUrl('single')
+    const server = new OwnRedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'petstore-redis-')))
+    await server.restart()
+    return server
+  }
+
+  get url (): string {
+    return `redis://127.0.0.1:${this.port}`
+  }
+
+  /** Starts it (again) on its port. */
+  async restart (): Promise<void> {
+    const child = spawn('redis-server', [
+      '--bind', '127.0.0.1', '--port', String(this.port), '--dir', this.#dir,
+      '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''
+    ], { stdio: ['ignore', 'pipe', 'inherit'] })
+    this.#child = child
+    this.#exited = new Promise((resolve) => { child.once('exit', resolve); child.once('error', resolve) })
+    let output = ''
+    const ready = new Promise<void>((resolve, reject) => {
+      child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+        output += chunk
+        if (output.includes('Ready to accept connections')) resolve()
+      })
+      this.#exited.then(() => reject(new Error(`redis-server on port ${this.port} exited before it was ready:\n${output}`)), reject)
+    })
+    await withTimeout(ready, 10_000, `redis-server on port ${this.port}`)
+  }
+
+  /** SIGSTOP: the server keeps its connections but answers nothing, as a hung one would. */
+  freeze (): void {
+    this.#signal('SIGSTOP')
+  }
+
+  thaw (): void {
+    this.#signal('SIGCONT')
+  }
+
+  /** SIGKILL: gone at once, its connections closed by the kernel. */
+  async kill (): Promise<void> {
+    this.#signal('SIGKILL')
+    await this.#exited
+  }
+
+  async stop (): Promise<void> {
+    const child = this.#child
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      this.#signal('SIGCONT')
+      this.#signal('SIGTERM')
+      const grace = new AbortController()
+      const gone = await Promise.race([this.#exited.then(() => true), delay(3000, false, { signal: grace.signal })])
+      grace.abort()
+      if (!gone) await this.kill()
+    }
+    rmSync(this.#dir, { recursive: true, force: true })
+  }
+
+  #signal (signal: NodeJS.Signals): void {
+    const pid = this.#child?.pid
+    if (pid === undefined) throw new Error('the server was never started')
+    process.kill(pid, signal)
+  }
+}
+
+async function freePort (): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve) })
+  const address = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  if (address === null || typeof address === 'string') throw new Error('no port')
+  return address.port
 }
