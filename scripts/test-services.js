@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /** The service modules, by file name under scripts/services/. */
-const SERVICES = ['postgres']
+const SERVICES = ['postgres', 'redis']
 
 export async function startServices (names = SERVICES) {
   const root = mkdtempSync(join(tmpdir(), 'petstore-test-services-'))

@@ -2,6 +2,7 @@
 // a bad value stops the process with a message that names the variable.
 import ipaddr from 'ipaddr.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
+import { parseRedisUrl } from './limits/redis-url.js'
 
 export interface Config {
   readonly host: string
@@ -46,7 +47,7 @@ export function loadConfig (env: Env = process.env): Config {
     port,
     databaseUrl: databaseUrl(env),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
-    redisUrl: nonEmpty(env, 'REDIS_URL'),
+    redisUrl: redisUrl(env),
     environment,
     publicBaseUrl,
     stagingBaseUrl,
@@ -115,6 +116,18 @@ function databaseUrl (env: Env): string {
   return raw
 }
 
+function redisUrl (env: Env): string | undefined {
+  const raw = nonEmpty(env, 'REDIS_URL')
+  if (raw === undefined) return undefined
+  try {
+    parseRedisUrl(raw)
+  } catch (error) {
+    const why = error instanceof RangeError ? error.message : String(error)
+    throw new ConfigError(`REDIS_URL ${why}: redis://HOST:PORT for one server, redis+cluster://HOST:PORT,HOST:PORT,… for a cluster; got "${redactUrl(raw)}"`)
+  }
+  return raw
+}
+
 /** Origins as browsers send them: scheme, host and port, nothing else. */
 function corsOrigins (env: Env): string[] {
   const origins = list(env, 'CORS_ORIGINS')
@@ -154,5 +167,6 @@ function isCidr (text: string): boolean {
 
 /** Hides the password of a connection URL so that it can be logged. */
 export function redactUrl (url: string): string {
-  return url.replace(/\/\/([^:/@]+):[^@/]*@/, '//$1:***@')
+  // The user name may be empty: Redis URLs often carry a password alone (redis://:SECRET@host).
+  return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@')
 }

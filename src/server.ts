@@ -13,7 +13,7 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
     redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
   })
   const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
-  const limiter = await openRateLimitStore(config.redisUrl)
+  const limiter = await openRateLimitStore(config.redisUrl, logger)
   const app = await buildApp({ config, storage, limiter, logger })
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
 

@@ -36,6 +36,11 @@ describe('configuration', () => {
     ['PUBLIC_BASE_URL is not a URL', { PUBLIC_BASE_URL: 'api.example.test/v1' }, /PUBLIC_BASE_URL/],
     ['STAGING_BASE_URL has a query', { STAGING_BASE_URL: 'https://s.example.test/v1?x=1' }, /STAGING_BASE_URL/],
     ['DATABASE_URL has an unknown scheme', { DATABASE_URL: 'mysql://u:secret@h/db' }, /DATABASE_URL.*u:\*\*\*@/],
+    ['REDIS_URL has an unknown scheme, with its password hidden', { REDIS_URL: 'http://:secret@redis.example.test:6379' }, /REDIS_URL.*\/\/:\*\*\*@/],
+    ['REDIS_URL names no host', { REDIS_URL: 'redis://' }, /REDIS_URL/],
+    ['REDIS_URL has a path that is not a database number', { REDIS_URL: 'redis://h:6379/cache' }, /REDIS_URL/],
+    ['REDIS_URL lists a cluster node that is not HOST:PORT', { REDIS_URL: 'redis+cluster://h1:7000,h2:x' }, /REDIS_URL.*h2:x/],
+    ['REDIS_URL gives a cluster a database number', { REDIS_URL: 'redis+cluster://h1:7000/1' }, /REDIS_URL/],
     ['TRUST_PROXY is neither a flag, a number nor addresses', { TRUST_PROXY: 'yes' }, /TRUST_PROXY/],
     ['RATE_LIMIT_BAN_THRESHOLD is zero', { RATE_LIMIT_BAN_THRESHOLD: '0' }, /RATE_LIMIT_BAN_THRESHOLD/],
     ['CORS_ORIGINS holds something that is not an origin', { CORS_ORIGINS: 'https://ok.example.test,notanorigin' }, /CORS_ORIGINS.*notanorigin/],
@@ -46,6 +51,12 @@ describe('configuration', () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message))
     })
   }
+
+  it('When REDIS_URL names one server or a cluster, then it is kept as given', () => {
+    for (const url of ['redis://127.0.0.1:6379', 'rediss://:secret@redis.example.test/2', 'redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7000,[::1]:7002']) {
+      assert.equal(loadConfig({ REDIS_URL: url }).redisUrl, url)
+    }
+  })
 
   it('When TRUST_PROXY lists addresses and ranges, then they are kept', () => {
     assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16,::1' }).trustProxy, ['10.0.0.1', '192.168.0.0/16', '::1'])

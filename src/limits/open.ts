@@ -1,9 +1,23 @@
-// Chooses the rate-limit store from REDIS_URL.
-import { ConfigError } from '../config.js'
+// Chooses the rate-limit store from REDIS_URL: in-process when unset, else
+// Redis (one server or a cluster, redis-url.ts) with the in-process store as
+// its fallback when Redis is unreachable.
 import { MemoryStore } from './memory-store.js'
+import { RedisStore } from './redis-store.js'
+import { parseRedisUrl } from './redis-url.js'
+import { ResilientStore, type StoreLogger } from './resilient-store.js'
 import type { RateLimitStore } from './store.js'
 
-export async function openRateLimitStore (redisUrl: string | undefined): Promise<RateLimitStore> {
+/**
+ * How long start-up waits for Redis to connect: a reachable one is ready in
+ * milliseconds, and one that is not is then reported unreachable at once,
+ * rather than every instance starting degraded for the moment it takes to
+ * connect.
+ */
+const CONNECT_WAIT_MS = 2000
+
+export async function openRateLimitStore (redisUrl: string | undefined, logger: StoreLogger): Promise<RateLimitStore> {
   if (redisUrl === undefined) return new MemoryStore()
-  throw new ConfigError('REDIS_URL: Redis is not supported by this build yet; unset it to limit in-process')
+  const redis = new RedisStore(parseRedisUrl(redisUrl))
+  await redis.whenReady(CONNECT_WAIT_MS)
+  return await ResilientStore.open(redis, new MemoryStore(), logger)
 }

@@ -1,0 +1,260 @@
+// The Redis store: the state every instance shares, so that limits and bans
+// hold across all of them (DECISIONS §3). One Lua script decides and charges
+// each request in one round trip, atomically, on Redis's clock; the
+// in-process store's rules (memory-store.ts) are the reference it follows.
+// It fails fast when Redis is away; resilient-store.ts decides what then.
+import { performance } from 'node:perf_hooks'
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import type { RedisTarget } from './redis-url.js'
+import {
+  WINDOW_MS, windowStart,
+  type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowState
+} from './store.js'
+
+/** See HIT_SCRIPT: how much longer than its content a key is kept. */
+const EXPIRY_MARGIN_MS = 1000
+
+/**
+ * Keys, per subject: `petstore:{SUBJECT}:minute` and `…:day` (hashes: the
+ * window's start and its count), `…:refusals` (a hash: the minute's start and
+ * the refusals in it that count towards a ban) and `…:ban` (the ban's end).
+ * Their names hold no time, so the script is given every key it touches, as
+ * Redis asks of scripts (https://redis.io/docs/latest/develop/programmability/eval-intro/),
+ * and the start stored with each count says which window it is. The braces
+ * make SUBJECT the hash tag: a subject's keys share one cluster slot, so one
+ * script can reach them all on Redis Cluster
+ * (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags).
+ *
+ * Every write sets an expiry, so memory stays bounded however many subjects
+ * come: a window's key lives to the window's end, refusals to the minute's
+ * end, a ban to its end, each plus EXPIRY_MARGIN_MS. The stored start and
+ * end are what count; the expiry only frees memory, so it errs late: a key
+ * that lasted 1 ms short of its window would forget its count in that 1 ms.
+ *
+ * Time is Redis's TIME, read inside the script (allowed since Redis 5 with
+ * effects replication, the only mode from Redis 7), so instances whose
+ * clocks differ still agree on every window edge. ARGV[1] may instead carry
+ * the caller's time, for tests that must step across minutes and bans.
+ *
+ * KEYS: ban, refusals, then one per window, in the request's order.
+ * ARGV: caller's time or '' | ban threshold (0: no ban policy) | ban length |
+ *       minute length | then per window: its length, its limit (ms, counts).
+ * Returns {now, outcome (0 allowed, 1 limited, 2 banned), ban end or 0,
+ * then each window's count before this request}.
+ */
+const HIT_SCRIPT = `
+local now
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local margin = ${EXPIRY_MARGIN_MS}
+-- Lua numbers are doubles: written with %d, times and counts stay integers, never 1.7e+12.
+local function int (n) return string.format('%d', n) end
+
+local windows = {}
+local full = false
+local result = { now, 0, 0 }
+for i = 3, #KEYS do
+  local length = tonumber(ARGV[2 * i - 1])
+  local limit = tonumber(ARGV[2 * i])
+  local start = now - now % length
+  local stored = redis.call('HMGET', KEYS[i], 'start', 'count')
+  local used = 0
+  if tonumber(stored[1]) == start then used = tonumber(stored[2]) end
+  if used >= limit then full = true end
+  windows[#windows + 1] = { key = KEYS[i], length = length, start = start, used = used }
+  result[#result + 1] = used
+end
+
+local bannedUntil = tonumber(redis.call('GET', KEYS[1]) or '0')
+if bannedUntil > now then
+  result[2] = 2
+  result[3] = bannedUntil
+  return result
+end
+
+if full then
+  result[2] = 1
+  local threshold = tonumber(ARGV[2])
+  if threshold > 0 then
+    local minuteLength = tonumber(ARGV[4])
+    local minute = now - now % minuteLength
+    local stored = redis.call('HMGET', KEYS[2], 'start', 'count')
+    local refusals = 1
+    if tonumber(stored[1]) == minute then refusals = tonumber(stored[2]) + 1 end
+    if refusals >= threshold then
+      local banLength = tonumber(ARGV[3])
+      redis.call('SET', KEYS[1], int(now + banLength), 'PX', int(banLength + margin))
+      -- A new ban needs as many new refusals: one right after this ban ends does not renew it.
+      refusals = 0
+    end
+    redis.call('HSET', KEYS[2], 'start', int(minute), 'count', int(refusals))
+    redis.call('PEXPIRE', KEYS[2], int(minute + minuteLength - now + margin))
+  end
+  return result
+end
+
+for _, w in ipairs(windows) do
+  redis.call('HSET', w.key, 'start', int(w.start), 'count', int(w.used + 1))
+  redis.call('PEXPIRE', w.key, int(w.start + w.length - now + margin))
+end
+return result
+`
+
+/**
+ * How long a command may go unanswered before it fails: DECISIONS §3 has an
+ * instance stop waiting for Redis after 500 ms. A connection attempt gets a
+ * second: no request waits for one (none is sent before the client is
+ * ready), and a server that accepts but never answers is still given up.
+ */
+const COMMAND_TIMEOUT_MS = 500
+const CONNECT_TIMEOUT_MS = 1000
+
+/**
+ * Reconnecting never stops, so the store returns to Redis whenever Redis is
+ * back, but it backs off, doubling from 50 ms up to a bound of 1 s: a dead
+ * server costs one refused connection a second, and one that is back is
+ * found within a second.
+ */
+function reconnectDelay (attempt: number): number {
+  return Math.min(50 * 2 ** Math.min(attempt - 1, 5), 1000)
+}
+
+/** The script as a command: defineCommand adds it at run time, which ioredis's types cannot know. */
+interface WithHitScript {
+  petstoreHit (numberOfKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+}
+
+export interface RedisStoreOptions {
+  /**
+   * Whose clock decides the windows: 'redis' (Redis's TIME, the default and
+   * the only one the service uses) or 'caller' (the `now` given to hit(),
+   * so that tests can step across minutes and bans without waiting them out).
+   */
+  clock?: 'redis' | 'caller'
+}
+
+export class RedisStore implements RateLimitStore {
+  readonly name = 'redis'
+  readonly #client: (Redis | Cluster) & WithHitScript
+  readonly #clock: 'redis' | 'caller'
+  /** The client's last connection error, to say why Redis is unreachable. */
+  #lastError: string | undefined
+
+  constructor (target: RedisTarget, { clock = 'redis' }: RedisStoreOptions = {}) {
+    this.#clock = clock
+    // No offline queue: a command sent while Redis is away fails at once
+    // instead of waiting for a reconnection. Nothing is resent after one
+    // either: by then its request was answered without Redis.
+    const options: RedisOptions = {
+      commandTimeout: COMMAND_TIMEOUT_MS,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false
+    }
+    const client = target.kind === 'single'
+      ? new Redis(target.url, { ...options, enableOfflineQueue: false, retryStrategy: reconnectDelay })
+      : new Cluster(target.nodes, {
+        enableOfflineQueue: false,
+        clusterRetryStrategy: reconnectDelay,
+        slotsRefreshTimeout: CONNECT_TIMEOUT_MS,
+        redisOptions: {
+          ...options,
+          username: target.username,
+          password: target.password,
+          ...(target.tls ? { tls: {} } : {})
+        }
+      } satisfies ClusterOptions)
+    client.on('error', (error: Error) => { this.#lastError = error.message })
+    client.on('ready', () => { this.#lastError = undefined })
+    // EVALSHA, with EVAL the first time a server has not seen the script (a new or restarted one).
+    client.defineCommand('petstoreHit', { lua: HIT_SCRIPT })
+    // Cast: the line above added petstoreHit.
+    this.#client = client as typeof client & WithHitScript
+  }
+
+  async hit ({ subject, windows, ban }: HitRequest, now: number): Promise<Decision> {
+    this.#assertReady()
+    const prefix = `petstore:{${subject}}:`
+    const keys = [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)]
+    const args = [
+      this.#clock === 'caller' ? String(now) : '',
+      String(ban?.threshold ?? 0),
+      String((ban?.seconds ?? 0) * 1000),
+      String(WINDOW_MS.minute),
+      ...windows.flatMap(({ window, limit }) => [String(WINDOW_MS[window]), String(limit)])
+    ]
+    const sent = performance.now()
+    const reply = integers(await this.#client.petstoreHit(keys.length, ...keys, ...args), 3 + windows.length)
+    const [redisNow = 0, outcome, bannedUntil = 0, ...used] = reply
+
+    // The decision's instants are on the caller's clock, as the caller reads
+    // them against its own `now` (Retry-After, X-RateLimit-Reset, the Date
+    // header): each is Redis's time left, counted from when the answer
+    // arrived. So a Retry-After is never shorter than the real wait, however
+    // far apart the two clocks are, and is longer by one round trip at most.
+    const shift = this.#clock === 'caller' ? 0 : now + Math.ceil(performance.now() - sent) - redisNow
+    const view = (charge: number): WindowState[] => windows.map(({ window, limit }, i) => ({
+      window,
+      limit,
+      remaining: Math.max(0, limit - (used[i] ?? 0) - charge),
+      resetAt: windowStart(window, redisNow) + WINDOW_MS[window] + shift
+    }))
+    if (outcome === 2) return { outcome: 'banned', windows: view(0), bannedUntil: bannedUntil + shift }
+    if (outcome === 1) return { outcome: 'limited', windows: view(0) }
+    return { outcome: 'allowed', windows: view(1) }
+  }
+
+  /** One PING (to every master of a cluster), answered within COMMAND_TIMEOUT_MS or failed. */
+  async health (): Promise<StoreHealth> {
+    try {
+      this.#assertReady()
+      const client = this.#client
+      const servers = client instanceof Cluster ? client.nodes('master') : [client]
+      if (servers.length === 0) throw new Error('the cluster names no master')
+      await Promise.all(servers.map(async (server) => await server.ping()))
+      return { status: 'ok' }
+    } catch (error) {
+      return { status: 'down', reason: `redis unreachable (${error instanceof Error ? error.message : String(error)})` }
+    }
+  }
+
+  /** Whether the client is connected and ready within `ms`: at start, so that a store is not called degraded while it connects. */
+  async whenReady (ms: number): Promise<boolean> {
+    const client = this.#client
+    if (client.status === 'ready') return true
+    return await new Promise<boolean>((resolve) => {
+      const ready = (): void => { clearTimeout(timer); resolve(true) }
+      const timer = setTimeout(() => { client.off('ready', ready); resolve(false) }, ms)
+      client.once('ready', ready)
+    })
+  }
+
+  async close (): Promise<void> {
+    try {
+      await this.#client.quit()
+    } catch {
+      // Redis is away or not answering: there is nothing to say goodbye to.
+      this.#client.disconnect()
+    }
+  }
+
+  /** Fails at once, and says why, while the client is not connected: ioredis's own message names neither the cause nor the server. */
+  #assertReady (): void {
+    const status = this.#client.status
+    if (status !== 'ready') throw new Error(`${status}${this.#lastError === undefined ? '' : `: ${this.#lastError}`}`)
+  }
+}
+
+/** The script's reply, checked: an array of at least `length` integers. */
+function integers (reply: unknown, length: number): number[] {
+  const unexpected = (): Error => new Error(`unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`)
+  if (!Array.isArray(reply) || reply.length < length) throw unexpected()
+  return reply.map((n: unknown) => {
+    if (typeof n !== 'number' || !Number.isSafeInteger(n)) throw unexpected()
+    return n
+  })
+}

@@ -1,0 +1,132 @@
+// A shared store with an in-process fallback (DECISIONS §3): when the shared
+// store (Redis) fails or does not answer within 500 ms, each instance goes on
+// limiting with its own in-process store, says so once, reports itself
+// degraded, and goes back to the shared store once it answers again.
+// While degraded, requests do not try the shared store at all: a frozen
+// Redis would otherwise cost every request the full wait. A probe in the
+// background finds out when it is back.
+import type { Decision, HitRequest, RateLimitStore, StoreHealth } from './store.js'
+
+/** What this store logs with: pino's logger is one, and so is anything with these two methods. */
+export interface StoreLogger {
+  warn (details: Record<string, unknown>, message: string): void
+  info (details: Record<string, unknown>, message: string): void
+}
+
+/**
+ * How long a request waits for the shared store before the fallback answers
+ * it: DECISIONS §3 counts a store that does not answer within 500 ms as
+ * unreachable, and no request may wait on it for more than a second.
+ */
+const DEADLINE_MS = 500
+/** How often a degraded store asks the shared one whether it is back: with DEADLINE_MS per probe, it is found within a second. */
+const PROBE_EVERY_MS = 500
+
+export class ResilientStore implements RateLimitStore {
+  readonly name: string
+  readonly #primary: RateLimitStore
+  readonly #fallback: RateLimitStore
+  readonly #logger: StoreLogger
+  /** Why the shared store is not used, while it is not; undefined while it is. */
+  #degraded: { reason: string, since: number } | undefined
+  #probe: NodeJS.Timeout | undefined
+  #closed = false
+
+  /** Opens it after one health check of `primary`, so that a shared store unreachable at start is said so at once. */
+  static async open (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger): Promise<ResilientStore> {
+    const store = new ResilientStore(primary, fallback, logger)
+    const health = await store.#primaryHealth()
+    if (health.status !== 'ok') store.#degrade(health.reason)
+    return store
+  }
+
+  private constructor (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger) {
+    this.name = primary.name
+    this.#primary = primary
+    this.#fallback = fallback
+    this.#logger = logger
+  }
+
+  async hit (request: HitRequest, now: number): Promise<Decision> {
+    if (this.#degraded === undefined) {
+      try {
+        return await within(this.#primary.hit(request, now), DEADLINE_MS)
+      } catch (error) {
+        this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
+      }
+    }
+    return await this.#fallback.hit(request, now)
+  }
+
+  /** While the shared store is used, one probe of it, so that readiness names a store that went away while no request came. */
+  async health (): Promise<StoreHealth> {
+    if (this.#degraded === undefined) {
+      const health = await this.#primaryHealth()
+      if (health.status !== 'ok') this.#degrade(health.reason)
+    }
+    if (this.#degraded !== undefined) {
+      const fallback = await this.#fallback.health()
+      // Only if the fallback cannot decide either is there nothing left to limit with.
+      if (fallback.status === 'down') return { status: 'down', reason: `${this.#degraded.reason}, and the in-process store is down: ${fallback.reason}` }
+      return { status: 'degraded', reason: `${this.#degraded.reason}, limiting in-process` }
+    }
+    return { status: 'ok' }
+  }
+
+  async close (): Promise<void> {
+    this.#closed = true
+    clearTimeout(this.#probe)
+    await Promise.all([this.#primary.close(), this.#fallback.close()])
+  }
+
+  async #primaryHealth (): Promise<StoreHealth> {
+    try {
+      return await within(this.#primary.health(), DEADLINE_MS)
+    } catch (error) {
+      return { status: 'down', reason: `${this.#primary.name} unreachable (${message(error)})` }
+    }
+  }
+
+  #degrade (reason: string): void {
+    if (this.#degraded !== undefined || this.#closed) return
+    this.#degraded = { reason, since: Date.now() }
+    this.#logger.warn({ store: this.name, reason }, `rate-limit store ${this.name} unreachable: limiting in-process, per instance, until it answers again`)
+    this.#scheduleProbe()
+  }
+
+  #scheduleProbe (): void {
+    // #probeOnce never rejects: #primaryHealth turns every failure into an answer.
+    this.#probe = setTimeout(() => { this.#probeOnce().catch(() => {}) }, PROBE_EVERY_MS)
+    // The probe alone does not keep the process alive: close() or exit ends it.
+    this.#probe.unref()
+  }
+
+  async #probeOnce (): Promise<void> {
+    const health = await this.#primaryHealth()
+    if (this.#closed || this.#degraded === undefined) return
+    if (health.status !== 'ok') {
+      this.#scheduleProbe()
+      return
+    }
+    const degradedForMs = Date.now() - this.#degraded.since
+    this.#degraded = undefined
+    this.#logger.info({ store: this.name, degradedForMs }, `rate-limit store ${this.name} reachable again: limits are shared again`)
+  }
+}
+
+/** `promise`, or a rejection once `ms` have passed without its answer. */
+async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  try {
+    return await Promise.race([promise, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+function message (error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

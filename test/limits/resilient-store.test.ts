@@ -1,0 +1,166 @@
+// Redis going away and coming back, on a redis-server of the test's own:
+// frozen (SIGSTOP: connected, silent, as a hung server is), killed and
+// restarted on its port, and absent when the service starts. The store is
+// the one the service opens from REDIS_URL.
+import { describe, it, type TestContext } from 'node:test'
+import assert from 'node:assert/strict'
+import { performance } from 'node:perf_hooks'
+import { Redis } from 'ioredis'
+import { openRateLimitStore } from '../../src/limits/open.js'
+import type { StoreLogger } from '../../src/limits/resilient-store.js'
+import type { Decision, HitRequest, RateLimitStore } from '../../src/limits/store.js'
+import { pollUntil, withTimeout } from '../support/process.js'
+import { OwnRedisServer } from '../support/redis.js'
+
+/** Keeps what the store logs. */
+class Log implements StoreLogger {
+  readonly warnings: string[] = []
+  readonly infos: string[] = []
+  warn (details: Record<string, unknown>, message: string): void { this.warnings.push(message) }
+  info (details: Record<string, unknown>, message: string): void { this.infos.push(message) }
+}
+
+let n = 0
+const request = (): HitRequest => ({
+  subject: `key:fault-${process.pid}-${Date.now()}-${n++}`,
+  windows: [{ window: 'minute', limit: 100 }, { window: 'day', limit: 1000 }],
+  ban: { threshold: 3, seconds: 60 }
+})
+
+/** One hit, timed; it must answer within a second, however Redis is (DECISIONS §3). */
+async function timedHit (store: RateLimitStore, r: HitRequest): Promise<{ decision: Decision, ms: number }> {
+  const started = performance.now()
+  const decision = await withTimeout(store.hit(r, Date.now()), 5000, 'a hit')
+  return { decision, ms: performance.now() - started }
+}
+
+/** Polls health until ok; returns how long it took. */
+async function untilHealthy (store: RateLimitStore): Promise<number> {
+  const started = performance.now()
+  await pollUntil(async () => (await store.health()).status === 'ok' ? true : undefined, { ms: 10_000, every: 50, what: 'the store to be ok again' })
+  return performance.now() - started
+}
+
+/** The count the minute window of `r` holds in Redis, read with a client of the test's own. */
+async function countInRedis (url: string, r: HitRequest): Promise<number> {
+  const client = new Redis(url)
+  try {
+    return Number(await client.hget(`petstore:{${r.subject}}:minute`, 'count') ?? 0)
+  } finally {
+    client.disconnect()
+  }
+}
+
+describe('the Redis store when Redis fails', () => {
+  it('When Redis freezes, then requests are answered in-process within a second, health says degraded, and after it thaws the store goes back to it', { timeout: 30_000 }, async (t: TestContext) => {
+    // Arrange
+    const server = await OwnRedisServer.start()
+    const log = new Log()
+    const store = await openRateLimitStore(server.url, log)
+    const r = request()
+    try {
+      assert.equal((await store.hit(r, Date.now())).outcome, 'allowed')
+      assert.deepEqual(await store.health(), { status: 'ok' })
+
+      // Act: five requests in flight as it freezes, then one more.
+      server.freeze()
+      const firsts = await Promise.all(Array.from({ length: 5 }, async () => await timedHit(store, r)))
+      const second = await timedHit(store, r)
+      const degraded = await store.health()
+
+      // Assert: answered from memory, within a second, the change logged once.
+      const slowest = Math.max(...firsts.map(({ ms }) => ms))
+      t.diagnostic(`frozen: the first hits answered within ${slowest.toFixed(0)} ms, the next in ${second.ms.toFixed(1)} ms`)
+      assert.deepEqual(firsts.map(({ decision }) => decision.outcome), Array(5).fill('allowed'))
+      assert.ok(slowest < 1000, `a hit waited ${slowest} ms`)
+      assert.ok(second.ms < 100, `a hit while degraded waited ${second.ms} ms: it should not try Redis at all`)
+      assert.equal(degraded.status, 'degraded')
+      assert.match(degraded.status === 'degraded' ? degraded.reason : '', /^redis unreachable \(.+\), limiting in-process$/)
+      assert.equal(log.warnings.length, 1)
+
+      // Act: it thaws.
+      server.thaw()
+      const recoveredIn = await untilHealthy(store)
+      const before = await countInRedis(server.url, r)
+      await store.hit(r, Date.now())
+      const after = await countInRedis(server.url, r)
+
+      // Assert: back on Redis, the change logged once.
+      t.diagnostic(`thawed: healthy again after ${recoveredIn.toFixed(0)} ms`)
+      assert.equal(after, before + 1, 'the hit was counted in Redis')
+      assert.equal(log.infos.length, 1)
+      assert.equal(log.warnings.length, 1)
+    } finally {
+      // The server first: a frozen one is thawed by stop(), so that nothing waits on it.
+      await server.stop()
+      await store.close()
+    }
+  })
+
+  it('When Redis is killed, then requests are answered in-process within a second, and once it is restarted on its port the store goes back to it', { timeout: 30_000 }, async (t: TestContext) => {
+    // Arrange
+    const server = await OwnRedisServer.start()
+    const log = new Log()
+    const store = await openRateLimitStore(server.url, log)
+    const r = request()
+    try {
+      assert.equal((await store.hit(r, Date.now())).outcome, 'allowed')
+
+      // Act
+      await server.kill()
+      const first = await timedHit(store, r)
+      const degraded = await store.health()
+
+      // Assert
+      t.diagnostic(`killed: first hit answered in ${first.ms.toFixed(1)} ms`)
+      assert.equal(first.decision.outcome, 'allowed')
+      assert.ok(first.ms < 1000, `the first hit waited ${first.ms} ms`)
+      assert.equal(degraded.status, 'degraded')
+      assert.equal(log.warnings.length, 1)
+
+      // Act: a new server on the same port, which has never seen the script.
+      const restartedAt = performance.now()
+      await server.restart()
+      await untilHealthy(store)
+      const recoveredIn = performance.now() - restartedAt
+      await store.hit(r, Date.now())
+
+      // Assert: counted afresh by the new server.
+      t.diagnostic(`restarted: healthy again ${recoveredIn.toFixed(0)} ms after the server was`)
+      assert.equal(await countInRedis(server.url, r), 1)
+      assert.equal(log.infos.length, 1)
+    } finally {
+      // The server first: a frozen one is thawed by stop(), so that nothing waits on it.
+      await server.stop()
+      await store.close()
+    }
+  })
+
+  it('When Redis is down as the service starts, then it starts degraded, and uses Redis once Redis is up', { timeout: 30_000 }, async () => {
+    // Arrange: a port with no server behind it yet.
+    const server = await OwnRedisServer.start()
+    await server.kill()
+    const log = new Log()
+
+    // Act
+    const store = await openRateLimitStore(server.url, log)
+    const r = request()
+    try {
+      const atStart = await store.health()
+      const { ms } = await timedHit(store, r)
+      await server.restart()
+      await untilHealthy(store)
+      await store.hit(r, Date.now())
+
+      // Assert
+      assert.equal(atStart.status, 'degraded')
+      assert.ok(ms < 100, `a hit while degraded waited ${ms} ms`)
+      assert.deepEqual([log.warnings.length, log.infos.length], [1, 1])
+      assert.equal(await countInRedis(server.url, r), 1)
+    } finally {
+      // The server first: a frozen one is thawed by stop(), so that nothing waits on it.
+      await server.stop()
+      await store.close()
+    }
+  })
+})
