@@ -13,7 +13,9 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
     redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
   })
   const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
-  const limiter = await openRateLimitStore(config.redisUrl, logger)
+  // Every instance on one database shares its counters, and no other deployment's.
+  const deployment = (await storage.secret('deployment')).subarray(0, 8).toString('hex')
+  const limiter = await openRateLimitStore(config.redisUrl, logger, deployment)
   const app = await buildApp({ config, storage, limiter, logger })
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
 

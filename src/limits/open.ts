@@ -15,9 +15,10 @@ import type { RateLimitStore } from './store.js'
  */
 const CONNECT_WAIT_MS = 2000
 
-export async function openRateLimitStore (redisUrl: string | undefined, logger: StoreLogger): Promise<RateLimitStore> {
+/** `namespace`: names this deployment's keys in a Redis that other deployments may share (RedisStoreOptions). */
+export async function openRateLimitStore (redisUrl: string | undefined, logger: StoreLogger, namespace: string): Promise<RateLimitStore> {
   if (redisUrl === undefined) return new MemoryStore()
-  const redis = new RedisStore(parseRedisUrl(redisUrl))
+  const redis = new RedisStore(parseRedisUrl(redisUrl), { namespace })
   await redis.whenReady(CONNECT_WAIT_MS)
   return await ResilientStore.open(redis, new MemoryStore(), logger)
 }

@@ -15,7 +15,7 @@ import {
 const EXPIRY_MARGIN_MS = 1000
 
 /**
- * Keys, per subject: `petstore:{SUBJECT}:minute` and `…:day` (hashes: the
+ * Keys, per subject: `petstore:DEPLOYMENT:{SUBJECT}:minute` and `…:day` (hashes: the
  * window's start and its count), `…:refusals` (a hash: the minute's start and
  * the refusals in it that count towards a ban) and `…:ban` (the ban's end).
  * Their names hold no time, so the script is given every key it touches, as
@@ -135,17 +135,25 @@ export interface RedisStoreOptions {
    * so that tests can step across minutes and bans without waiting them out).
    */
   clock?: 'redis' | 'caller'
+  /**
+   * Names this deployment's keys. Key ids are a database's own, so two
+   * deployments sharing one Redis (production and staging, say) must not
+   * share `key:1`: the service gives the id of its database here.
+   */
+  namespace?: string
 }
 
 export class RedisStore implements RateLimitStore {
   readonly name = 'redis'
   readonly #client: (Redis | Cluster) & WithHitScript
   readonly #clock: 'redis' | 'caller'
+  readonly #namespace: string
   /** The client's last connection error, to say why Redis is unreachable. */
   #lastError: string | undefined
 
-  constructor (target: RedisTarget, { clock = 'redis' }: RedisStoreOptions = {}) {
+  constructor (target: RedisTarget, { clock = 'redis', namespace = '' }: RedisStoreOptions = {}) {
     this.#clock = clock
+    this.#namespace = namespace === '' ? '' : `${namespace}:`
     // No offline queue: a command sent while Redis is away fails at once
     // instead of waiting for a reconnection. Nothing is resent after one
     // either: by then its request was answered without Redis.
@@ -178,7 +186,7 @@ export class RedisStore implements RateLimitStore {
 
   async hit ({ subject, windows, ban }: HitRequest, now: number): Promise<Decision> {
     this.#assertReady()
-    const prefix = `petstore:{${subject}}:`
+    const prefix = `petstore:${this.#namespace}{${subject}}:`
     const keys = [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)]
     const args = [
       this.#clock === 'caller' ? String(now) : '',

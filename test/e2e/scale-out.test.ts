@@ -1,5 +1,6 @@
-// Several instances of the service on one PostgreSQL database, as behind a
-// load balancer, and what they do when PostgreSQL goes away. The figures
+// Several instances of the service on one PostgreSQL database and one
+// Redis, as behind a load balancer, and what they do when PostgreSQL or
+// Redis goes away. The figures
 // (how long an outage was seen, how long recovery took) are printed as test
 // diagnostics.
 import { after, describe, it } from 'node:test'
@@ -7,11 +8,13 @@ import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
 import { PostgresCluster } from '../support/postgres-cluster.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
-import { createKey, idsIn, pollUntil, startServer, type ServerProcess } from '../support/process.js'
+import { createKey, idsIn, pollUntil, runCliOk, startServer, type ServerProcess } from '../support/process.js'
+import { OwnRedisServer } from '../support/redis.js'
 
 const REQUEST_TIMEOUT_MS = 10_000
 /** DECISIONS §6: a database not answering within 5 s is a 503; this much more for a busy test machine. */
@@ -158,5 +161,115 @@ describe('an instance while its PostgreSQL server stops or freezes', { timeout: 
     assert.equal(readyDuring.status, 503)
     assert.equal((await send(running, '/readyz')).status, 200)
     t.diagnostic(`frozen: 503 after ${during.ms} ms, /readyz 503 after ${readyDuring.ms} ms; writes succeeded ${recoveredMs} ms after the thaw`)
+  })
+})
+
+describe('several instances on one PostgreSQL database and one Redis', { timeout: 180_000 }, () => {
+  const servers: ServerProcess[] = []
+  let redis: OwnRedisServer | undefined
+  after(async () => {
+    await Promise.all(servers.map(async (server) => await server.dispose()))
+    await redis?.stop()
+  })
+
+  /** Instances sharing a fresh database and this describe's own Redis, and an enterprise key with these limits. */
+  async function arrange (count: number, perMinute: number, extraEnv: Record<string, string> = {}): Promise<{ instances: ServerProcess[], token: string, keyId: number, env: Record<string, string> }> {
+    redis ??= await OwnRedisServer.start()
+    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: redis.url, DATABASE_POOL_SIZE: '4', ...extraEnv }
+    const key = await createKey(env, ['--plan', 'enterprise', '--name', 'shared', '--per-minute', String(perMinute), '--per-day', '1000000'])
+    const instances = await Promise.all(Array.from({ length: count }, async () => await startServer(env)))
+    servers.push(...instances)
+    // A minute window that ends during the test would admit a second quota.
+    const toNextMinute = 60_000 - (Date.now() % 60_000)
+    if (toNextMinute < 10_000) await delay(toNextMinute + 200)
+    return { instances, token: key.token, keyId: key.id, env }
+  }
+
+  it('When concurrent requests are split over three instances, then exactly the per-minute limit is admitted', async (t) => {
+    // Arrange
+    const limit = 50
+    const sent = 240
+    const { instances, token } = await arrange(3, limit)
+
+    // Act
+    const statuses = await Promise.all(Array.from({ length: sent }, async (_, i) =>
+      (await send(instances[i % instances.length] as ServerProcess, '/v1/pets?limit=1', { headers: bearer(token) })).status))
+
+    // Assert
+    const admitted = statuses.filter((status) => status === 200).length
+    assert.equal(admitted, limit)
+    assert.equal(statuses.filter((status) => status === 429).length, sent - limit)
+    t.diagnostic(`${sent} concurrent requests over 3 instances, limit ${limit} a minute: ${admitted} admitted`)
+  })
+
+  it('When a key keeps sending after 429 through two instances, then a third bans it too; a revocation reaches every instance within one second', async () => {
+    // Arrange
+    const { instances, token, keyId, env } = await arrange(3, 1, { RATE_LIMIT_BAN_THRESHOLD: '3' })
+    const [a, b, c] = instances as [ServerProcess, ServerProcess, ServerProcess]
+    assert.equal((await send(a, '/v1/pets?limit=1', { headers: bearer(token) })).status, 200)
+
+    // Act
+    for (const server of [a, b, a]) assert.equal((await send(server, '/v1/pets?limit=1', { headers: bearer(token) })).status, 429)
+    const onThird = await send(c, '/v1/pets?limit=1', { headers: bearer(token) })
+    const fresh = await createKey(env, ['--plan', 'free', '--name', 'to revoke'])
+    await runCliOk(['keys', 'revoke', String(fresh.id)], env)
+    const revokedAt = Date.now()
+    const refusedIn = await Promise.all([a, b, c].map(async (server) => {
+      await pollUntil(async () => (await send(server, '/v1/pets?limit=1', { headers: bearer(fresh.token) })).status === 401 ? true : undefined,
+        { ms: 3_000, every: 50, what: 'the revoked key to be refused' })
+      return Date.now() - revokedAt
+    }))
+
+    // Assert
+    assert.equal(onThird.status, 429)
+    assert.match(onThird.text, /"code":"api_key_banned"/)
+    assert.ok(keyId > 0)
+    for (const ms of refusedIn) assert.ok(ms < 1_000, `refused after ${ms} ms`)
+  })
+
+  it('When Redis is killed and then restarted, or frozen and then resumed, then every request is answered within a second, limits still hold, /readyz names the degradation, and the instance goes back to Redis', async (t) => {
+    // Arrange: bans out of the way, so that the refusals only show the limit.
+    const limit = 30
+    const { instances, token } = await arrange(1, limit, { RATE_LIMIT_BAN_THRESHOLD: '1000' })
+    const server = instances[0] as ServerProcess
+    const own = redis as OwnRedisServer
+    const slowest = { ms: 0 }
+    const load = async (count: number): Promise<number[]> => await Promise.all(Array.from({ length: count }, async () => {
+      const answer = await send(server, '/v1/pets?limit=1', { headers: bearer(token) })
+      slowest.ms = Math.max(slowest.ms, answer.ms)
+      return answer.status
+    }))
+    const readiness = async (): Promise<string> => (JSON.parse((await send(server, '/readyz')).text) as { status: string }).status
+    const backOnRedis = async (): Promise<number> => {
+      const from = Date.now()
+      await pollUntil(async () => await readiness() === 'ok' ? true : undefined, { ms: 15_000, every: 50, what: 'the instance to go back to Redis' })
+      return Date.now() - from
+    }
+
+    // Act: killed.
+    await own.kill()
+    const whileKilled = await load(limit + 10)
+    const readyKilled = await readiness()
+    await own.restart()
+    const backAfterRestartMs = await backOnRedis()
+    // Act: frozen.
+    own.freeze()
+    const whileFrozen = await load(20)
+    const readyFrozen = await readiness()
+    own.thaw()
+    const backAfterThawMs = await backOnRedis()
+    const afterwards = await load(5)
+
+    // Assert
+    // In-process, the instance admits exactly its limit, and goes on refusing in the same minute.
+    assert.equal(whileKilled.filter((status) => status === 200).length, limit)
+    assert.equal(whileKilled.filter((status) => status === 429).length, 10)
+    assert.ok(whileFrozen.every((status) => status === 429), String(whileFrozen))
+    // Back on Redis, which restarted empty: the key has room again.
+    assert.ok(afterwards.every((status) => status === 200), String(afterwards))
+    assert.equal(readyKilled, 'degraded')
+    assert.equal(readyFrozen, 'degraded')
+    assert.ok(slowest.ms < 1_000, `a request took ${slowest.ms} ms`)
+    t.diagnostic(`Redis killed, then frozen: slowest request ${slowest.ms} ms; ${limit} of ${limit + 10} admitted in-process (limit ${limit}); back on Redis ${backAfterRestartMs} ms after the restart, ${backAfterThawMs} ms after the thaw`)
   })
 })

@@ -92,6 +92,24 @@ for (const kind of ['single', 'cluster'] as const satisfies RedisKind[]) {
       }
     })
 
+    it('When two deployments share one Redis, then the same subject counts apart in each', async () => {
+      // Arrange: key ids are each database's own, so two deployments both have a key:1.
+      const [production, staging] = [await openTestStore(kind, { clock: 'caller', namespace: 'db-a' }), await openTestStore(kind, { clock: 'caller', namespace: 'db-b' })]
+      const request: HitRequest = { subject: subject('shared-id'), windows: [{ window: 'minute', limit: 1 }], ban: undefined }
+
+      try {
+        // Act
+        const first = await production.hit(request, T0)
+        const other = await staging.hit(request, T0)
+        const again = await production.hit(request, T0)
+
+        // Assert
+        assert.deepEqual([first.outcome, other.outcome, again.outcome], ['allowed', 'allowed', 'limited'])
+      } finally {
+        await Promise.all([production.close(), staging.close()])
+      }
+    })
+
     it('When two instances\' clocks are 80 s apart, then they count in Redis\'s one minute and each reads the reset on its own clock', async () => {
       // Arrange: two stores on Redis's clock, their callers' clocks 80 s apart,
       // so that on their own clocks they could never share a minute.

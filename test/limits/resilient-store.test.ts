@@ -45,7 +45,7 @@ async function untilHealthy (store: RateLimitStore): Promise<number> {
 async function countInRedis (url: string, r: HitRequest): Promise<number> {
   const client = new Redis(url)
   try {
-    return Number(await client.hget(`petstore:{${r.subject}}:minute`, 'count') ?? 0)
+    return Number(await client.hget(`petstore:test:{${r.subject}}:minute`, 'count') ?? 0)
   } finally {
     client.disconnect()
   }
@@ -56,7 +56,7 @@ describe('the Redis store when Redis fails', () => {
     // Arrange
     const server = await OwnRedisServer.start()
     const log = new Log()
-    const store = await openRateLimitStore(server.url, log)
+    const store = await openRateLimitStore(server.url, log, 'test')
     const r = request()
     try {
       assert.equal((await store.hit(r, Date.now())).outcome, 'allowed')
@@ -101,7 +101,7 @@ describe('the Redis store when Redis fails', () => {
     // Arrange
     const server = await OwnRedisServer.start()
     const log = new Log()
-    const store = await openRateLimitStore(server.url, log)
+    const store = await openRateLimitStore(server.url, log, 'test')
     const r = request()
     try {
       assert.equal((await store.hit(r, Date.now())).outcome, 'allowed')
@@ -143,7 +143,7 @@ describe('the Redis store when Redis fails', () => {
     const log = new Log()
 
     // Act
-    const store = await openRateLimitStore(server.url, log)
+    const store = await openRateLimitStore(server.url, log, 'test')
     const r = request()
     try {
       const atStart = await store.health()

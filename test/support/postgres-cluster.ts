@@ -95,15 +95,15 @@ export class PostgresCluster {
   freeze (): void {
     const pid = this.#postmaster?.pid
     if (pid === undefined) return
-    process.kill(pid, 'SIGSTOP')
-    for (const child of childrenOf(pid)) process.kill(child, 'SIGSTOP')
+    signalIfAlive(pid, 'SIGSTOP')
+    for (const child of childrenOf(pid)) signalIfAlive(child, 'SIGSTOP')
   }
 
   thaw (): void {
     const pid = this.#postmaster?.pid
     if (pid === undefined) return
-    for (const child of childrenOf(pid)) process.kill(child, 'SIGCONT')
-    process.kill(pid, 'SIGCONT')
+    for (const child of childrenOf(pid)) signalIfAlive(child, 'SIGCONT')
+    signalIfAlive(pid, 'SIGCONT')
   }
 
   /** Waits for the postmaster to exit (after SIGQUIT, say). */
@@ -142,6 +142,15 @@ export class PostgresCluster {
       await delay(100)
     }
     throw new Error(`PostgreSQL did not answer within ${START_TIMEOUT_MS} ms (${String(lastError)}):\n${this.#stderr}`)
+  }
+}
+
+/** A process may end between being listed and being signalled: that is not an error. */
+function signalIfAlive (pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error
   }
 }
 
