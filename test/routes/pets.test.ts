@@ -310,19 +310,43 @@ for (const backend of STORAGE_BACKENDS) {
       })
     }
 
-    it('When a cursor made for one status is used with another, then 400', async () => {
-      const first = await get('/v1/pets?status=sold&limit=2')
-      const cursor = /cursor=([A-Za-z0-9_-]+)/.exec(String(first.headers.link))?.[1]
+    /** The cursor of a page's `Link: rel="next"`; fails when there is none, so that no test goes on with an empty cursor. */
+    const nextCursor = (response: { statusCode: number, headers: Record<string, unknown> }): string => {
+      assert.equal(response.statusCode, 200)
+      const cursor = /[?&]cursor=([A-Za-z0-9_-]+)/.exec(String(response.headers.link ?? ''))?.[1]
+      assert.ok(cursor !== undefined, `no cursor in Link: ${String(response.headers.link)}`)
+      return cursor
+    }
+
+    it('When a cursor made for one status is used with another, then 400 names query.cursor as made for another filter', async () => {
+      // Arrange
+      const cursor = nextCursor(await get('/v1/pets?status=sold&limit=2'))
+
+      // Act
       const response = await get(`/v1/pets?status=pending&limit=2&cursor=${cursor}`)
+
+      // Assert
       assert.equal(response.statusCode, 400)
+      const error = errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.deepEqual(error.details, [{ field: 'query.cursor', reason: 'was made for another status filter' }])
     })
 
-    it('When a cursor is altered by one character, then 400', async () => {
-      const first = await get('/v1/pets?limit=2')
-      const cursor = /cursor=([A-Za-z0-9_-]+)/.exec(String(first.headers.link))?.[1] ?? ''
+    it('When a cursor is altered by one character, then 400 names query.cursor as not made here, and the unaltered one passes', async () => {
+      // Arrange
+      const cursor = nextCursor(await get('/v1/pets?limit=2'))
       const altered = cursor.slice(0, 3) + (cursor[3] === 'A' ? 'B' : 'A') + cursor.slice(4)
+
+      // Act
       const response = await get(`/v1/pets?limit=2&cursor=${altered}`)
+      const unaltered = await get(`/v1/pets?limit=2&cursor=${cursor}`)
+
+      // Assert
       assert.equal(response.statusCode, 400)
+      const error = errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.deepEqual(error.details, [{ field: 'query.cursor', reason: 'is not a cursor this service made' }])
+      assert.equal(unaltered.statusCode, 200)
     })
   })
 
