@@ -183,14 +183,18 @@ for (const backend of STORAGE_BACKENDS) {
     it('When the key is sent in the quoted form, then it is the same key', async () => {
       const first = await post(buildPet({ name: 'Quoted' }), 'q-1')
       const second = await post(buildPet({ name: 'Quoted' }), '"q-1"')
+
+      assert.equal(first.statusCode, 201)
+      assert.equal(second.statusCode, 201)
       assert.equal(second.headers['idempotent-replayed'], 'true')
       assert.equal(second.json().id, first.json().id)
     })
 
     it('When the same key comes with another body, then 422 idempotency_key_reused', async () => {
-      await post(buildPet({ name: 'A' }), 'reuse-1')
+      const first = await post(buildPet({ name: 'A' }), 'reuse-1')
       const response = await post(buildPet({ name: 'B' }), 'reuse-1')
 
+      assert.equal(first.statusCode, 201)
       assert.equal(response.statusCode, 422)
       assert.equal(errorOf(response).code, 'idempotency_key_reused')
     })
@@ -209,16 +213,27 @@ for (const backend of STORAGE_BACKENDS) {
       const mine = await post(buildPet({ name: 'Scoped' }), 'scoped')
       const theirs = await post(buildPet({ name: 'Scoped' }), 'scoped', other)
 
+      assert.equal(mine.statusCode, 201)
       assert.equal(theirs.statusCode, 201)
       assert.equal(theirs.headers['idempotent-replayed'], undefined)
       assert.notEqual(theirs.json().id, mine.json().id)
     })
 
-    it('When 24 hours have passed, then the key is forgotten and the animal is added again', async () => {
+    it('When 24 hours have passed, then the key is forgotten and the animal is added again; 1 ms earlier it was still replayed', async () => {
+      // Arrange
       const first = await post(buildPet({ name: 'Later' }), 'day-old')
-      t.clock.advance(24 * 60 * 60 * 1000 + 1)
+
+      // Act
+      t.clock.advance(24 * 60 * 60 * 1000 - 1)
+      const lastMoment = await post(buildPet({ name: 'Later' }), 'day-old')
+      t.clock.advance(2)
       const again = await post(buildPet({ name: 'Later' }), 'day-old')
 
+      // Assert
+      assert.equal(first.statusCode, 201)
+      assert.equal(lastMoment.statusCode, 201)
+      assert.equal(lastMoment.headers['idempotent-replayed'], 'true')
+      assert.equal(lastMoment.json().id, first.json().id)
       assert.equal(again.statusCode, 201)
       assert.equal(again.headers['idempotent-replayed'], undefined)
       assert.notEqual(again.json().id, first.json().id)
