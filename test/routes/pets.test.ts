@@ -239,6 +239,24 @@ for (const backend of STORAGE_BACKENDS) {
       assert.notEqual(again.json().id, first.json().id)
     })
 
+    it('When a request with a key fails validation and is retried with a valid body, then the retry is added (only a 201 is remembered)', async () => {
+      // Arrange
+      const refused = await post({ name: '', categoryId: 1 }, 'fix-and-retry')
+
+      // Act
+      const retried = await post(buildPet({ name: 'Fixed' }), 'fix-and-retry')
+      const replayed = await post(buildPet({ name: 'Fixed' }), 'fix-and-retry')
+
+      // Assert
+      assert.equal(refused.statusCode, 400)
+      assert.equal(errorOf(refused).code, 'invalid_request')
+      assert.equal(retried.statusCode, 201)
+      assert.equal(retried.headers['idempotent-replayed'], undefined)
+      assert.equal(retried.json().name, 'Fixed')
+      assert.equal(replayed.headers['idempotent-replayed'], 'true', 'the 201 itself is remembered')
+      assert.equal(replayed.json().id, retried.json().id)
+    })
+
     const badKeys: Array<[string, string]> = [['empty', ''], ['too long', 'k'.repeat(256)], ['not printable ASCII', 'clé'], ['an empty quoted string', '""']]
     for (const [when, key] of badKeys) {
       it(`When the key is ${when}, then 400`, async () => {
