@@ -53,6 +53,7 @@ export function rateLimitStoreContract (name: string, open: () => Promise<RateLi
       await store.hit(r, T0)
       for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
       const afterBan = T0 + 2 + 10_000
+      assert.equal((await store.hit(r, afterBan - 1)).outcome, 'banned', 'the refusals did not earn a ban')
       assert.equal((await store.hit(r, afterBan)).outcome, 'limited')
       assert.equal((await store.hit(r, afterBan + 1)).outcome, 'limited')
     }))
