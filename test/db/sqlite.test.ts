@@ -96,15 +96,25 @@ describe('SQLite file', () => {
     }
   })
 
-  it('When the file is reopened, then ids continue and are never reused', async () => {
-    const path = `sqlite:${join(dir, 'ids.db')}`
-    let storage = openSqlite(path)
-    const a = await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
+  it('When the animal with the highest id is deleted and the file reopened, then the next id is still higher (never reused)', async () => {
+    // Arrange: two animals, the later one then deleted by another connection.
+    const file = join(dir, 'ids.db')
+    let storage = openSqlite(`sqlite:${file}`)
+    await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
+    const highest = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
     await storage.close()
-    storage = openSqlite(path)
-    const b = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
+    const raw = new Database(file)
+    const deleted = raw.prepare('DELETE FROM pets WHERE id = ?').run(highest.id).changes
+    raw.close()
+
+    // Act
+    storage = openSqlite(`sqlite:${file}`)
+    const next = await storage.createPet({ name: 'c', categoryId: 1n, status: 'available' })
     await storage.close()
-    assert.ok(b.id > a.id)
+
+    // Assert
+    assert.equal(deleted, 1)
+    assert.ok(next.id > highest.id, `id ${next.id} after deleting ${highest.id}`)
   })
 })
 
