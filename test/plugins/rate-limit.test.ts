@@ -3,6 +3,9 @@ import assert from 'node:assert/strict'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { CLOCK_START, bearer } from '../support/fixtures.js'
 
+/** Every rate-limit header a response may carry: the de facto X-RateLimit-* and the IETF draft's. */
+const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
+
 describe('rate limits', () => {
   let t: TestApp
   beforeEach(async () => {
@@ -151,12 +154,35 @@ describe('rate limits', () => {
     assert.equal(response.statusCode, 429)
   })
 
-  it('When the OpenAPI document, the docs page or the health checks are fetched, then they carry no rate-limit headers', async () => {
-    for (const url of ['/v1/openapi.json', '/v1/docs/', '/healthz', '/readyz']) {
+  const unlimited = ['/v1/openapi.json', '/v1/docs/', '/healthz', '/readyz']
+
+  it('When the OpenAPI document, the docs page or the health checks are fetched, then they carry none of the rate-limit headers', async () => {
+    for (const url of unlimited) {
       const response = await t.app.inject({ url })
       assert.equal(response.statusCode, 200, url)
-      assert.equal(response.headers['x-ratelimit-limit'], undefined, url)
+      for (const name of RATE_LIMIT_HEADERS) assert.equal(response.headers[name], undefined, `${url} carries ${name}`)
     }
+  })
+
+  it('When one address fetches the OpenAPI document, the docs page and the health checks 61 times each, then all pass and its /v1 limit is untouched', async () => {
+    // Arrange
+    const address = '203.0.113.77'
+
+    // Act
+    const statuses = new Map<string, number[]>()
+    for (const url of unlimited) {
+      for (let i = 0; i < 61; i++) {
+        const response = await t.app.inject({ url, remoteAddress: address })
+        statuses.set(url, [...statuses.get(url) ?? [], response.statusCode])
+      }
+    }
+    const anonymous = await t.app.inject({ url: '/v1/pets', remoteAddress: address })
+
+    // Assert
+    for (const url of unlimited) assert.deepEqual(new Set(statuses.get(url)), new Set([200]), url)
+    assert.equal(anonymous.statusCode, 401)
+    assert.equal(anonymous.headers['x-ratelimit-limit'], '60')
+    assert.equal(anonymous.headers['x-ratelimit-remaining'], '59')
   })
 
   it('When errors are answered under /v1, then every one carries the rate-limit headers', async () => {
