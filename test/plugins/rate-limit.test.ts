@@ -79,6 +79,38 @@ describe('rate limits', () => {
     assert.match(String(response.headers['ratelimit-policy']), /"minute";q=100;w=60, "day";q=5;w=86400/)
   })
 
+  it('When both windows have as many requests left, then the headers describe the one that resets later (the day)', async () => {
+    // Arrange: one request in the first minute, so that in the next one both windows have 9 left.
+    const token = await t.newKey('enterprise', { perMinute: 10, perDay: 11 })
+    await list(token)
+    t.clock.set('2027-03-10T12:01:00Z')
+
+    // Act
+    const response = await list(token)
+
+    // Assert
+    assert.equal(response.statusCode, 200)
+    assert.equal(response.headers.ratelimit, '"minute";r=9;t=60, "day";r=9;t=43140', 'both windows have 9 left')
+    assert.equal(response.headers['x-ratelimit-limit'], '11')
+    assert.equal(response.headers['x-ratelimit-remaining'], '9')
+    assert.equal(response.headers['x-ratelimit-reset'], String(dayEnd))
+  })
+
+  it('When both windows are full, then Retry-After runs until the later reset (the next UTC day)', async () => {
+    // Arrange
+    const token = await t.newKey('enterprise', { perMinute: 2, perDay: 2 })
+    for (let i = 0; i < 2; i++) assert.equal((await list(token)).statusCode, 200)
+
+    // Act
+    const refused = await list(token)
+
+    // Assert
+    assert.equal(refused.statusCode, 429)
+    assert.equal(errorOf(refused).code, 'rate_limited')
+    assert.equal(refused.headers.ratelimit, '"minute";r=0;t=30, "day";r=0;t=43170', 'both windows are full')
+    assert.equal(refused.headers['retry-after'], String(dayEnd - CLOCK_START / 1000))
+  })
+
   it('When a key keeps sending after 429, then at the threshold it is banned, from its next request on', async () => {
     const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
     await list(token)
