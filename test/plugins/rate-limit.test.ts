@@ -145,6 +145,22 @@ describe('rate limits', () => {
     assert.equal(free.statusCode, 200)
   })
 
+  it('When a key is banned, then its banned requests use no quota: after the ban its windows count what they did before', async () => {
+    // Arrange: one admitted request, then refusals up to the threshold: banned from the next request on.
+    const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
+    assert.equal((await list(token)).statusCode, 200)
+    for (let i = 0; i < 5; i++) await list(token)
+    for (let i = 0; i < 20; i++) assert.equal(errorOf(await list(token)).code, 'api_key_banned')
+
+    // Act: the first request after the ban's end, in a new minute of the same day.
+    t.clock.set('2027-03-10T12:15:30Z')
+    const after = await list(token)
+
+    // Assert: the day window holds the one request before the ban and this one.
+    assert.equal(after.statusCode, 200)
+    assert.match(String(after.headers.ratelimit), /^"minute";r=0;t=30, "day";r=998;t=\d+$/)
+  })
+
   it('When refusals are spread over two minutes below the threshold in each, then there is no ban', async () => {
     const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
     await list(token)
