@@ -36,6 +36,40 @@ describe('rate limits', () => {
     assert.equal(refused.headers['x-ratelimit-reset'], String(minuteEnd))
   })
 
+  const PLAN_LIMITS = [['free', 60, 1_000], ['pro', 300, 10_000], ['business', 1_000, 100_000]] as const
+  for (const [plan, perMinute, perDay] of PLAN_LIMITS) {
+    it(`When a ${plan} key is used, then it is limited to ${perMinute} a minute and ${perDay} a day`, async () => {
+      // Arrange
+      const token = await t.newKey(plan)
+
+      // Act
+      const response = await list(token)
+
+      // Assert
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.headers['x-ratelimit-limit'], String(perMinute))
+      assert.equal(response.headers['ratelimit-policy'], `"minute";q=${perMinute};w=60, "day";q=${perDay};w=86400`)
+    })
+  }
+
+  it('When a key of a plan is made with its own per-minute or per-day limit, then that limit replaces the plan\'s', async () => {
+    // Arrange
+    const both = await t.newKey('pro', { perMinute: 7, perDay: 70 })
+    const dayOnly = await t.newKey('free', { perDay: 500 })
+    const minuteOnly = await t.newKey('business', { perMinute: 2_000 })
+
+    // Act
+    const responses = [await list(both), await list(dayOnly), await list(minuteOnly)]
+
+    // Assert
+    assert.deepEqual(responses.map((r) => r.headers['ratelimit-policy']), [
+      '"minute";q=7;w=60, "day";q=70;w=86400',
+      '"minute";q=60;w=60, "day";q=500;w=86400',
+      '"minute";q=2000;w=60, "day";q=100000;w=86400'
+    ])
+    assert.equal(responses[0]?.headers['x-ratelimit-limit'], '7')
+  })
+
   it('When the next UTC minute starts, then the key has room again', async () => {
     const token = await t.newKey('free')
     for (let i = 0; i < 60; i++) await list(token)
