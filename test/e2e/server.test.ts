@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { get as httpGet, type IncomingHttpHeaders } from 'node:http'
 import {
-  RawConnection, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCliOk, sqliteUrl, startServer, type ServerProcess
+  RawConnection, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCli, runCliOk, sqliteUrl, startServer, type ServerProcess
 } from '../support/process.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { FIRST_UNSAFE_INTEGER, INT64_MAX, bearer, newPetJson, type NewPetInput } from '../support/fixtures.js'
@@ -139,6 +139,20 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.equal(key.name, 'json key')
     assert.equal(key.plan, 'business')
     assert.match(String(key.token), TOKEN)
+  })
+
+  it('When an enterprise key is created without --per-day, then `keys create` exits 1 with a message and creates no key', async () => {
+    // Act
+    const result = await runCli(['keys', 'create', '--plan', 'enterprise', '--per-minute', '100', '--name', 'no day limit'], env)
+    const listed = await runCliOk(['keys', 'list', '--json'], env)
+
+    // Assert
+    assert.equal(result.code, 1, result.stdout + result.stderr)
+    assert.match(result.stderr, /enterprise key needs --per-minute and --per-day/)
+    assert.doesNotMatch(result.stdout, /pet_live_/)
+    const keys = JSON.parse(listed.stdout) as Array<{ name: string }>
+    assert.ok(keys.length > 0, 'keys list --json listed no key at all')
+    assert.equal(keys.filter((k) => k.name === 'no day limit').length, 0, 'the refused key was stored')
   })
 
   it('When a pet with categoryId 9223372036854775807 is added, then the response text carries exactly those digits', async () => {
