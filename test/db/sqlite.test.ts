@@ -33,9 +33,46 @@ storageContract('sqlite', async () => {
   }
 })
 
+/**
+ * Runs `open` and gives back the first SQLite connection that prepared a
+ * statement meanwhile: the connection a storage opened for itself, which it
+ * does not expose. Caught on the driver's prototype, restored at once.
+ */
+function firstConnectionOf<T> (open: () => T): { result: T, connection: Database } {
+  const prototype = Database.prototype as unknown as { prepare: (this: Database, ...args: unknown[]) => unknown }
+  const prepare = prototype.prepare
+  let connection: Database | undefined
+  prototype.prepare = function (...args) {
+    connection ??= this
+    return prepare.apply(this, args)
+  }
+  let result: T
+  try {
+    result = open()
+  } finally {
+    prototype.prepare = prepare
+  }
+  assert.ok(connection !== undefined, 'no statement was prepared while opening')
+  return { result, connection }
+}
+
 describe('SQLite file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'))
   after(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('When opened, then the storage\'s own connection runs in WAL mode with synchronous FULL', async () => {
+    // Arrange: `synchronous` belongs to a connection, not to the file, so it is read on the storage's own.
+    const { result: storage, connection } = firstConnectionOf(() => openSqlite(`sqlite:${join(dir, 'durable.db')}`))
+
+    // Act
+    const journalMode = connection.pragma('journal_mode', { simple: true })
+    const synchronous = Number(connection.pragma('synchronous', { simple: true }))
+    await storage.close()
+
+    // Assert
+    assert.equal(journalMode, 'wal')
+    assert.equal(synchronous, 2, 'synchronous is not FULL (2)')
+  })
 
   it('When opened, then the file is in WAL mode', async () => {
     const storage = openSqlite(`sqlite:${join(dir, 'a.db')}`)
