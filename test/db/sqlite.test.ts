@@ -33,9 +33,46 @@ storageContract('sqlite', async () => {
   }
 })
 
+/**
+ * Runs `open` and gives back the first SQLite connection that prepared a
+ * statement meanwhile: the connection a storage opened for itself, which it
+ * does not expose. Caught on the driver's prototype, restored at once.
+ */
+function firstConnectionOf<T> (open: () => T): { result: T, connection: Database } {
+  const prototype = Database.prototype as unknown as { prepare: (this: Database, ...args: unknown[]) => unknown }
+  const prepare = prototype.prepare
+  let connection: Database | undefined
+  prototype.prepare = function (...args) {
+    connection ??= this
+    return prepare.apply(this, args)
+  }
+  let result: T
+  try {
+    result = open()
+  } finally {
+    prototype.prepare = prepare
+  }
+  assert.ok(connection !== undefined, 'no statement was prepared while opening')
+  return { result, connection }
+}
+
 describe('SQLite file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-'))
   after(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('When opened, then the storage\'s own connection runs in WAL mode with synchronous FULL', async () => {
+    // Arrange: `synchronous` belongs to a connection, not to the file, so it is read on the storage's own.
+    const { result: storage, connection } = firstConnectionOf(() => openSqlite(`sqlite:${join(dir, 'durable.db')}`))
+
+    // Act
+    const journalMode = connection.pragma('journal_mode', { simple: true })
+    const synchronous = Number(connection.pragma('synchronous', { simple: true }))
+    await storage.close()
+
+    // Assert
+    assert.equal(journalMode, 'wal')
+    assert.equal(synchronous, 2, 'synchronous is not FULL (2)')
+  })
 
   it('When opened, then the file is in WAL mode', async () => {
     const storage = openSqlite(`sqlite:${join(dir, 'a.db')}`)
@@ -96,15 +133,25 @@ describe('SQLite file', () => {
     }
   })
 
-  it('When the file is reopened, then ids continue and are never reused', async () => {
-    const path = `sqlite:${join(dir, 'ids.db')}`
-    let storage = openSqlite(path)
-    const a = await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
+  it('When the animal with the highest id is deleted and the file reopened, then the next id is still higher (never reused)', async () => {
+    // Arrange: two animals, the later one then deleted by another connection.
+    const file = join(dir, 'ids.db')
+    let storage = openSqlite(`sqlite:${file}`)
+    await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
+    const highest = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
     await storage.close()
-    storage = openSqlite(path)
-    const b = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
+    const raw = new Database(file)
+    const deleted = raw.prepare('DELETE FROM pets WHERE id = ?').run(highest.id).changes
+    raw.close()
+
+    // Act
+    storage = openSqlite(`sqlite:${file}`)
+    const next = await storage.createPet({ name: 'c', categoryId: 1n, status: 'available' })
     await storage.close()
-    assert.ok(b.id > a.id)
+
+    // Assert
+    assert.equal(deleted, 1)
+    assert.ok(next.id > highest.id, `id ${next.id} after deleting ${highest.id}`)
   })
 })
 

@@ -3,14 +3,29 @@
 // HTTP (and over a raw socket, for what no HTTP client would send).
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { get as httpGet, type IncomingHttpHeaders } from 'node:http'
 import {
-  RawConnection, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCliOk, sqliteUrl, startServer, type ServerProcess
+  RawConnection, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCli, runCliOk, sqliteUrl, startServer, type ServerProcess
 } from '../support/process.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { FIRST_UNSAFE_INTEGER, INT64_MAX, bearer, newPetJson, type NewPetInput } from '../support/fixtures.js'
 
 const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
 const REQUEST_TIMEOUT_MS = 5_000
+/** Every rate-limit header a response may carry: the de facto X-RateLimit-* and the IETF draft's. */
+const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
+
+/** A GET over a new connection from `localAddress` (any of 127.0.0.0/8): to the server, a client of its own. */
+async function getFrom (localAddress: string, url: string): Promise<{ status: number, headers: IncomingHttpHeaders }> {
+  return await new Promise((resolve, reject) => {
+    const request = httpGet(url, { localAddress, agent: false, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }, (response) => {
+      response.resume()
+      response.once('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers }))
+      response.once('error', reject)
+    })
+    request.once('error', reject)
+  })
+}
 
 describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () => {
   let dir: string | undefined
@@ -65,7 +80,7 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.equal(response.status, 200)
   })
 
-  it('When /healthz and /readyz are called without a key, then both answer 200 and are not rate limited', async () => {
+  it('When /healthz and /readyz are called without a key, then both answer 200 and carry no rate-limit headers', async () => {
     // Act
     const health = await call('/healthz')
     const ready = await call('/readyz')
@@ -76,8 +91,29 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.deepEqual(await health.json(), { status: 'ok' })
     const readyBody = await ready.json() as { status: string }
     assert.equal(readyBody.status, 'ok')
-    assert.equal(health.headers.get('x-ratelimit-limit'), null)
-    assert.equal(ready.headers.get('x-ratelimit-limit'), null)
+    for (const name of RATE_LIMIT_HEADERS) {
+      assert.equal(health.headers.get(name), null, `/healthz carries ${name}`)
+      assert.equal(ready.headers.get(name), null, `/readyz carries ${name}`)
+    }
+  })
+
+  it('When one client calls /healthz and /readyz 61 times each, then every answer is 200 and its /v1 limit is untouched', async () => {
+    // Arrange: a client address no other test uses, so that its /v1 count starts at zero.
+    const client = '127.0.0.61'
+
+    // Act
+    const statuses: number[] = []
+    for (const path of ['/healthz', '/readyz']) {
+      for (let i = 0; i < 61; i++) statuses.push((await getFrom(client, `${running().origin}${path}`)).status)
+    }
+    const anonymous = await getFrom(client, `${running().origin}/v1/pets`)
+
+    // Assert
+    assert.deepEqual(new Set(statuses), new Set([200]))
+    assert.equal(statuses.length, 122)
+    assert.equal(anonymous.status, 401)
+    assert.equal(anonymous.headers['x-ratelimit-limit'], '60')
+    assert.equal(anonymous.headers['x-ratelimit-remaining'], '59')
   })
 
   it('When a key is created with `keys create --plan free --name x`, then its token is alone on the last line of stdout and the server accepts it', async () => {
@@ -103,6 +139,20 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.equal(key.name, 'json key')
     assert.equal(key.plan, 'business')
     assert.match(String(key.token), TOKEN)
+  })
+
+  it('When an enterprise key is created without --per-day, then `keys create` exits 1 with a message and creates no key', async () => {
+    // Act
+    const result = await runCli(['keys', 'create', '--plan', 'enterprise', '--per-minute', '100', '--name', 'no day limit'], env)
+    const listed = await runCliOk(['keys', 'list', '--json'], env)
+
+    // Assert
+    assert.equal(result.code, 1, result.stdout + result.stderr)
+    assert.match(result.stderr, /enterprise key needs --per-minute and --per-day/)
+    assert.doesNotMatch(result.stdout, /pet_live_/)
+    const keys = JSON.parse(listed.stdout) as Array<{ name: string }>
+    assert.ok(keys.length > 0, 'keys list --json listed no key at all')
+    assert.equal(keys.filter((k) => k.name === 'no day limit').length, 0, 'the refused key was stored')
   })
 
   it('When a pet with categoryId 9223372036854775807 is added, then the response text carries exactly those digits', async () => {

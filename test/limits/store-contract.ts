@@ -53,8 +53,24 @@ export function rateLimitStoreContract (name: string, open: () => Promise<RateLi
       await store.hit(r, T0)
       for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
       const afterBan = T0 + 2 + 10_000
+      assert.equal((await store.hit(r, afterBan - 1)).outcome, 'banned', 'the refusals did not earn a ban')
       assert.equal((await store.hit(r, afterBan)).outcome, 'limited')
       assert.equal((await store.hit(r, afterBan + 1)).outcome, 'limited')
+    }))
+
+    it('When a subject is banned, then its banned requests charge no window', () => withStore(async (store) => {
+      // Arrange: one admitted request, then refusals that earn a ban until T0 + 2 + 10 s.
+      const r = request(1, 100, { threshold: 3, seconds: 10 })
+      await store.hit(r, T0)
+      for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
+      for (let i = 0; i < 5; i++) assert.equal((await store.hit(r, T0 + 10 + i)).outcome, 'banned')
+
+      // Act: the next minute, after the ban.
+      const after = await store.hit(r, Date.parse('2027-03-10T12:01:00Z'))
+
+      // Assert: the day window holds the request before the ban and this one.
+      assert.equal(after.outcome, 'allowed')
+      assert.equal(after.windows[1]?.remaining, 98)
     }))
 
     it('When there is no ban policy, then refusals never ban', () => withStore(async (store) => {

@@ -3,6 +3,9 @@ import assert from 'node:assert/strict'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { CLOCK_START, bearer } from '../support/fixtures.js'
 
+/** Every rate-limit header a response may carry: the de facto X-RateLimit-* and the IETF draft's. */
+const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
+
 describe('rate limits', () => {
   let t: TestApp
   beforeEach(async () => {
@@ -31,6 +34,40 @@ describe('rate limits', () => {
     assert.equal(refused.headers['retry-after'], '30')
     assert.equal(refused.headers['x-ratelimit-remaining'], '0')
     assert.equal(refused.headers['x-ratelimit-reset'], String(minuteEnd))
+  })
+
+  const PLAN_LIMITS = [['free', 60, 1_000], ['pro', 300, 10_000], ['business', 1_000, 100_000]] as const
+  for (const [plan, perMinute, perDay] of PLAN_LIMITS) {
+    it(`When a ${plan} key is used, then it is limited to ${perMinute} a minute and ${perDay} a day`, async () => {
+      // Arrange
+      const token = await t.newKey(plan)
+
+      // Act
+      const response = await list(token)
+
+      // Assert
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.headers['x-ratelimit-limit'], String(perMinute))
+      assert.equal(response.headers['ratelimit-policy'], `"minute";q=${perMinute};w=60, "day";q=${perDay};w=86400`)
+    })
+  }
+
+  it('When a key of a plan is made with its own per-minute or per-day limit, then that limit replaces the plan\'s', async () => {
+    // Arrange
+    const both = await t.newKey('pro', { perMinute: 7, perDay: 70 })
+    const dayOnly = await t.newKey('free', { perDay: 500 })
+    const minuteOnly = await t.newKey('business', { perMinute: 2_000 })
+
+    // Act
+    const responses = [await list(both), await list(dayOnly), await list(minuteOnly)]
+
+    // Assert
+    assert.deepEqual(responses.map((r) => r.headers['ratelimit-policy']), [
+      '"minute";q=7;w=60, "day";q=70;w=86400',
+      '"minute";q=60;w=60, "day";q=500;w=86400',
+      '"minute";q=2000;w=60, "day";q=100000;w=86400'
+    ])
+    assert.equal(responses[0]?.headers['x-ratelimit-limit'], '7')
   })
 
   it('When the next UTC minute starts, then the key has room again', async () => {
@@ -76,6 +113,38 @@ describe('rate limits', () => {
     assert.match(String(response.headers['ratelimit-policy']), /"minute";q=100;w=60, "day";q=5;w=86400/)
   })
 
+  it('When both windows have as many requests left, then the headers describe the one that resets later (the day)', async () => {
+    // Arrange: one request in the first minute, so that in the next one both windows have 9 left.
+    const token = await t.newKey('enterprise', { perMinute: 10, perDay: 11 })
+    await list(token)
+    t.clock.set('2027-03-10T12:01:00Z')
+
+    // Act
+    const response = await list(token)
+
+    // Assert
+    assert.equal(response.statusCode, 200)
+    assert.equal(response.headers.ratelimit, '"minute";r=9;t=60, "day";r=9;t=43140', 'both windows have 9 left')
+    assert.equal(response.headers['x-ratelimit-limit'], '11')
+    assert.equal(response.headers['x-ratelimit-remaining'], '9')
+    assert.equal(response.headers['x-ratelimit-reset'], String(dayEnd))
+  })
+
+  it('When both windows are full, then Retry-After runs until the later reset (the next UTC day)', async () => {
+    // Arrange
+    const token = await t.newKey('enterprise', { perMinute: 2, perDay: 2 })
+    for (let i = 0; i < 2; i++) assert.equal((await list(token)).statusCode, 200)
+
+    // Act
+    const refused = await list(token)
+
+    // Assert
+    assert.equal(refused.statusCode, 429)
+    assert.equal(errorOf(refused).code, 'rate_limited')
+    assert.equal(refused.headers.ratelimit, '"minute";r=0;t=30, "day";r=0;t=43170', 'both windows are full')
+    assert.equal(refused.headers['retry-after'], String(dayEnd - CLOCK_START / 1000))
+  })
+
   it('When a key keeps sending after 429, then at the threshold it is banned, from its next request on', async () => {
     const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
     await list(token)
@@ -108,6 +177,22 @@ describe('rate limits', () => {
     assert.equal(errorOf(stillBanned).code, 'api_key_banned')
     assert.equal(stillBanned.headers['retry-after'], String(600))
     assert.equal(free.statusCode, 200)
+  })
+
+  it('When a key is banned, then its banned requests use no quota: after the ban its windows count what they did before', async () => {
+    // Arrange: one admitted request, then refusals up to the threshold: banned from the next request on.
+    const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
+    assert.equal((await list(token)).statusCode, 200)
+    for (let i = 0; i < 5; i++) await list(token)
+    for (let i = 0; i < 20; i++) assert.equal(errorOf(await list(token)).code, 'api_key_banned')
+
+    // Act: the first request after the ban's end, in a new minute of the same day.
+    t.clock.set('2027-03-10T12:15:30Z')
+    const after = await list(token)
+
+    // Assert: the day window holds the one request before the ban and this one.
+    assert.equal(after.statusCode, 200)
+    assert.match(String(after.headers.ratelimit), /^"minute";r=0;t=30, "day";r=998;t=\d+$/)
   })
 
   it('When refusals are spread over two minutes below the threshold in each, then there is no ban', async () => {
@@ -151,12 +236,35 @@ describe('rate limits', () => {
     assert.equal(response.statusCode, 429)
   })
 
-  it('When the OpenAPI document, the docs page or the health checks are fetched, then they carry no rate-limit headers', async () => {
-    for (const url of ['/v1/openapi.json', '/v1/docs/', '/healthz', '/readyz']) {
+  const unlimited = ['/v1/openapi.json', '/v1/docs/', '/healthz', '/readyz']
+
+  it('When the OpenAPI document, the docs page or the health checks are fetched, then they carry none of the rate-limit headers', async () => {
+    for (const url of unlimited) {
       const response = await t.app.inject({ url })
       assert.equal(response.statusCode, 200, url)
-      assert.equal(response.headers['x-ratelimit-limit'], undefined, url)
+      for (const name of RATE_LIMIT_HEADERS) assert.equal(response.headers[name], undefined, `${url} carries ${name}`)
     }
+  })
+
+  it('When one address fetches the OpenAPI document, the docs page and the health checks 61 times each, then all pass and its /v1 limit is untouched', async () => {
+    // Arrange
+    const address = '203.0.113.77'
+
+    // Act
+    const statuses = new Map<string, number[]>()
+    for (const url of unlimited) {
+      for (let i = 0; i < 61; i++) {
+        const response = await t.app.inject({ url, remoteAddress: address })
+        statuses.set(url, [...statuses.get(url) ?? [], response.statusCode])
+      }
+    }
+    const anonymous = await t.app.inject({ url: '/v1/pets', remoteAddress: address })
+
+    // Assert
+    for (const url of unlimited) assert.deepEqual(new Set(statuses.get(url)), new Set([200]), url)
+    assert.equal(anonymous.statusCode, 401)
+    assert.equal(anonymous.headers['x-ratelimit-limit'], '60')
+    assert.equal(anonymous.headers['x-ratelimit-remaining'], '59')
   })
 
   it('When errors are answered under /v1, then every one carries the rate-limit headers', async () => {

@@ -183,14 +183,18 @@ for (const backend of STORAGE_BACKENDS) {
     it('When the key is sent in the quoted form, then it is the same key', async () => {
       const first = await post(buildPet({ name: 'Quoted' }), 'q-1')
       const second = await post(buildPet({ name: 'Quoted' }), '"q-1"')
+
+      assert.equal(first.statusCode, 201)
+      assert.equal(second.statusCode, 201)
       assert.equal(second.headers['idempotent-replayed'], 'true')
       assert.equal(second.json().id, first.json().id)
     })
 
     it('When the same key comes with another body, then 422 idempotency_key_reused', async () => {
-      await post(buildPet({ name: 'A' }), 'reuse-1')
+      const first = await post(buildPet({ name: 'A' }), 'reuse-1')
       const response = await post(buildPet({ name: 'B' }), 'reuse-1')
 
+      assert.equal(first.statusCode, 201)
       assert.equal(response.statusCode, 422)
       assert.equal(errorOf(response).code, 'idempotency_key_reused')
     })
@@ -209,19 +213,48 @@ for (const backend of STORAGE_BACKENDS) {
       const mine = await post(buildPet({ name: 'Scoped' }), 'scoped')
       const theirs = await post(buildPet({ name: 'Scoped' }), 'scoped', other)
 
+      assert.equal(mine.statusCode, 201)
       assert.equal(theirs.statusCode, 201)
       assert.equal(theirs.headers['idempotent-replayed'], undefined)
       assert.notEqual(theirs.json().id, mine.json().id)
     })
 
-    it('When 24 hours have passed, then the key is forgotten and the animal is added again', async () => {
+    it('When 24 hours have passed, then the key is forgotten and the animal is added again; 1 ms earlier it was still replayed', async () => {
+      // Arrange
       const first = await post(buildPet({ name: 'Later' }), 'day-old')
-      t.clock.advance(24 * 60 * 60 * 1000 + 1)
+
+      // Act
+      t.clock.advance(24 * 60 * 60 * 1000 - 1)
+      const lastMoment = await post(buildPet({ name: 'Later' }), 'day-old')
+      t.clock.advance(2)
       const again = await post(buildPet({ name: 'Later' }), 'day-old')
 
+      // Assert
+      assert.equal(first.statusCode, 201)
+      assert.equal(lastMoment.statusCode, 201)
+      assert.equal(lastMoment.headers['idempotent-replayed'], 'true')
+      assert.equal(lastMoment.json().id, first.json().id)
       assert.equal(again.statusCode, 201)
       assert.equal(again.headers['idempotent-replayed'], undefined)
       assert.notEqual(again.json().id, first.json().id)
+    })
+
+    it('When a request with a key fails validation and is retried with a valid body, then the retry is added (only a 201 is remembered)', async () => {
+      // Arrange
+      const refused = await post({ name: '', categoryId: 1 }, 'fix-and-retry')
+
+      // Act
+      const retried = await post(buildPet({ name: 'Fixed' }), 'fix-and-retry')
+      const replayed = await post(buildPet({ name: 'Fixed' }), 'fix-and-retry')
+
+      // Assert
+      assert.equal(refused.statusCode, 400)
+      assert.equal(errorOf(refused).code, 'invalid_request')
+      assert.equal(retried.statusCode, 201)
+      assert.equal(retried.headers['idempotent-replayed'], undefined)
+      assert.equal(retried.json().name, 'Fixed')
+      assert.equal(replayed.headers['idempotent-replayed'], 'true', 'the 201 itself is remembered')
+      assert.equal(replayed.json().id, retried.json().id)
     })
 
     const badKeys: Array<[string, string]> = [['empty', ''], ['too long', 'k'.repeat(256)], ['not printable ASCII', 'clé'], ['an empty quoted string', '""']]
@@ -310,19 +343,43 @@ for (const backend of STORAGE_BACKENDS) {
       })
     }
 
-    it('When a cursor made for one status is used with another, then 400', async () => {
-      const first = await get('/v1/pets?status=sold&limit=2')
-      const cursor = /cursor=([A-Za-z0-9_-]+)/.exec(String(first.headers.link))?.[1]
+    /** The cursor of a page's `Link: rel="next"`; fails when there is none, so that no test goes on with an empty cursor. */
+    const nextCursor = (response: { statusCode: number, headers: Record<string, unknown> }): string => {
+      assert.equal(response.statusCode, 200)
+      const cursor = /[?&]cursor=([A-Za-z0-9_-]+)/.exec(String(response.headers.link ?? ''))?.[1]
+      assert.ok(cursor !== undefined, `no cursor in Link: ${String(response.headers.link)}`)
+      return cursor
+    }
+
+    it('When a cursor made for one status is used with another, then 400 names query.cursor as made for another filter', async () => {
+      // Arrange
+      const cursor = nextCursor(await get('/v1/pets?status=sold&limit=2'))
+
+      // Act
       const response = await get(`/v1/pets?status=pending&limit=2&cursor=${cursor}`)
+
+      // Assert
       assert.equal(response.statusCode, 400)
+      const error = errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.deepEqual(error.details, [{ field: 'query.cursor', reason: 'was made for another status filter' }])
     })
 
-    it('When a cursor is altered by one character, then 400', async () => {
-      const first = await get('/v1/pets?limit=2')
-      const cursor = /cursor=([A-Za-z0-9_-]+)/.exec(String(first.headers.link))?.[1] ?? ''
+    it('When a cursor is altered by one character, then 400 names query.cursor as not made here, and the unaltered one passes', async () => {
+      // Arrange
+      const cursor = nextCursor(await get('/v1/pets?limit=2'))
       const altered = cursor.slice(0, 3) + (cursor[3] === 'A' ? 'B' : 'A') + cursor.slice(4)
+
+      // Act
       const response = await get(`/v1/pets?limit=2&cursor=${altered}`)
+      const unaltered = await get(`/v1/pets?limit=2&cursor=${cursor}`)
+
+      // Assert
       assert.equal(response.statusCode, 400)
+      const error = errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.deepEqual(error.details, [{ field: 'query.cursor', reason: 'is not a cursor this service made' }])
+      assert.equal(unaltered.statusCode, 200)
     })
   })
 

@@ -95,7 +95,7 @@ export interface CliResult {
 }
 
 /** Runs `node bin/petstore.js ARGS` from the project root; a run that takes longer than `timeoutMs` is killed and fails. */
-async function runCli (args: readonly string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
+export async function runCli (args: readonly string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: PROJECT_ROOT, env: childEnv(env) })
   let stdout = ''
   let stderr = ''
