@@ -16,13 +16,13 @@
 //   it is (500).
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import type { Environment, PetStatus, Plan } from '../domain.js'
 import { StorageUnavailableError } from '../errors.js'
 import { migratePostgres } from './postgres-schema.js'
 import type {
   ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   PetRecord, Storage
 } from './storage.js'
+import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -37,17 +37,6 @@ const DEFAULT_POOL_SIZE = 10
 const MAX_GROUP = 1000
 const INT8_OID = 20
 
-interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
-interface ApiKeyRow {
-  id: bigint
-  name: string
-  plan: Plan
-  per_minute: bigint | null
-  per_day: bigint | null
-  environment: Environment
-  created_at: bigint
-  revoked_at: bigint | null
-}
 interface PendingInsert {
   pet: NewPetRecord
   resolve: (pet: PetRecord) => void
@@ -297,21 +286,4 @@ function classifyPostgresError (error: unknown): Error {
   return unavailable
     ? new StorageUnavailableError(`PostgreSQL: ${typeof code === 'string' ? `${code}: ` : ''}${error.message}`, { cause: error })
     : error
-}
-
-function toPet (row: PetRow): PetRecord {
-  return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
-}
-
-function toApiKey (row: ApiKeyRow): ApiKeyRecord {
-  return {
-    id: Number(row.id),
-    name: row.name,
-    plan: row.plan,
-    perMinute: row.per_minute === null ? null : Number(row.per_minute),
-    perDay: row.per_day === null ? null : Number(row.per_day),
-    environment: row.environment,
-    createdAt: Number(row.created_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)
-  }
 }

@@ -21,25 +21,15 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import { Database, SqliteError } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
-import type { Environment, PetStatus, Plan } from '../domain.js'
+import type { PetStatus } from '../domain.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   PetRecord, Storage
 } from './storage.js'
+import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
-interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
-interface ApiKeyRow {
-  id: bigint,
-  name: string,
-  plan: Plan,
-  per_minute: bigint | null,
-  per_day: bigint | null,
-  environment: Environment,
-  created_at: bigint,
-  revoked_at: bigint | null
-}
 
 /** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
 class GroupRolledBack extends Error {
@@ -369,21 +359,4 @@ export function classifySqliteError (error: unknown): Error {
     return new StorageUnavailableError(`SQLite: ${error.code}: ${error.message}`, { cause: error })
   }
   return error instanceof Error ? error : new Error(String(error))
-}
-
-function toPet (row: PetRow): PetRecord {
-  return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
-}
-
-function toApiKey (row: ApiKeyRow): ApiKeyRecord {
-  return {
-    id: Number(row.id),
-    name: row.name,
-    plan: row.plan,
-    perMinute: row.per_minute === null ? null : Number(row.per_minute),
-    perDay: row.per_day === null ? null : Number(row.per_day),
-    environment: row.environment,
-    createdAt: Number(row.created_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)
-  }
 }
