@@ -1,15 +1,15 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { STORAGE_BACKENDS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
+import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { INT64_MAX, buildPet, bearer } from '../support/fixtures.js'
 
-// Every operation, on each storage backend.
-for (const backend of STORAGE_BACKENDS) {
-  describe(`POST /v1/pets (${backend})`, () => {
+// Every operation, on each configuration: one instance on its own, and scaled out.
+for (const configuration of CONFIGURATIONS) {
+  describe(`POST /v1/pets (${configuration.name})`, () => {
     let t: TestApp
     let token: string
     before(async () => {
-      t = await buildTestApp({}, { backend })
+      t = await buildTestApp({}, configuration)
       token = await t.newKey('enterprise', { perMinute: 100_000, perDay: 1_000_000 })
     })
     after(async () => { await t.close() })
@@ -153,11 +153,11 @@ for (const backend of STORAGE_BACKENDS) {
     })
   })
 
-  describe(`POST /v1/pets with Idempotency-Key (${backend})`, () => {
+  describe(`POST /v1/pets with Idempotency-Key (${configuration.name})`, () => {
     let t: TestApp
     let token: string
     before(async () => {
-      t = await buildTestApp({}, { backend })
+      t = await buildTestApp({}, configuration)
       token = await t.newKey('pro')
     })
     after(async () => { await t.close() })
@@ -269,12 +269,12 @@ for (const backend of STORAGE_BACKENDS) {
     }
   })
 
-  describe(`GET /v1/pets (${backend})`, () => {
+  describe(`GET /v1/pets (${configuration.name})`, () => {
     let t: TestApp
     let token: string
     const statuses = ['available', 'pending', 'sold'] as const
     before(async () => {
-      t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1' }, { backend })
+      t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1' }, configuration)
       token = await t.newKey('enterprise', { perMinute: 100_000, perDay: 1_000_000 })
       for (let i = 0; i < 45; i++) {
         await t.storage.createPet({ name: `pet ${i}`, categoryId: 1n, status: statuses[i % 3] as typeof statuses[number] })
@@ -383,11 +383,11 @@ for (const backend of STORAGE_BACKENDS) {
     })
   })
 
-  describe(`GET /v1/pets/{petId} (deprecated) (${backend})`, () => {
+  describe(`GET /v1/pets/{petId} (deprecated) (${configuration.name})`, () => {
     let t: TestApp
     let token: string
     before(async () => {
-      t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1' }, { backend })
+      t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1' }, configuration)
       token = await t.newKey()
     })
     after(async () => { await t.close() })

@@ -1,6 +1,7 @@
 // Shared arrangements for component tests: an app on an in-memory SQLite
-// database and an in-process rate-limit store, a clock the test moves, and
-// small factories.
+// database and an in-process rate-limit store, or on PostgreSQL and Redis,
+// a clock the test moves, and small factories.
+import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pino from 'pino'
 import { buildApp } from '../../src/app.js'
@@ -14,6 +15,7 @@ import { MemoryStore } from '../../src/limits/memory-store.js'
 import type { RateLimitStore } from '../../src/limits/store.js'
 import { CLOCK_START, bearer } from './fixtures.js'
 import { freshPostgresDatabase } from './postgres.js'
+import { openTestStore } from './redis.js'
 
 /** A clock for tests: starts at a fixed instant, moves only when told. */
 class TestClock {
@@ -35,21 +37,35 @@ export interface TestApp {
 }
 
 /** The storage backends that component tests run on: an in-memory SQLite database, or a fresh PostgreSQL database. */
-export const STORAGE_BACKENDS = ['sqlite', 'postgres'] as const
-type StorageBackend = typeof STORAGE_BACKENDS[number]
+type StorageBackend = 'sqlite' | 'postgres'
 
 async function openTestStorage (backend: StorageBackend): Promise<Storage> {
   return backend === 'sqlite' ? openSqlite('sqlite::memory:') : await openPostgres(await freshPostgresDatabase(), { poolSize: 4 })
 }
 
+/**
+ * The two ways the service runs: on its own, and scaled out. The Redis
+ * store follows the test's clock (`clock: 'caller'`) so that tests can step
+ * across windows and bans, and has a namespace of its own, so that apps
+ * sharing the test Redis never share a subject.
+ */
+export const CONFIGURATIONS = [
+  { name: 'SQLite, in-process limits', backend: 'sqlite', limiterBackend: 'memory' },
+  { name: 'PostgreSQL, Redis', backend: 'postgres', limiterBackend: 'redis' }
+] as const
+
+async function openTestLimiter (backend: 'memory' | 'redis', clock: TestClock): Promise<RateLimitStore> {
+  return backend === 'memory' ? new MemoryStore(clock.now) : await openTestStore('single', { clock: 'caller', namespace: randomUUID() })
+}
+
 export async function buildTestApp (
   env: Record<string, string> = {},
-  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, logger?: FastifyBaseLogger } = {}
+  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger } = {}
 ): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
   const clock = new TestClock()
   const storage = options.storage ?? await openTestStorage(options.backend ?? 'sqlite')
-  const limiter = options.limiter ?? new MemoryStore(clock.now)
+  const limiter = options.limiter ?? await openTestLimiter(options.limiterBackend ?? 'memory', clock)
   const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger })
   await app.ready()
   return {
