@@ -5,9 +5,9 @@
 // (autocannon) runs in this process, so it shares the machine's cores with
 // them. Each scenario loads the petstore and then the baseline for the same
 // time with the same connections, after an unmeasured warm-up of each. The
-// petstore runs first on SQLite, then on a throwaway PostgreSQL cluster
-// started for the run (list, create and getPet), each against the same
-// baseline figures.
+// petstore runs first on SQLite, then scaled out, on a throwaway PostgreSQL
+// cluster and Redis server started for the run (list, create and getPet),
+// each against the same baseline figures.
 //
 //   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH]
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { measure, type LoadRequest, type Measurement } from './load.js'
 import { PostgresCluster } from '../test/support/postgres-cluster.js'
+import { OwnRedisServer } from '../test/support/redis.js'
 import { createKey, startServer, type ServerProcess } from '../test/support/process.js'
 
 const SEED_PETS = 1_000
@@ -105,6 +106,7 @@ async function main (): Promise<number> {
   const servers: Array<{ name: string, server: ServerProcess }> = []
   let dir: string | undefined
   let postgres: PostgresCluster | undefined
+  let redis: OwnRedisServer | undefined
 
   const interrupt = (name: NodeJS.Signals): void => {
     if (!signal.aborted) log(`${name}: stopping the servers`)
@@ -179,10 +181,12 @@ async function main (): Promise<number> {
     }
 
     const results = await runOn('SQLite', { DATABASE_URL: `sqlite:${join(dir, 'bench.db')}` })
-    log('starting a PostgreSQL cluster')
+    log('starting a PostgreSQL cluster and a Redis server')
     postgres = await PostgresCluster.start({ dir: join(dir, 'postgres') })
+    redis = await OwnRedisServer.start()
     check()
-    results.push(...await runOn('PostgreSQL', { DATABASE_URL: postgres.url }, new Set(['GET /pets?limit=20', 'POST /pets', 'GET /pets/{id} (deprecated)'])))
+    results.push(...await runOn('PostgreSQL + Redis', { DATABASE_URL: postgres.url, REDIS_URL: redis.url },
+      new Set(['GET /pets?limit=20', 'POST /pets', 'GET /pets/{id} (deprecated)'])))
 
     const machine = { node: process.version, platform: `${process.platform} ${process.arch}`, cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown' }
     process.stdout.write(`\n${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}; ` +
@@ -214,6 +218,7 @@ async function main (): Promise<number> {
       }
     }))
     await postgres?.stop()
+    await redis?.stop()
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
     process.removeListener('SIGINT', interrupt)
     process.removeListener('SIGTERM', interrupt)
