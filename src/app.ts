@@ -131,7 +131,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     await api.register(accessPlugin, { gate })
     await api.register(petRoutes, { pets, baseUrl })
     await api.register(methodNotAllowedRoutes, { paths: API_PATHS })
-    api.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url.split('?')[0] ?? '') })
+    api.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })
   }, { prefix: '/v1' })
 
   return app

@@ -89,7 +89,8 @@ export const Errors = {
   unknownKey: () => refusedKey('The API key is unknown or has been revoked.'),
 
   // 404, 405, 408, 409, 410
-  notFound: (method: string, path: string) => new ApiError('not_found', `Nothing is at ${method} ${clip(path, 200)}.`),
+  /** `url` as requested; its query is left out of the message. */
+  notFound: (method: string, url: string) => new ApiError('not_found', `Nothing is at ${method} ${clip(url.split('?')[0] ?? '', 200)}.`),
   noSuchPet: (id: bigint) => new ApiError('not_found', `No animal has the id ${id}.`),
   methodNotAllowed: (method: string, allow: string) =>
     new ApiError('method_not_allowed', `${method} is not allowed here; use ${allow}.`, { headers: { allow } }),

@@ -55,7 +55,7 @@ export default fp(async function errors (app) {
     return sendError(reply, Errors.internal())
   })
 
-  app.setNotFoundHandler((request, reply) => sendError(reply, Errors.notFound(request.method, request.url.split('?')[0] ?? '')))
+  app.setNotFoundHandler((request, reply) => sendError(reply, Errors.notFound(request.method, request.url)))
 }, { name: 'errors' })
 
 const PARSER_ERRORS: Record<string, () => ApiError> = {
