@@ -9,10 +9,11 @@
 // (the forms REDIS_URL takes, README "Configuration").
 import { execFile, spawn, spawnSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { promisify } from 'node:util'
+// Compiled by `npm run build` before the tests run, as postgres.js's cluster is.
+import { freePort } from '../../dist/test/support/ports.js'
 
 const run = promisify(execFile)
 
@@ -75,15 +76,6 @@ function ensureInstalled (log) {
   }
   if (!onPath('redis-server') || !onPath('redis-cli')) throw new Error('apt-get installed redis-server, yet redis-server or redis-cli is still not on PATH')
   log('installed redis-server with apt-get')
-}
-
-/** A port nobody listens on now. Another process may take it before redis-server binds it: startServer then tries again. */
-async function freePort () {
-  const server = createServer()
-  await new Promise((resolve, reject) => { server.once('error', reject); server.listen(0, HOST, resolve) })
-  const { port } = server.address()
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 /**

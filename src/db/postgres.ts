@@ -211,10 +211,13 @@ export class PostgresStorage implements Storage {
   }
 
   async secret (name: string): Promise<Buffer> {
+    const read = async (): Promise<Buffer | undefined> =>
+      (await this.#query<{ value: Buffer }>('SELECT value FROM secrets WHERE name = $1', [name]))[0]?.value
+    const existing = await read()
+    if (existing !== undefined) return existing
     // The first instance to get here makes it; any other keeps the winner's.
     await this.#run('INSERT INTO secrets (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING', [name, randomBytes(32)])
-    const rows = await this.#query<{ value: Buffer }>('SELECT value FROM secrets WHERE name = $1', [name])
-    return (rows[0] as { value: Buffer }).value
+    return await read() as Buffer
   }
 
   async ping (): Promise<void> {

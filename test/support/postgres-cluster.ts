@@ -9,10 +9,10 @@
 // installed first.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import { delimiter, join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
+import { freePort } from './ports.js'
 
 const START_TIMEOUT_MS = 30_000
 const STOP_GRACE_MS = 10_000
@@ -199,13 +199,4 @@ function install (log: Log): string {
 function userIds (name: string): { uid: number, gid: number } {
   const id = (flag: string): number => Number(execFileSync('id', [flag, name], { encoding: 'utf8' }).trim())
   return { uid: id('-u'), gid: id('-g') }
-}
-
-/** A port the OS says is free now. */
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }

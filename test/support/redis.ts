@@ -5,13 +5,13 @@
 // ones stay up for every other test.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { Cluster, Redis } from 'ioredis'
 import { RedisStore, type RedisStoreOptions } from '../../src/limits/redis-store.js'
 import { parseRedisUrl } from '../../src/limits/redis-url.js'
+import { freePort } from './ports.js'
 import { withTimeout } from './process.js'
 
 export type RedisKind = 'single' | 'cluster'
@@ -148,13 +148,4 @@ export class OwnRedisServer {
     if (pid === undefined) throw new Error('the server was never started')
     process.kill(pid, signal)
   }
-}
-
-async function freePort (): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(0, '127.0.0.1', resolve) })
-  const address = server.address()
-  await new Promise((resolve) => server.close(resolve))
-  if (address === null || typeof address === 'string') throw new Error('no port')
-  return address.port
 }
