@@ -9,10 +9,17 @@ import { join } from 'node:path'
 import { startServices } from './test-services.js'
 
 const root = 'dist/test'
-const files = readdirSync(root, { recursive: true, encoding: 'utf8' })
-  .filter((file) => file.endsWith('.test.js'))
-  .map((file) => join(root, file))
-  .sort()
+// `node scripts/run-tests.js [node --test flags] [files…]`: the files named,
+// else every compiled test file.
+const args = process.argv.slice(2)
+const named = args.filter((arg) => arg.endsWith('.test.js'))
+const flags = args.filter((arg) => !arg.endsWith('.test.js'))
+const files = named.length > 0
+  ? named
+  : readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.test.js'))
+    .map((file) => join(root, file))
+    .sort()
 
 if (files.length === 0) {
   console.error(`no test files under ${root}: run \`npm run build\` first`)
@@ -23,7 +30,7 @@ const services = await startServices()
 let stopping
 const stop = () => { stopping ??= services.stop(); return stopping }
 
-const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', ...process.argv.slice(2), ...files], {
+const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', ...flags, ...files], {
   stdio: 'inherit',
   env: { ...process.env, ...services.env }
 })
