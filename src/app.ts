@@ -7,6 +7,7 @@
 // routing (404, 405) → body parser (415, 413, bad JSON) → schema validation
 // (400) → handler → service → storage.
 import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
 import type { Config } from './config.js'
@@ -23,7 +24,11 @@ import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { createClientErrorHandler, sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
-import { createAddressCounter, createRateLimiter } from './plugins/rate-limit.js'
+import { createAddressCounter, createRateLimiter, type LimitEvents } from './plugins/rate-limit.js'
+import metricsPlugin from './plugins/metrics.js'
+import { RequestLog } from './request-log.js'
+import { createBanLog } from './limits/ban-log.js'
+import type { Metrics } from './metrics.js'
 import healthRoutes from './routes/health.js'
 import methodNotAllowedRoutes, { routeEveryMethod } from './routes/method-not-allowed.js'
 import petRoutes from './routes/pets.js'
@@ -38,6 +43,8 @@ export interface AppDeps {
   logger?: FastifyBaseLogger
   /** Connection timeouts; tests shorten them. */
   timeouts?: Partial<Timeouts>
+  /** Where requests, refusals and bans are counted; none in most tests. */
+  metrics?: Metrics
 }
 
 /**
@@ -72,10 +79,15 @@ const EXPOSED_HEADERS = [
   'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
 ]
 
-export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {} }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {}, metrics }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   const identify = createAuthenticator({ storage, environment: config.environment, now })
-  const limit = createRateLimiter({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now })
+  const banLog = logger === undefined ? undefined : createBanLog(logger, now)
+  const events: LimitEvents = {
+    refused: (code) => { metrics?.refused(code) },
+    banned: (keyId, until) => { metrics?.banned(); banLog?.started(keyId, until) }
+  }
+  const limit = createRateLimiter({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
   const gate = createGate({ identify, limit })
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
@@ -88,8 +100,10 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     // Fastify's own 503 while closing has its own body shape; requests that
     // arrive while closing are answered normally instead.
     return503OnClosing: false,
+    // The client's X-Request-Id when it is usable (DECISIONS §12), else one of ours.
     requestIdHeader: false,
-    genReqId: () => randomUUID(),
+    genReqId: requestId,
+    logController: new RequestLog(),
     clientErrorHandler: createClientErrorHandler(createAddressCounter({ store: limiter, now })),
     // Ids are validated by their schema (a 400 that names the field); only a
     // path segment longer than this is refused by the router itself.
@@ -118,6 +132,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   const baseUrl = selfBaseUrl(config, () => app.server.address())
 
   await app.register(errorsPlugin)
+  if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
+  if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   await app.register(jsonBodyPlugin)
   if (config.corsOrigins.length > 0) {
     await app.register(cors, { origin: [...config.corsOrigins], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 })
@@ -135,6 +151,14 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }, { prefix: '/v1' })
 
   return app
+}
+
+/** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */
+const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/
+
+function requestId (request: IncomingMessage): string {
+  const theirs = request.headers['x-request-id']
+  return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) ? theirs : randomUUID()
 }
 
 /** TRUST_PROXY=N: believe the last N proxies of X-Forwarded-For. https://fastify.dev/docs/latest/Reference/Server/#trustproxy */

@@ -3,6 +3,7 @@
 import ipaddr from 'ipaddr.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
 import { parseRedisUrl } from './limits/redis-url.js'
+import type { LogFormat } from './log.js'
 
 export interface Config {
   readonly host: string
@@ -25,6 +26,10 @@ export interface Config {
   readonly banThreshold: number
   readonly banSeconds: number
   readonly logLevel: string
+  /** `json` for machines, `pretty` for people. */
+  readonly logFormat: LogFormat
+  /** Where Prometheus metrics are served, on HOST; undefined: nowhere. */
+  readonly adminPort: number | undefined
 }
 
 export class ConfigError extends Error {
@@ -57,7 +62,9 @@ export function loadConfig (env: Env = process.env): Config {
     corsOrigins: Object.freeze(corsOrigins(env)),
     banThreshold: integer(env, 'RATE_LIMIT_BAN_THRESHOLD', 30, 1, 1_000_000),
     banSeconds: integer(env, 'RATE_LIMIT_BAN_SECONDS', 900, 1, 31_536_000),
-    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info')
+    logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
+    adminPort: adminPort(env, port)
   })
 }
 
@@ -82,6 +89,14 @@ function oneOf<T extends string> (env: Env, name: string, allowed: readonly T[],
     throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`)
   }
   return raw as T
+}
+
+/** Metrics are for operators: never on the port the public reaches. */
+function adminPort (env: Env, publicPort: number): number | undefined {
+  if (nonEmpty(env, 'ADMIN_PORT') === undefined) return undefined
+  const port = integer(env, 'ADMIN_PORT', 0, 0, 65535)
+  if (port !== 0 && port === publicPort) throw new ConfigError(`ADMIN_PORT must differ from PORT (${publicPort}): metrics are never served on the public port`)
+  return port
 }
 
 function list (env: Env, name: string): string[] {

@@ -1,44 +1,79 @@
-// The process: configuration, logger, storage, listen, graceful shutdown.
-import pino from 'pino'
+// The process: configuration, logger, metrics, storage, listen, graceful
+// shutdown.
+import type { FastifyInstance } from 'fastify'
+import { buildAdminApp } from './admin.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
+import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
+import { createLog, type ServiceLog } from './log.js'
+import { createMetrics } from './metrics.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 
+/** Requests in flight get this long to finish once a stop is asked for. */
+const SHUTDOWN_MS = 30_000
+/** And the log this long to be written out, whatever its reader does. */
+const LOG_FLUSH_MS = 2_000
+
 export async function serve (config: Config = loadConfig()): Promise<void> {
-  const logger = pino({
-    level: config.logLevel,
-    // Tokens never reach the log, even if a serializer starts logging headers.
-    redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
+  const log = createLog({ level: config.logLevel, format: config.logFormat })
+  try {
+    await start(config, log)
+  } catch (error) {
+    // What was logged before the failure (a store unreachable…) is worth reading.
+    await log.flush(LOG_FLUSH_MS)
+    throw error
+  }
+}
+
+async function start (config: Config, log: ServiceLog): Promise<void> {
+  const { logger } = log
+  const exit = (code: number): void => {
+    log.flush(LOG_FLUSH_MS).finally(() => process.exit(code)).catch(() => {})
+  }
+  // An error nothing caught leaves the process in an unknown state: say
+  // what it was, write the log out, and let the process manager restart it.
+  process.once('uncaughtException', (error) => {
+    logger.fatal({ err: error }, 'uncaught exception: exiting')
+    exit(1)
   })
-  const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
+
+  const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   // Every instance on one database shares its counters, and no other deployment's.
-  const deployment = (await storage.secret('deployment')).subarray(0, 8).toString('hex')
+  const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
   const limiter = await openRateLimitStore(config.redisUrl, logger, deployment)
-  const app = await buildApp({ config, storage, limiter, logger })
+  const metrics = config.adminPort === undefined
+    ? undefined
+    : createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
+  const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
+  const app = await buildApp({ config, storage, limiter, logger, metrics })
+  const admin = metrics === undefined ? undefined : await buildAdminApp(metrics)
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
+  const closeStores = async (): Promise<void> => { await Promise.all([storage.close(), limiter.close()]) }
 
   let stopping = false
   const stop = (signal: string): void => {
     if (stopping) return
     stopping = true
     logger.info({ signal }, 'shutting down: finishing requests in flight')
-    // Stops accepting, waits for requests in flight, then closes the stores.
     const forced = setTimeout(() => {
-      logger.error('requests in flight did not finish within 30 s; exiting')
-      process.exit(1)
-    }, 30_000)
+      logger.error(`requests in flight did not finish within ${SHUTDOWN_MS / 1000} s; exiting`)
+      exit(1)
+    }, SHUTDOWN_MS)
     forced.unref()
     stopPurging()
-    app.close()
-      .then(async () => { await Promise.all([storage.close(), limiter.close()]) })
-      .then(() => { logger.info('stopped'); logger.flush(); process.exit(0) })
-      .catch((error: unknown) => { logger.error({ err: error }, 'shutdown failed'); process.exit(1) })
+    // Stops accepting, waits for requests in flight, then closes the stores.
+    Promise.all([app.close(), admin?.close()])
+      .then(closeStores)
+      .then(() => { logger.info('stopped'); exit(0) })
+      .catch((error: unknown) => { logger.error({ err: error }, 'shutdown failed'); exit(1) })
   }
   process.once('SIGTERM', () => stop('SIGTERM'))
   process.once('SIGINT', () => stop('SIGINT'))
 
+  // Metrics first: a load balancer may send traffic as soon as the public port listens.
+  const metricsAddress = admin === undefined ? undefined : await listenAdmin(admin, config, closeStores)
   let address: string
   try {
     address = await app.listen({
@@ -47,10 +82,20 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
       listenTextResolver: (address) => `listening on ${address}`
     })
   } catch (error) {
-    await Promise.all([storage.close(), limiter.close()])
+    await closeStores()
     throw new ConfigError(`cannot listen on HOST=${config.host} PORT=${config.port}: ${error instanceof Error ? error.message : String(error)}`)
   }
   // Operators' scripts wait for this line, whatever the log level.
   if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address }, 'petstore started')
+  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress }, 'petstore started')
+}
+
+/** Listens on ADMIN_PORT; says where metrics are, or why they cannot be served. */
+async function listenAdmin (admin: FastifyInstance, config: Config, closeStores: () => Promise<void>): Promise<string> {
+  try {
+    return `${await admin.listen({ host: config.host, port: config.adminPort })}/metrics`
+  } catch (error) {
+    await closeStores()
+    throw new ConfigError(`cannot listen on HOST=${config.host} ADMIN_PORT=${config.adminPort}: ${error instanceof Error ? error.message : String(error)}`)
+  }
 }

@@ -17,6 +17,8 @@ describe('configuration', () => {
     assert.deepEqual(config.corsOrigins, [])
     assert.equal(config.banThreshold, 30)
     assert.equal(config.banSeconds, 900)
+    assert.equal(config.logFormat, 'json')
+    assert.equal(config.adminPort, undefined)
     assert.ok(Object.isFrozen(config))
   })
 
@@ -44,6 +46,9 @@ describe('configuration', () => {
     ['TRUST_PROXY is neither a flag, a number nor addresses', { TRUST_PROXY: 'yes' }, /TRUST_PROXY/],
     ['RATE_LIMIT_BAN_THRESHOLD is zero', { RATE_LIMIT_BAN_THRESHOLD: '0' }, /RATE_LIMIT_BAN_THRESHOLD/],
     ['CORS_ORIGINS holds something that is not an origin', { CORS_ORIGINS: 'https://ok.example.test,notanorigin' }, /CORS_ORIGINS.*notanorigin/],
+    ['ADMIN_PORT is the public port', { PORT: '9000', ADMIN_PORT: '9000' }, /ADMIN_PORT.*PORT/],
+    ['ADMIN_PORT is out of range', { ADMIN_PORT: '65536' }, /ADMIN_PORT/],
+    ['LOG_FORMAT is unknown', { LOG_FORMAT: 'xml' }, /LOG_FORMAT/],
     ['CORS_ORIGINS holds a URL with a path', { CORS_ORIGINS: 'https://app.example.test/page' }, /CORS_ORIGINS/]
   ]
   for (const [when, env, message] of bad) {
@@ -51,6 +56,11 @@ describe('configuration', () => {
       assert.throws(() => loadConfig(env), (error: unknown) => error instanceof ConfigError && message.test(error.message))
     })
   }
+
+  it('When ADMIN_PORT is 0 or another port, then metrics get that port', () => {
+    assert.equal(loadConfig({ ADMIN_PORT: '0', PORT: '0' }).adminPort, 0)
+    assert.equal(loadConfig({ ADMIN_PORT: '9100' }).adminPort, 9100)
+  })
 
   it('When REDIS_URL names one server or a cluster, then it is kept as given', () => {
     for (const url of ['redis://127.0.0.1:6379', 'rediss://:secret@redis.example.test/2', 'redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7000,[::1]:7002']) {

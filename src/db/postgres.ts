@@ -20,7 +20,7 @@ import { StorageUnavailableError } from '../errors.js'
 import { migratePostgres } from './postgres-schema.js'
 import type {
   ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  PetRecord, Storage
+  PetRecord, PoolUse, Storage
 } from './storage.js'
 import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
@@ -83,6 +83,10 @@ export class PostgresStorage implements Storage {
 
   constructor (pool: pg.Pool) {
     this.#pool = pool
+  }
+
+  poolUse (): PoolUse {
+    return { open: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount, max: this.#pool.options.max }
   }
 
   createPet (pet: NewPetRecord): Promise<PetRecord> {

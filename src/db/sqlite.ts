@@ -283,6 +283,10 @@ export class SqliteStorage implements Storage {
     return (this.#read(() => select.get(name)) as { value: Buffer }).value
   }
 
+  poolUse (): undefined {
+    return undefined
+  }
+
   async ping (): Promise<void> {
     this.#read(() => this.#db.prepare('SELECT 1').get())
     // After writes failed, ready again only once the write lock can be had.

@@ -64,6 +64,15 @@ export interface NewApiKeyRecord {
   createdAt: number
 }
 
+export interface PoolUse {
+  /** Connections open, idle or not. */
+  open: number
+  idle: number
+  /** Queries waiting for a connection. */
+  waiting: number
+  max: number
+}
+
 export interface Storage {
   readonly backend: 'sqlite' | 'postgres'
   /** Resolves only once the animal is durably committed. */
@@ -83,6 +92,9 @@ export interface Storage {
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined>
   listApiKeys (): Promise<ApiKeyRecord[]>
   revokeApiKey (id: number, at: number): Promise<boolean>
+
+  /** The connection pool's use, for metrics; undefined where there is no pool (SQLite). */
+  poolUse (): PoolUse | undefined
 
   /** A random secret shared by every instance on this database, made on first use. */
   secret (name: string): Promise<Buffer>

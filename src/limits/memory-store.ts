@@ -81,6 +81,7 @@ export class MemoryStore implements RateLimitStore {
     if (state.bannedUntil > now) return { outcome: 'banned', windows: view(0), bannedUntil: state.bannedUntil }
 
     if (current.some(({ limit, used }) => used >= limit)) {
+      let banEarnedUntil: number | undefined
       if (ban !== undefined) {
         const minute = windowStart('minute', now)
         state.refusals = state.refusals.start === minute
@@ -88,11 +89,12 @@ export class MemoryStore implements RateLimitStore {
           : { start: minute, count: 1 }
         if (state.refusals.count >= ban.threshold) {
           state.bannedUntil = now + ban.seconds * 1000
+          banEarnedUntil = state.bannedUntil
           // A new ban needs as many new refusals: one right after this ban ends does not renew it.
           state.refusals = { start: minute, count: 0 }
         }
       }
-      return { outcome: 'limited', windows: view(0) }
+      return banEarnedUntil === undefined ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil }
     }
 
     for (const { window, used, start } of current) state.windows[window] = { start, count: used + 1 }

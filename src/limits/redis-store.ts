@@ -39,7 +39,8 @@ const EXPIRY_MARGIN_MS = 1000
  * KEYS: ban, refusals, then one per window, in the request's order.
  * ARGV: caller's time or '' | ban threshold (0: no ban policy) | ban length |
  *       minute length | then per window: its length, its limit (ms, counts).
- * Returns {now, outcome (0 allowed, 1 limited, 2 banned), ban end or 0,
+ * Returns {now, outcome (0 allowed, 1 limited, 2 banned), end of the ban it
+ * is under or (limited) has just earned, else 0,
  * then each window's count before this request}.
  */
 const HIT_SCRIPT = `
@@ -88,6 +89,7 @@ if full then
     if refusals >= threshold then
       local banLength = tonumber(ARGV[3])
       redis.call('SET', KEYS[1], int(now + banLength), 'PX', int(banLength + margin))
+      result[3] = now + banLength
       -- A new ban needs as many new refusals: one right after this ban ends does not renew it.
       refusals = 0
     end
@@ -212,7 +214,9 @@ export class RedisStore implements RateLimitStore {
       resetAt: windowStart(window, redisNow) + WINDOW_MS[window] + shift
     }))
     if (outcome === 2) return { outcome: 'banned', windows: view(0), bannedUntil: bannedUntil + shift }
-    if (outcome === 1) return { outcome: 'limited', windows: view(0) }
+    if (outcome === 1) {
+      return bannedUntil === 0 ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil: bannedUntil + shift }
+    }
     return { outcome: 'allowed', windows: view(1) }
   }
 

@@ -39,7 +39,8 @@ export interface WindowState {
 
 export type Decision =
   | { outcome: 'allowed', windows: WindowState[] }
-  | { outcome: 'limited', windows: WindowState[] }
+  /** `banEarnedUntil`: this refusal reached the ban threshold, and the ban it earned lasts until then. */
+  | { outcome: 'limited', windows: WindowState[], banEarnedUntil?: number }
   | { outcome: 'banned', windows: WindowState[], bannedUntil: number }
 
 /**

@@ -40,19 +40,27 @@ export function toApiError (error: FastifyError | Error): ApiError | undefined {
   return undefined
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The error code this response carries, for the request's log line. */
+    errorCode: string | undefined
+    /** What made this a 5xx, for the request's log line; never sent. */
+    failure: unknown
+  }
+}
+
 export function sendError (reply: FastifyReply, error: ApiError): FastifyReply {
+  reply.errorCode = error.code
   return reply.code(error.status).headers(error.headers).type('application/json').send(errorBody(error))
 }
 
 export default fp(async function errors (app) {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.decorateReply('errorCode', undefined)
+  app.decorateReply('failure', undefined)
+  app.setErrorHandler((error: FastifyError, _request: FastifyRequest, reply: FastifyReply) => {
     const known = toApiError(error)
-    if (known !== undefined) {
-      if (known.status >= 500) request.log.error({ err: error }, 'request failed')
-      return sendError(reply, known)
-    }
-    request.log.error({ err: error }, 'unexpected error')
-    return sendError(reply, Errors.internal())
+    if (known === undefined || known.status >= 500) reply.failure = error
+    return sendError(reply, known ?? Errors.internal())
   })
 
   app.setNotFoundHandler((request, reply) => sendError(reply, Errors.notFound(request.method, request.url)))

@@ -7,10 +7,17 @@ import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
 import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
 import { addressSubject } from '../limits/subject.js'
 
+/** What the limiter tells the rest of the service: metrics count it, the log records bans. */
+export interface LimitEvents {
+  refused: (code: 'rate_limited' | 'api_key_banned') => void
+  banned: (keyId: number, until: number) => void
+}
+
 export interface RateLimiterOptions {
   store: RateLimitStore
   ban: BanPolicy
   now: () => number
+  events?: LimitEvents
 }
 
 /** Counts the request against its key (or its address), sets the headers, throws the 429. */
@@ -21,7 +28,7 @@ function hitAddress (store: RateLimitStore, address: string, time: number): Prom
   return store.hit({ subject: addressSubject(address), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
 }
 
-export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Limit {
+export function createRateLimiter ({ store, ban, now, events }: RateLimiterOptions): Limit {
   return async (request, reply) => {
     const caller = request.caller
     const time = now()
@@ -30,9 +37,12 @@ export function createRateLimiter ({ store, ban, now }: RateLimiterOptions): Lim
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
     reply.headers(rateLimitHeaders(decision, time, ban))
     if (decision.outcome === 'limited') {
+      events?.refused('rate_limited')
+      if (decision.banEarnedUntil !== undefined && caller !== undefined) events?.banned(caller.key.id, decision.banEarnedUntil)
       throw Errors.rateLimited(retryAfter(decision, time))
     }
     if (decision.outcome === 'banned') {
+      events?.refused('api_key_banned')
       throw Errors.banned(seconds(decision.bannedUntil - time))
     }
   }

@@ -220,7 +220,7 @@ describe('SQLite errors', () => {
       assert.equal(errorOf(response).code, 'internal_error')
       assert.doesNotMatch(response.body, /refused by trigger|SQLITE|sqlite|at \w+ \(/)
       assert.equal(ready.statusCode, 200)
-      const logged = entries().find((entry) => entry.msg === 'unexpected error')
+      const logged = entries().find((entry) => entry.msg === 'request failed' && entry.status === 500)
       assert.equal(logged?.err?.code, 'SQLITE_CONSTRAINT_TRIGGER')
       assert.match(logged?.err?.message ?? '', /refused by trigger/)
     } finally {

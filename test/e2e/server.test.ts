@@ -394,7 +394,8 @@ describe('petstore serve, stopped with a request in flight', { timeout: 30_000 }
     dir = makeTempDir()
     const env = { DATABASE_URL: sqliteUrl(dir) }
     const { token } = await createKey(env, ['--plan', 'pro', '--name', 'in flight'])
-    server = await startServer({ ...env, LOG_LEVEL: 'info' })
+    // At debug, a line says when a request has arrived.
+    server = await startServer({ ...env, LOG_LEVEL: 'debug' })
     const running = server
     const body = newPetJson({ name: 'Late', categoryId: INT64_MAX })
     connection = await RawConnection.open(running.port)
@@ -406,7 +407,7 @@ describe('petstore serve, stopped with a request in flight', { timeout: 30_000 }
       `Content-Length: ${Buffer.byteLength(body)}`,
       '', body.slice(0, 10)
     ].join('\r\n'))
-    await running.waitForStdout((out) => /"method":"POST","url":"\/v1\/pets"/.test(out), 5_000, 'the POST to reach the server')
+    await running.waitForStdout((out) => /"method":"POST","url":"\/v1\/pets","msg":"request received"/.test(out), 5_000, 'the POST to reach the server')
 
     // Act
     running.signal('SIGTERM')

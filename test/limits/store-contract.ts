@@ -48,6 +48,17 @@ export function rateLimitStoreContract (name: string, open: () => Promise<RateLi
       assert.equal((await store.hit(r, T0 + 2 + 60_000)).outcome, 'allowed')
     }))
 
+    it('When a refusal reaches the threshold, then its decision says that it earned a ban, and until when; no other does', () => withStore(async (store) => {
+      const r = request(1, 100)
+      await store.hit(r, T0)
+
+      const refusals = []
+      for (let i = 0; i < 3; i++) refusals.push(await store.hit(r, T0 + i))
+
+      const earned = refusals.map((d) => d.outcome === 'limited' ? d.banEarnedUntil : 'not limited')
+      assert.deepEqual(earned, [undefined, undefined, T0 + 2 + 60_000])
+    }))
+
     it('When a ban ends, then one more refusal in the same minute does not ban again', () => withStore(async (store) => {
       const r = request(1, 100, { threshold: 3, seconds: 10 })
       await store.hit(r, T0)

@@ -13,6 +13,7 @@ import { issueKey } from '../../src/keys/admin.js'
 import type { Plan } from '../../src/domain.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import type { RateLimitStore } from '../../src/limits/store.js'
+import type { Metrics } from '../../src/metrics.js'
 import { CLOCK_START, bearer } from './fixtures.js'
 import { freshPostgresDatabase } from './postgres.js'
 import { openTestStore } from './redis.js'
@@ -60,13 +61,13 @@ async function openTestLimiter (backend: 'memory' | 'redis', clock: TestClock): 
 
 export async function buildTestApp (
   env: Record<string, string> = {},
-  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger } = {}
+  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger, metrics?: Metrics } = {}
 ): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
   const clock = new TestClock()
   const storage = options.storage ?? await openTestStorage(options.backend ?? 'sqlite')
   const limiter = options.limiter ?? await openTestLimiter(options.limiterBackend ?? 'memory', clock)
-  const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger })
+  const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger, metrics: options.metrics })
   await app.ready()
   return {
     app,
@@ -103,8 +104,18 @@ export function errorOf (response: LightMyRequestResponse): { code: string, mess
 }
 
 export interface LogEntry {
+  level: number
   msg?: string
   err?: { type?: string, message?: string, stack?: string, code?: string }
+  requestId?: string
+  keyId?: number
+  method?: string
+  route?: string
+  url?: string
+  status?: number
+  code?: string
+  durationMs?: number
+  bannedUntil?: string
 }
 
 /** A pino logger as the server makes it, whose lines the test reads back. */

@@ -1,0 +1,39 @@
+// A Storage that reports how long each operation takes (metrics.ts), around
+// any backend. Listing every operation, rather than wrapping with a Proxy,
+// lets the compiler say when the Storage interface grows one.
+import { performance } from 'node:perf_hooks'
+import type { Storage } from './storage.js'
+
+export type ObserveQuery = (operation: string, seconds: number, failed: boolean) => void
+
+export function timedStorage (storage: Storage, observe: ObserveQuery): Storage {
+  const timed = <A extends unknown[], R>(operation: string, call: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      const start = performance.now()
+      let failed = true
+      try {
+        const result = await call.apply(storage, args)
+        failed = false
+        return result
+      } finally {
+        observe(operation, (performance.now() - start) / 1000, failed)
+      }
+    }
+
+  return {
+    backend: storage.backend,
+    createPet: timed('createPet', storage.createPet),
+    createPetOnce: timed('createPetOnce', storage.createPetOnce),
+    getPet: timed('getPet', storage.getPet),
+    listPets: timed('listPets', storage.listPets),
+    purgeIdempotentRequests: timed('purgeIdempotentRequests', storage.purgeIdempotentRequests),
+    createApiKey: timed('createApiKey', storage.createApiKey),
+    findApiKeyByTokenHash: timed('findApiKeyByTokenHash', storage.findApiKeyByTokenHash),
+    listApiKeys: timed('listApiKeys', storage.listApiKeys),
+    revokeApiKey: timed('revokeApiKey', storage.revokeApiKey),
+    secret: timed('secret', storage.secret),
+    ping: timed('ping', storage.ping),
+    poolUse: () => storage.poolUse(),
+    close: async () => { await storage.close() }
+  }
+}

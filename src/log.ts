@@ -1,0 +1,75 @@
+// The service's log: pino, written to stdout without ever holding the
+// service up. Lines are written asynchronously from a bounded buffer, so a
+// slow or stuck reader costs dropped lines (counted), never slow requests;
+// and a reader that goes away (`… | head`) ends the logging, not the
+// service, whose shutdown still finishes within its budget.
+//
+// The destination is sonic-boom, pino's own, built here rather than by
+// `pino.destination()`: that one registers a process-exit hook that flushes
+// synchronously, and with sonic-boom 4 a synchronous flush into a closed
+// pipe retries for ever. Here the service flushes itself, asynchronously and
+// with a deadline, at shutdown and on a fatal error.
+import pino, { type Logger } from 'pino'
+import { prettyFactory } from 'pino-pretty'
+import sonicBoom from 'sonic-boom'
+
+export type LogFormat = 'json' | 'pretty'
+
+export interface LogOptions {
+  level: string
+  format: LogFormat
+  /** Where lines go; stdout unless a test says otherwise. */
+  fd?: number
+  /** Colours in the pretty format; by default, when the destination is a terminal. */
+  colorize?: boolean
+}
+
+export interface ServiceLog {
+  logger: Logger
+  /** Writes out what is buffered; resolves when written, or when `deadlineMs` has passed, whichever comes first. */
+  flush: (deadlineMs: number) => Promise<void>
+  /** Lines lost so far: buffer full (a reader too slow) or the reader gone. */
+  dropped: () => number
+}
+
+/** About 30,000 request lines: minutes of a stalled reader at full speed before a line is dropped. */
+const BUFFER_BYTES = 16 * 1024 * 1024
+
+export function createLog ({ level, format, fd = 1, colorize }: LogOptions): ServiceLog {
+  const stream = new sonicBoom.SonicBoom({ fd, sync: false, maxLength: BUFFER_BYTES })
+  let dropped = 0
+  let gone = false
+  stream.on('drop', () => { dropped++ })
+  // EPIPE (the reader closed its end) and any other write error: nothing more
+  // can be written there, and the service goes on without its log.
+  stream.on('error', () => { gone = true })
+
+  const pretty = format === 'pretty'
+    ? prettyFactory({ colorize: colorize ?? (process.stdout.isTTY && fd === 1), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    : undefined
+  const destination = {
+    write (line: string): void {
+      if (gone) {
+        dropped++
+        return
+      }
+      stream.write(pretty === undefined ? line : pretty(line))
+    }
+  }
+
+  const logger = pino({
+    level,
+    // Tokens never reach the log, even if a serializer starts logging headers.
+    redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
+  }, destination)
+
+  const flush = async (deadlineMs: number): Promise<void> => {
+    if (gone) return
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, deadlineMs)
+      stream.flush(() => { clearTimeout(timer); resolve() })
+    })
+  }
+
+  return { logger, flush, dropped: () => dropped }
+}

@@ -1,0 +1,127 @@
+// What the service counts for its operators, in Prometheus's terms
+// (prom-client), served on ADMIN_PORT by admin.ts. Every label has a small,
+// fixed set of values: route templates (never raw paths), methods, statuses,
+// error codes and storage operation names; never key ids or addresses.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import type { RateLimitStore } from './limits/store.js'
+import type { PoolUse } from './db/storage.js'
+
+export interface MetricSources {
+  limiter: Pick<RateLimitStore, 'name' | 'health'>
+  poolUse: () => PoolUse | undefined
+  droppedLogLines: () => number
+}
+
+export interface Metrics {
+  readonly registry: Registry
+  /** One answered request; `route` is the route's template, or `unmatched`. */
+  request: (method: string, route: string, status: number, seconds: number) => void
+  /** A request refused by the rate limiter: `rate_limited` or `api_key_banned`. */
+  refused: (code: string) => void
+  /** A key has just earned a ban. */
+  banned: () => void
+  /** One call to the database; `failed` when it threw. */
+  query: (operation: string, seconds: number, failed: boolean) => void
+}
+
+/** From a cache hit (well under a millisecond) to the 5 s a request may wait for the database. */
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+const QUERY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5]
+
+export function createMetrics ({ limiter, poolUse, droppedLogLines }: MetricSources): Metrics {
+  // One registry per instance of the app, so that tests can build several.
+  // Metrics read at scrape time (collect) are registered on it explicitly.
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+
+  const requests = new Counter({
+    name: 'petstore_http_requests_total',
+    help: 'HTTP requests answered, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry]
+  })
+  const durations = new Histogram({
+    name: 'petstore_http_request_duration_seconds',
+    help: 'Time from a request\'s arrival to its response, by method, route template and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: REQUEST_BUCKETS,
+    registers: [registry]
+  })
+  const refusals = new Counter({
+    name: 'petstore_rate_limit_refusals_total',
+    help: 'Requests refused with 429, by error code: rate_limited (out of quota) or api_key_banned.',
+    labelNames: ['code'] as const,
+    registers: [registry]
+  })
+  for (const code of ['rate_limited', 'api_key_banned']) refusals.inc({ code }, 0)
+  const bans = new Counter({
+    name: 'petstore_rate_limit_bans_total',
+    help: 'Bans started by this instance: keys that kept sending after being refused.',
+    registers: [registry]
+  })
+  registry.registerMetric(new Gauge({
+    name: 'petstore_rate_limit_store_degraded',
+    help: 'Whether the rate-limit store is degraded (1): with Redis, this instance cannot reach it and limits in-process, on its own.',
+    labelNames: ['store'] as const,
+    registers: [],
+    async collect () {
+      const health = await limiter.health().catch(() => ({ status: 'down' }))
+      this.set({ store: limiter.name }, health.status === 'ok' ? 0 : 1)
+    }
+  }))
+  const queries = new Histogram({
+    name: 'petstore_db_query_duration_seconds',
+    help: 'Time spent in each storage operation, by operation and outcome (ok or error).',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: QUERY_BUCKETS,
+    registers: [registry]
+  })
+  // Only a backend with a pool (PostgreSQL) has these.
+  if (poolUse() !== undefined) {
+    registry.registerMetric(new Gauge({
+      name: 'petstore_db_pool_connections',
+      help: 'PostgreSQL connections of this instance\'s pool: open, idle, and the most it may open (max).',
+      labelNames: ['state'] as const,
+      registers: [],
+      collect () {
+        const use = poolUse()
+        if (use === undefined) return
+        this.set({ state: 'open' }, use.open)
+        this.set({ state: 'idle' }, use.idle)
+        this.set({ state: 'max' }, use.max)
+      }
+    }))
+    registry.registerMetric(new Gauge({
+      name: 'petstore_db_pool_waiting',
+      help: 'Storage operations waiting for a PostgreSQL connection.',
+      registers: [],
+      collect () {
+        const use = poolUse()
+        if (use !== undefined) this.set(use.waiting)
+      }
+    }))
+  }
+  let droppedSoFar = 0
+  registry.registerMetric(new Counter({
+    name: 'petstore_log_lines_dropped_total',
+    help: 'Log lines lost because stdout\'s reader was too slow (the buffer was full) or had gone.',
+    registers: [],
+    collect () {
+      const now = droppedLogLines()
+      this.inc(now - droppedSoFar)
+      droppedSoFar = now
+    }
+  }))
+
+  return {
+    registry,
+    request (method, route, status, seconds) {
+      const labels = { method, route, status: String(status) }
+      requests.inc(labels)
+      durations.observe(labels, seconds)
+    },
+    refused (code) { refusals.inc({ code }) },
+    banned () { bans.inc() },
+    query (operation, seconds, failed) { queries.observe({ operation, outcome: failed ? 'error' : 'ok' }, seconds) }
+  }
+}

@@ -1,0 +1,42 @@
+// One log line per request (DECISIONS §12), written when its response has
+// gone: who called (the key's id, never its token), what (method, route
+// template, URL), the answer (status, error code) and how long it took. The
+// request id is the logger's own binding (`requestId`), on every line a
+// request writes. A 5xx is logged at `error` with the cause that made it,
+// which the client's body never carries.
+//
+// Fastify's LogController is the place for this: its two lines per request
+// (incoming, completed) become this one, and the first is kept at `debug`.
+// https://fastify.dev/docs/latest/Reference/Server/#logcontroller
+import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
+
+export class RequestLog extends LogController {
+  constructor () {
+    super({ requestIdLogLabel: 'requestId' })
+  }
+
+  /** At `debug` only: a line when a request arrives, to find the ones that never finish. */
+  override incomingRequest (request: FastifyRequest): void {
+    request.log.debug({ method: request.method, url: request.url }, 'request received')
+  }
+
+  /** The not-found handler answers, and the line is written like any other. */
+  override routeNotFound (): void {}
+
+  override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const status = reply.statusCode
+    const line = {
+      keyId: request.caller?.key.id,
+      method: request.method,
+      route: request.routeOptions.url,
+      url: request.url,
+      status,
+      code: reply.errorCode,
+      durationMs: Math.round(reply.elapsedTime * 100) / 100
+    }
+    if (status >= 500) request.log.error({ ...line, err: reply.failure ?? error }, 'request failed')
+    // The response itself failed: most often, the client went away mid-answer.
+    else if (error !== null && error !== undefined) request.log.warn({ ...line, err: error }, 'response not delivered')
+    else request.log.info(line, 'request completed')
+  }
+}

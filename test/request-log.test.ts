@@ -1,0 +1,126 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { setImmediate as tick } from 'node:timers/promises'
+import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry } from './support/app.js'
+import { bearer, buildPet } from './support/fixtures.js'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** The lines written for one request, once its response has gone. */
+async function linesOf (entries: () => LogEntry[], requestId: string): Promise<LogEntry[]> {
+  await tick()
+  return entries().filter((entry) => entry.requestId === requestId)
+}
+
+describe('request ids and the log line of each request', () => {
+  it('When a client sends a usable X-Request-Id, then the response echoes it and the request\'s log line carries it', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { logger })
+    try {
+      const token = await t.newKey()
+      const id = 'trace:7f3a/ABC~xyz-' + 'x'.repeat(100)
+
+      const response = await t.app.inject({ url: '/v1/pets', headers: { ...bearer(token), 'x-request-id': id } })
+
+      assert.equal(response.statusCode, 200)
+      assert.equal(response.headers['x-request-id'], id)
+      const lines = await linesOf(entries, id)
+      assert.equal(lines.length, 1)
+    } finally {
+      await t.close()
+    }
+  })
+
+  for (const [what, id] of [
+    ['longer than 128 characters', 'x'.repeat(129)],
+    ['empty', ''],
+    ['holding a space', 'two words'],
+    ['holding a control character', 'a\tb'],
+    ['not ASCII', 'café']
+  ] as const) {
+    it(`When a client's X-Request-Id is ${what}, then the service makes its own, echoes it and logs it`, async () => {
+      const { logger, entries } = capturingLogger()
+      const t = await buildTestApp({}, { logger })
+      try {
+        const response = await t.app.inject({ url: '/v1/pets', headers: { 'x-request-id': id } })
+
+        const made = String(response.headers['x-request-id'])
+        assert.match(made, UUID)
+        assert.equal((await linesOf(entries, made)).length, 1)
+      } finally {
+        await t.close()
+      }
+    })
+  }
+
+  it('When a request is answered, then one line at info names the key, method, route template, URL, status and duration, and never the token', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { logger })
+    try {
+      const token = await t.newKey('pro')
+      const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token, { 'idempotency-key': 'k-1' }), payload: JSON.stringify(buildPet()) })
+      const id = String(created.headers['x-request-id'])
+
+      const response = await t.app.inject({ url: `/v1/pets/${String(created.json<{ id: number }>().id)}`, headers: { ...bearer(token), 'x-request-id': 'get-1' } })
+
+      assert.equal(response.statusCode, 200)
+      const [line, ...more] = await linesOf(entries, 'get-1')
+      assert.deepEqual(more, [])
+      assert.equal(line?.level, 30)
+      assert.equal(line?.msg, 'request completed')
+      assert.equal(typeof line?.keyId, 'number')
+      assert.equal(line?.method, 'GET')
+      assert.equal(line?.route, '/v1/pets/:petId')
+      assert.match(line?.url ?? '', /^\/v1\/pets\/\d+$/)
+      assert.equal(line?.status, 200)
+      assert.equal(line?.code, undefined)
+      assert.ok(typeof line?.durationMs === 'number' && line.durationMs >= 0)
+      assert.equal((await linesOf(entries, id))[0]?.status, 201)
+      const everything = JSON.stringify(entries())
+      assert.ok(!everything.includes(token), 'a token reached the log')
+      assert.ok(!everything.includes('k-1'), 'an idempotency key reached the log')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When a request is refused, then its one line carries the error code and no key', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { logger })
+    try {
+      const response = await t.app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer pet_live_nottherightshape', 'x-request-id': 'refused-1' } })
+
+      assert.equal(response.statusCode, 401)
+      const lines = await linesOf(entries, 'refused-1')
+      assert.equal(lines.length, 1)
+      assert.equal(lines[0]?.code, errorOf(response).code)
+      assert.equal(lines[0]?.status, 401)
+      assert.equal(lines[0]?.keyId, undefined)
+      assert.ok(!JSON.stringify(lines).includes('nottherightshape'), 'a token reached the log')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When a key keeps sending after being refused, then one line says it is banned, and until when', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '3', RATE_LIMIT_BAN_SECONDS: '60' }, { logger })
+    try {
+      const token = await t.newKey('free', { perMinute: 1, perDay: 100 })
+      const send = async (): Promise<number> => (await t.app.inject({ url: '/v1/pets', headers: bearer(token) })).statusCode
+
+      const statuses = []
+      for (let i = 0; i < 6; i++) statuses.push(await send())
+
+      assert.deepEqual(statuses, [200, 429, 429, 429, 429, 429])
+      await tick()
+      const bans = entries().filter((entry) => entry.bannedUntil !== undefined)
+      assert.equal(bans.length, 1)
+      assert.equal(bans[0]?.level, 40)
+      assert.equal(bans[0]?.bannedUntil, new Date(t.clock.now() + 60_000).toISOString())
+      assert.equal(typeof bans[0]?.keyId, 'number')
+    } finally {
+      await t.close()
+    }
+  })
+})
