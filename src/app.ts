@@ -21,7 +21,8 @@ import { compileValidator, type HttpPart } from './schemas/validator.js'
 import accessPlugin, { createGate } from './plugins/access.js'
 import { createAuthenticator } from './plugins/auth.js'
 import deprecationPlugin from './plugins/deprecation.js'
-import errorsPlugin, { createClientErrorHandler, sendError, toApiError } from './plugins/errors.js'
+import errorsPlugin, { createClientErrorHandler, createRawAnswerer, sendError, toApiError } from './plugins/errors.js'
+import framingPlugin, { isApiPath } from './plugins/framing.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
 import { createAddressCounter, createRateLimiter, type LimitEvents } from './plugins/rate-limit.js'
@@ -89,6 +90,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }
   const limit = createRateLimiter({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
   const gate = createGate({ identify, limit })
+  const answerRaw = createRawAnswerer(createAddressCounter({ store: limiter, now }))
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: BODY_LIMIT,
@@ -96,7 +98,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     connectionTimeout: timeouts.idleSocketMs,
     requestTimeout: timeouts.requestMs,
     keepAliveTimeout: timeouts.keepAliveMs,
-    http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkEveryMs },
+    // A request without Host is answered by plugins/framing.ts, with an Error body.
+    http: { headersTimeout: timeouts.headersMs, connectionsCheckingInterval: timeouts.checkEveryMs, requireHostHeader: false },
     // Fastify's own 503 while closing has its own body shape; requests that
     // arrive while closing are answered normally instead.
     return503OnClosing: false,
@@ -104,7 +107,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     requestIdHeader: false,
     genReqId: requestId,
     logController: new RequestLog(),
-    clientErrorHandler: createClientErrorHandler(createAddressCounter({ store: limiter, now })),
+    clientErrorHandler: createClientErrorHandler(answerRaw),
     // Ids are validated by their schema (a 400 that names the field); only a
     // path segment longer than this is refused by the router itself.
     routerOptions: { maxParamLength: 1000 },
@@ -113,7 +116,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
     frameworkErrors: (_error, request, reply) => {
       reply.header('x-request-id', request.id)
       const answer = Errors.invalidUrl()
-      const passed = request.url.startsWith('/v1/') ? gate(request, reply) : Promise.resolve()
+      const passed = isApiPath(request.url) ? gate(request, reply) : Promise.resolve()
       passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
@@ -132,6 +135,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   const baseUrl = selfBaseUrl(config, () => app.server.address())
 
   await app.register(errorsPlugin)
+  await app.register(framingPlugin, { answerRaw })
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   await app.register(jsonBodyPlugin)

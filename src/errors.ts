@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   idempotency_key_in_use: { status: 409, description: 'a request with the same Idempotency-Key is still in progress' },
   gone: { status: 410, description: 'this operation has been removed' },
   payload_too_large: { status: 413, description: 'the body is larger than 16 KiB' },
+  expectation_failed: { status: 417, description: 'the `Expect` header asks for something other than `100-continue`, the only expectation the service meets' },
   unsupported_media_type: { status: 415, description: 'the body is not declared as UTF-8 `application/json`' },
   idempotency_key_reused: { status: 422, description: 'the Idempotency-Key was used before with a different body' },
   rate_limited: { status: 429, description: 'too many requests: wait for Retry-After, then back off exponentially' },
@@ -78,6 +79,12 @@ export const Errors = {
   }),
   invalidJson: (reason: string) => new ApiError('invalid_json', `The body is not valid JSON: ${reason}`),
   invalidHttp: () => new ApiError('invalid_request', 'The request is not valid HTTP/1.1.'),
+  // As Node does when it refuses one: a client this confused gets a fresh connection.
+  missingHost: () => new ApiError('invalid_request', 'An HTTP/1.1 request must carry a Host header.', {
+    details: [{ field: 'header.host', reason: 'is required in HTTP/1.1' }],
+    headers: { connection: 'close' }
+  }),
+  notAProxy: () => new ApiError('invalid_request', 'CONNECT is not supported: this service is not a proxy.'),
 
   // 401
   noKey: () => missingKey('Send your API key as Authorization: Bearer <API_KEY>.'),
@@ -101,8 +108,9 @@ export const Errors = {
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
 
-  // 413, 415, 422, 429, 431
+  // 413, 415, 417, 422, 429, 431
   payloadTooLarge: () => new ApiError('payload_too_large', 'The body is larger than 16 KiB.'),
+  expectationFailed: () => new ApiError('expectation_failed', 'The only expectation this service meets is Expect: 100-continue.'),
   notJson: () => new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.'),
   notUtf8: (charset: string) => new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`),
   idempotencyKeyReused: () => new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.'),

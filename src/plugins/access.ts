@@ -6,7 +6,8 @@
 //   2. limit: the request is counted against its key, or, without a valid
 //      key, against its client address; 429 when that is spent. Every answer
 //      from here on carries the rate-limit headers;
-//   3. refuse: without a valid key, 401.
+//   3. refuse: without a valid key, 401; then a request Node would have
+//      refused itself (no Host, an unmet Expect: plugins/framing.ts), 400 or 417.
 //
 // Only a request that passes reaches the router's answers (404, 405), the
 // body parser and the handler. Requests the router cannot even route
@@ -15,6 +16,7 @@ import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Identify } from './auth.js'
 import type { Limit } from './rate-limit.js'
+import { unmetFraming } from './framing.js'
 
 export type Gate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 
@@ -23,6 +25,8 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     await identify(request)
     await limit(request, reply)
     if (request.authFailure !== undefined) throw request.authFailure
+    const unmet = unmetFraming(request)
+    if (unmet !== undefined) throw unmet
   }
 }
 

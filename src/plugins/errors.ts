@@ -3,6 +3,7 @@
 // parser (before a request exists at all).
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, Errors, StorageUnavailableError, errorBody } from '../errors.js'
@@ -74,27 +75,34 @@ const PARSER_ERRORS: Record<string, () => ApiError> = {
 /** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
 export type CountAddress = (address: string) => Promise<Record<string, string>>
 
+/** Answers, by hand, a socket that never became a request: the Error body, that address's rate-limit headers, then close. */
+export type AnswerRaw = (socket: Duplex, answer: ApiError) => void
+
 /**
- * Errors from Node's HTTP parser happen before Fastify has a request, so the
- * answer is written to the socket by hand, in the same Error shape. The
- * path is not known yet: every such answer is counted against the client's
+ * Some answers happen before Fastify has a request (Node's parser failed,
+ * or a CONNECT): they are written to the socket by hand, in the same Error
+ * shape. The path is not known: each is counted against the client's
  * address and carries that limit's headers, as /v1 responses do.
- * https://nodejs.org/api/http.html#event-clienterror
  */
-export function createClientErrorHandler (countAddress: CountAddress): (error: Error & { code?: string }, socket: Socket) => void {
-  return (error, socket) => {
+export function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
+  return (socket, answer) => {
     if (!socket.writable) {
       socket.destroy()
       return
     }
-    const answer = (PARSER_ERRORS[error.code ?? ''] ?? Errors.invalidHttp)()
     const status = answer.status
     const body = JSON.stringify(errorBody(answer))
     const write = (headers: Record<string, string>): void => {
       if (!socket.writable) return
-      const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+      const extra = Object.entries({ ...answer.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
     }
-    countAddress(socket.remoteAddress ?? '').then(write, () => write({}))
+    const address = (socket as Partial<Socket>).remoteAddress ?? ''
+    countAddress(address).then(write, () => write({}))
   }
+}
+
+/** Errors from Node's HTTP parser. https://nodejs.org/api/http.html#event-clienterror */
+export function createClientErrorHandler (answerRaw: AnswerRaw): (error: Error & { code?: string }, socket: Socket) => void {
+  return (error, socket) => { answerRaw(socket, (PARSER_ERRORS[error.code ?? ''] ?? Errors.invalidHttp)()) }
 }

@@ -281,6 +281,53 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.ok(error.message.length > 0)
   })
 
+  it('When an HTTP/1.1 request has no Host header, then /v1 answers 400 with an Error body and the rate-limit headers, and /healthz a 400 Error body', async () => {
+    // Act
+    const api = await rawRequest(running().port, `GET /v1/pets HTTP/1.1\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+    const health = await rawRequest(running().port, 'GET /healthz HTTP/1.1\r\n\r\n')
+    const http10 = await rawRequest(running().port, 'GET /healthz HTTP/1.0\r\n\r\n')
+
+    // Assert
+    for (const response of [api, health]) {
+      assert.equal(response.status, 400)
+      assert.match(response.headers.get('content-type') ?? '', /^application\/json\b/)
+      const error = parseErrorBody(response.body)
+      assert.equal(error.code, 'invalid_request')
+      assert.match(error.message, /Host/)
+      assert.equal(response.headers.get('connection'), 'close')
+    }
+    assert.match(api.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/)
+    assert.equal(health.headers.get('x-ratelimit-limit'), undefined)
+    assert.equal(http10.status, 200, 'HTTP/1.0 needs no Host')
+  })
+
+  it('When a request expects something other than 100-continue, then the answer is 417 with an Error body; 100-continue itself is met', async () => {
+    // Act
+    const refused = await rawRequest(running().port, `GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nExpect: the-impossible\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+    const body = newPetJson({ name: 'Continued' })
+    const continued = await rawRequest(running().port, [
+      'POST /v1/pets HTTP/1.1', 'Host: localhost', 'Expect: 100-continue', `Authorization: Bearer ${token}`, 'Connection: close',
+      'Content-Type: application/json', `Content-Length: ${Buffer.byteLength(body)}`, '', body
+    ].join('\r\n'))
+
+    // Assert
+    assert.equal(refused.status, 417)
+    assert.equal(parseErrorBody(refused.body).code, 'expectation_failed')
+    assert.match(refused.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/)
+    assert.match(refused.headers.get('x-request-id') ?? '', /.+/)
+    // A 100 Continue precedes the final answer.
+    assert.equal(continued.status, 100)
+    assert.match(continued.body, /^HTTP\/1\.1 201 /)
+  })
+
+  it('When a CONNECT request arrives, then the answer is 400 with an Error body, not a closed connection', async () => {
+    const response = await rawRequest(running().port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
+
+    assert.equal(response.status, 400)
+    assert.equal(parseErrorBody(response.body).code, 'invalid_request')
+    assert.match(response.headers.get('x-ratelimit-limit') ?? '', /^\d+$/)
+  })
+
   it('When a key is revoked with `keys revoke ID`, then the running server refuses it with 401 within one second and `keys list --json` shows it revoked', async () => {
     // Arrange: the server has just accepted the key (and may remember that).
     const key = await createKey(env, ['--plan', 'free', '--name', 'to revoke'])

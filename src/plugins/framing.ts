@@ -1,0 +1,49 @@
+// Requests that Node's HTTP server would answer by itself, before any route
+// is chosen, with a bare status line and no body: an HTTP/1.1 request
+// without `Host` (400), an `Expect` other than 100-continue (417), and
+// CONNECT (the connection closed without a word). DECISIONS §12 wants the
+// Error body on these too, so Node is told to pass them on, and they are
+// answered here like any other error: under /v1, after the gate (so with
+// the rate-limit headers), elsewhere at once.
+// https://nodejs.org/api/http.html#event-checkexpectation
+import type { IncomingMessage } from 'node:http'
+import type { Duplex } from 'node:stream'
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { Errors, type ApiError } from '../errors.js'
+
+/** Node's own test for the one expectation it meets (lib/_http_server.js). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+
+/** Why Node would have refused this request, if it would have. */
+export function unmetFraming (request: FastifyRequest): ApiError | undefined {
+  const raw = request.raw
+  // As Node, and RFC 9110 §10.1.1: HTTP/1.0 requests need no Host, and their expectations are ignored.
+  if (raw.httpVersionMajor !== 1 || raw.httpVersionMinor !== 1) return undefined
+  if (raw.headers.host === undefined) return Errors.missingHost()
+  const expect = raw.headers.expect
+  if (expect !== undefined && !CONTINUE.test(expect)) return Errors.expectationFailed()
+  return undefined
+}
+
+/** Paths whose requests pass the gate (plugins/access.ts), which checks framing in its turn. */
+export function isApiPath (url: string): boolean {
+  return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
+}
+
+interface FramingOptions {
+  /** Answers a socket that never became a request (plugins/errors.ts). */
+  answerRaw: (socket: Duplex, error: ApiError) => void
+}
+
+export default fp<FramingOptions>(async function framing (app, { answerRaw }) {
+  // Without a listener Node answers 417 itself; with one, the request is ours.
+  app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
+  // Without a listener Node closes the connection without a word.
+  app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })
+  app.addHook('onRequest', async (request) => {
+    if (isApiPath(request.url)) return
+    const unmet = unmetFraming(request)
+    if (unmet !== undefined) throw unmet
+  })
+}, { name: 'framing' })
