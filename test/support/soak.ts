@@ -1,0 +1,10 @@
+// How hard the slow tests push: a few iterations in `npm test`, the full
+// number under `npm run test:soak` (PETSTORE_SOAK=1), as the README says.
+
+/** True under `npm run test:soak`. */
+export const SOAK = process.env.PETSTORE_SOAK === '1'
+
+/** `quick` in `npm test`, `full` under `npm run test:soak`. */
+export function iterations (quick: number, full: number): number {
+  return SOAK ? full : quick
+}
