@@ -2,7 +2,7 @@
 // number under `npm run test:soak` (PETSTORE_SOAK=1), as the README says.
 
 /** True under `npm run test:soak`. */
-export const SOAK = process.env.PETSTORE_SOAK === '1'
+const SOAK = process.env.PETSTORE_SOAK === '1'
 
 /** `quick` in `npm test`, `full` under `npm run test:soak`. */
 export function iterations (quick: number, full: number): number {
