@@ -141,13 +141,13 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.match(String(key.token), TOKEN)
   })
 
-  it('When an enterprise key is created without --per-day, then `keys create` exits 1 with a message and creates no key', async () => {
+  it('When an enterprise key is created without --per-day, then `keys create` exits 2 (bad usage) with a message and creates no key', async () => {
     // Act
     const result = await runCli(['keys', 'create', '--plan', 'enterprise', '--per-minute', '100', '--name', 'no day limit'], env)
     const listed = await runCliOk(['keys', 'list', '--json'], env)
 
     // Assert
-    assert.equal(result.code, 1, result.stdout + result.stderr)
+    assert.equal(result.code, 2, result.stdout + result.stderr)
     assert.match(result.stderr, /enterprise key needs --per-minute and --per-day/)
     assert.doesNotMatch(result.stdout, /pet_live_/)
     const keys = JSON.parse(listed.stdout) as Array<{ name: string }>

@@ -114,6 +114,11 @@ export async function runCli (args: readonly string[], env: Record<string, strin
   }
 }
 
+/** Starts `node bin/petstore.js ARGS` from the project root and gives the child, for a test that handles its streams itself; the caller stops it. */
+export function spawnCli (args: readonly string[], env: Record<string, string>): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [CLI, ...args], { cwd: PROJECT_ROOT, env: childEnv(env) })
+}
+
 /** Runs the CLI and fails with its output unless it exits with code 0. */
 export async function runCliOk (args: readonly string[], env: Record<string, string>): Promise<CliResult> {
   const result = await runCli(args, env)

@@ -1,0 +1,93 @@
+// The database the `keys` commands work on, and one-line descriptions of
+// why it could not be opened.
+//
+// A key is useful only in the database the server reads. So `keys` refuses
+// a SQLite database that cannot be the server's: `sqlite::memory:` (it ends
+// with the command), and a path whose folder does not exist (a mistyped path
+// would otherwise become a new, empty database). A path whose folder exists
+// but whose file does not yet is accepted: the database is created there, as
+// the server does at its first start, so keys can be made before it.
+import { statSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import pg from 'pg'
+import type { Config } from '../config.js'
+import { openStorage } from '../db/open.js'
+import { SqliteError } from '../db/sqlite-driver.js'
+import type { Storage } from '../db/storage.js'
+import { StorageUnavailableError } from '../errors.js'
+import { CommandFailure } from './errors.js'
+
+/**
+ * `url` with any password hidden. Stricter than config.ts's redactUrl: the
+ * URL being reported may be malformed, with an `@` or `/` left unescaped in
+ * its password, so everything from the first `:` after `//` to the last `@`
+ * of the authority is hidden, not just up to the first `@`.
+ */
+export function redactCredentials (url: string): string {
+  const match = /^([a-z][a-z\d+.-]*:\/\/)([^?#]*)@/i.exec(url)
+  const userinfo = match?.[2]
+  if (match === null || userinfo === undefined || !userinfo.includes(':')) return url
+  return `${match[1] ?? ''}${userinfo.slice(0, userinfo.indexOf(':'))}:***@${url.slice(match[0].length)}`
+}
+
+/** The database as `DATABASE_URL=…` with no password, for messages. */
+export function databaseLabel (url: string): string {
+  return `DATABASE_URL=${redactCredentials(url)}`
+}
+
+function sqlitePathOf (url: string): string | undefined {
+  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : undefined
+}
+
+/** Throws a CommandFailure when `url` is a SQLite database that the server cannot be reading. */
+function refuseSqliteTheServerCannotRead (url: string): void {
+  const path = sqlitePathOf(url)
+  if (path === undefined) return
+  if (path === ':memory:') {
+    throw new CommandFailure(`${databaseLabel(url)} lasts only as long as this command, so a key made there would be lost; set DATABASE_URL to the server's database`)
+  }
+  const folder = dirname(resolve(path))
+  let problem: string | undefined
+  try {
+    if (!statSync(folder).isDirectory()) problem = `${folder} is not a folder`
+  } catch {
+    problem = `the folder ${folder} does not exist`
+  }
+  if (problem !== undefined) {
+    throw new CommandFailure(`${databaseLabel(url)}: ${problem}, so this cannot be the server's database; check DATABASE_URL (the server creates the folder when it first starts)`)
+  }
+}
+
+function isInvalidUrl (error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'ERR_INVALID_URL'
+}
+
+/** The root cause's message, on one line. */
+function reason (error: unknown): string {
+  let cause = error
+  while (cause instanceof StorageUnavailableError && cause.cause !== undefined) cause = cause.cause
+  if (isInvalidUrl(cause)) return 'not a valid URL'
+  const text = cause instanceof Error ? cause.message : String(cause)
+  return text.replace(/\s*\n\s*/g, ' ').trim() || (cause instanceof Error ? cause.name : 'unknown error')
+}
+
+/**
+ * A one-line description when `error` came from opening or using the
+ * database, else undefined. Configuration has been validated by then, so an
+ * invalid URL can only be DATABASE_URL's (node-postgres parses it with `new URL`).
+ */
+export function describeDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): string | undefined {
+  const fromDatabase = error instanceof StorageUnavailableError || error instanceof SqliteError ||
+    error instanceof pg.DatabaseError || isInvalidUrl(error)
+  return fromDatabase ? `cannot ${doing} the database ${databaseLabel(url)}: ${reason(error)}` : undefined
+}
+
+/** Opens the database of `config` for a `keys` command, or fails with one line that names it. */
+export async function openKeysDatabase (config: Config): Promise<Storage> {
+  refuseSqliteTheServerCannotRead(config.databaseUrl)
+  try {
+    return await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
+  } catch (error) {
+    throw new CommandFailure(`cannot open the database ${databaseLabel(config.databaseUrl)}: ${reason(error)}`, { cause: error })
+  }
+}

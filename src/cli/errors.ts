@@ -1,0 +1,13 @@
+// How the `petstore` command ends, as shells and scripts read it.
+
+/** The command did what was asked. */
+export const EXIT_OK = 0
+/** The command was well formed but could not do its work: configuration, database, no such key. */
+export const EXIT_FAILURE = 1
+/** The command line itself was wrong: unknown command or option, missing or invalid value (2, as the shell's builtins, Python's argparse and Rust's clap use). */
+export const EXIT_USAGE = 2
+
+/** A failure to tell the operator in one line, without a stack trace: it is about their setup, not a fault of the program. */
+export class CommandFailure extends Error {
+  override name = 'CommandFailure'
+}

@@ -1,0 +1,71 @@
+// The `petstore` command line: its commands, help and usage errors. Parsing
+// never exits the process itself (exitOverride); main.ts decides the status.
+import { Command } from 'commander'
+import { loadConfig } from '../config.js'
+import { serve } from '../server.js'
+import { describeDatabaseFailure } from './database.js'
+import { CommandFailure } from './errors.js'
+import { addKeysCommands } from './keys.js'
+
+const SERVE_ENVIRONMENT = `
+Environment (all of it, with defaults: README.md, "Configuration"):
+  HOST, PORT                 address and port to listen on (127.0.0.1, 8080; PORT=0: any free port)
+  DATABASE_URL               sqlite:PATH, sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DATABASE
+                             (sqlite:./data/petstore.db)
+  DATABASE_POOL_SIZE         PostgreSQL connections this instance may hold (10)
+  REDIS_URL                  redis://… or redis+cluster://…: rate limits shared by every instance
+                             (unset: in-process)
+  PETSTORE_ENV               production or staging: which keys are accepted (production)
+  PUBLIC_BASE_URL, STAGING_BASE_URL
+                             the environments' addresses, ending in /v1
+  LOG_LEVEL                  fatal, error, warn, info, debug, trace or silent (info)
+  and TRUST_PROXY, CORS_ORIGINS, RATE_LIMIT_BAN_THRESHOLD, RATE_LIMIT_BAN_SECONDS, …`
+
+const EXIT_STATUS = `
+Exit status: 0 on success, 1 when the command could not do its work (configuration, database, no such key), 2 on bad usage.`
+
+function commandPath (command: Command): string {
+  const names: string[] = []
+  for (let c: Command | null = command; c !== null; c = c.parent) names.unshift(c.name())
+  return names.join(' ')
+}
+
+function everyCommand (command: Command): Command[] {
+  return [command, ...command.commands.flatMap(everyCommand)]
+}
+
+/** `onServe`: called just before the service starts, once the command line has been accepted. */
+export function buildProgram (version: string, { onServe }: { onServe: () => void }): Command {
+  // Set before any subcommand is added: each copies them from its parent when created.
+  const program = new Command('petstore')
+    .description('The animal adoption store service, and the administration of its API keys.')
+    .version(version, '-V, --version', 'print the version')
+    .exitOverride()
+    .configureOutput({
+      // One prefix for every line the command writes on stderr; commander's own is "error: ".
+      outputError: (text, write) => { write(`petstore: ${text.replace(/^error: /, '')}`) }
+    })
+    .addHelpText('afterAll', EXIT_STATUS)
+
+  program.command('serve')
+    .description('run the HTTP service (what `npm start` runs), configured by environment variables')
+    .addHelpText('after', SERVE_ENVIRONMENT)
+    .action(async () => {
+      const config = loadConfig()
+      onServe()
+      try {
+        await serve(config)
+      } catch (error) {
+        const failure = describeDatabaseFailure(config.databaseUrl, error, 'open')
+        throw failure === undefined ? error : new CommandFailure(failure, { cause: error })
+      }
+    })
+
+  addKeysCommands(program)
+
+  // After a usage error, one line pointing to the help rather than the whole of it.
+  for (const command of everyCommand(program)) {
+    command.showHelpAfterError(`Try '${commandPath(command)} --help' for more information.`)
+  }
+  return program
+}

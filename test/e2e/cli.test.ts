@@ -1,0 +1,429 @@
+// The `petstore` command as operators and their scripts meet it: run as a
+// child process, judged by its exit status, stdout and stderr.
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer, type Server, type Socket } from 'node:net'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { openSqlite } from '../../src/db/sqlite.js'
+import { displayWidth } from '../../src/cli/table.js'
+import { freePort } from '../support/ports.js'
+import { freshPostgresDatabase } from '../support/postgres.js'
+import {
+  createKey, databaseFile, makeTempDir, removeTempDir, runCli, runCliOk, spawnCli, sqliteUrl, withTimeout, type CliResult
+} from '../support/process.js'
+
+/** Compiled to dist/test/e2e/: the project root is three folders up. */
+const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
+const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
+/** What a stack trace line looks like; none may reach an operator. */
+const STACK_LINE = /^\s+at /m
+/** PostgreSQL is asked to connect within 5 s; the command must have given up shortly after. */
+const DATABASE_GIVE_UP_MS = 10_000
+
+function lines (text: string): string[] {
+  return text.split('\n').filter((line) => line !== '')
+}
+
+/** Fails with the whole output unless the command failed with `code` and one line on stderr, as a script expects of it. */
+function assertOneLineFailure (result: CliResult, code: number): string {
+  const output = `stdout: ${result.stdout}\nstderr: ${result.stderr}`
+  assert.equal(result.code, code, output)
+  assert.equal(result.stdout, '', output)
+  assert.doesNotMatch(result.stderr, STACK_LINE, output)
+  assert.equal(lines(result.stderr).length, 1, output)
+  assert.match(result.stderr, /^petstore: /, output)
+  return result.stderr.trimEnd()
+}
+
+/** Keys straight into the database: the command would take a process each. */
+async function insertKeys (dir: string, count: number, name: (i: number) => string): Promise<void> {
+  const storage = openSqlite(sqliteUrl(dir))
+  try {
+    for (let i = 0; i < count; i++) {
+      await storage.createApiKey({ name: name(i), plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `hash-${i}`, createdAt: Date.now() })
+    }
+  } finally {
+    await storage.close()
+  }
+}
+
+describe('petstore, its help and version', { timeout: 60_000 }, () => {
+  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke']]
+  for (const command of commands) {
+    it(`When \`petstore ${[...command, '--help'].join(' ')}\` is run, then it prints that command's usage on stdout and exits 0`, async () => {
+      // Act
+      const result = await runCli([...command, '--help'], {})
+
+      // Assert
+      assert.equal(result.code, 0, result.stderr)
+      assert.equal(result.stderr, '')
+      assert.match(result.stdout, new RegExp(`^Usage: ${['petstore', ...command].join(' ')} `))
+      assert.match(result.stdout, /Exit status: 0 on success, 1 .*, 2 on bad usage/)
+    })
+  }
+
+  it('When `petstore serve --help` is run, then it names the environment variables and points to the README', async () => {
+    // Act
+    const { stdout } = await runCliOk(['serve', '--help'], {})
+
+    // Assert
+    for (const variable of ['HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'PETSTORE_ENV', 'PUBLIC_BASE_URL', 'LOG_LEVEL']) {
+      assert.match(stdout, new RegExp(`\\b${variable}\\b`))
+    }
+    assert.match(stdout, /README\.md/)
+  })
+
+  for (const flag of ['--version', '-V']) {
+    it(`When \`petstore ${flag}\` is run, then it prints the installed package's version alone and exits 0`, async () => {
+      // Arrange
+      const { version } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
+
+      // Act
+      const result = await runCli([flag], {})
+
+      // Assert
+      assert.equal(result.code, 0, result.stderr)
+      assert.equal(result.stdout, `${version}\n`)
+      assert.equal(result.stderr, '')
+    })
+  }
+})
+
+describe('petstore, on bad usage', { timeout: 60_000 }, () => {
+  const cases: Array<[string, string[], RegExp, string]> = [
+    ['an unknown command', ['adopt'], /^petstore: unknown command 'adopt'$/, 'petstore'],
+    ['an unknown option', ['--verbose'], /^petstore: unknown option '--verbose'$/, 'petstore'],
+    ['an unknown keys command', ['keys', 'delete', '1'], /^petstore: unknown command 'delete'$/, 'petstore keys'],
+    ['a mistyped option', ['keys', 'list', '--jsn'], /^petstore: unknown option '--jsn'$/, 'petstore keys list'],
+    ['no --plan', ['keys', 'create', '--name', 'x'], /^petstore: required option '--plan <plan>' not specified$/, 'petstore keys create'],
+    ['an unknown plan', ['keys', 'create', '--plan', 'gold'], /^petstore: option '--plan <plan>' argument 'gold' is invalid\. Allowed choices are free, pro, business, enterprise\.$/, 'petstore keys create'],
+    ['a limit of zero', ['keys', 'create', '--plan', 'pro', '--per-day', '0'], /^petstore: option '--per-day <n>' argument '0' is invalid\. must be a positive integer$/, 'petstore keys create'],
+    ['an enterprise plan without --per-day', ['keys', 'create', '--plan', 'enterprise', '--per-minute', '10'], /^petstore: an enterprise key needs --per-minute and --per-day$/, 'petstore keys create'],
+    ['no key id', ['keys', 'revoke'], /^petstore: missing required argument 'id'$/, 'petstore keys revoke'],
+    ['a key id that is not a number', ['keys', 'revoke', 'abc'], /^petstore: command-argument value 'abc' is invalid for argument 'id'\. must be a positive integer$/, 'petstore keys revoke'],
+    ['an extra argument', ['keys', 'list', 'all'], /^petstore: too many arguments for 'list'\. Expected 0 arguments but got 1\.$/, 'petstore keys list']
+  ]
+  for (const [what, args, message, command] of cases) {
+    it(`When the command line has ${what}, then it exits 2 with the error and a pointer to \`${command} --help\`, and touches no database`, async () => {
+      // Arrange
+      const dir = makeTempDir()
+      try {
+        // Act
+        const result = await runCli(args, { DATABASE_URL: sqliteUrl(dir) })
+
+        // Assert
+        const output = `stdout: ${result.stdout}\nstderr: ${result.stderr}`
+        const stderr = lines(result.stderr)
+        assert.equal(result.code, 2, output)
+        assert.equal(result.stdout, '', output)
+        assert.match(stderr[0] ?? '', message, output)
+        assert.equal(stderr.at(-1), `Try '${command} --help' for more information.`, output)
+        assert.ok(stderr.length <= 3, output)
+        assert.ok(!existsSync(databaseFile(dir)), 'the database was created')
+      } finally {
+        removeTempDir(dir)
+      }
+    })
+  }
+
+  it('When `petstore` is run with no command, then it prints its usage on stderr and exits 2', async () => {
+    // Act
+    const result = await runCli([], {})
+
+    // Assert
+    assert.equal(result.code, 2, result.stderr)
+    assert.equal(result.stdout, '')
+    assert.match(result.stderr, /^Usage: petstore /)
+  })
+})
+
+describe('petstore keys and serve, when DATABASE_URL is wrong or unreachable', { timeout: 90_000 }, () => {
+  let postgresUrl = ''
+  let hung: Server | undefined
+  const held = new Set<Socket>()
+
+  before(async () => { postgresUrl = await freshPostgresDatabase() })
+  after(async () => {
+    for (const socket of held) socket.destroy()
+    await new Promise((resolve) => { if (hung === undefined) resolve(undefined); else hung.close(resolve) })
+  })
+
+  const commands = [['keys', 'list'], ['keys', 'create', '--plan', 'free'], ['keys', 'revoke', '1'], ['serve']]
+
+  for (const command of commands) {
+    it(`When PostgreSQL refuses connections, then \`petstore ${command.join(' ')}\` exits 1 with one line naming the URL without its password`, async () => {
+      // Arrange: a port nothing listens on.
+      const port = await freePort()
+      const env = { DATABASE_URL: `postgres://petstore:s3cret-pw@127.0.0.1:${port}/petstore`, PORT: '0' }
+
+      // Act
+      const result = await runCli(command, env, DATABASE_GIVE_UP_MS)
+
+      // Assert
+      const line = assertOneLineFailure(result, 1)
+      assert.equal(line, `petstore: cannot open the database DATABASE_URL=postgres://petstore:***@127.0.0.1:${port}/petstore: connect ECONNREFUSED 127.0.0.1:${port}`)
+    })
+  }
+
+  it('When PostgreSQL accepts the connection but never answers, then `keys list` gives up with one line within the connect timeout', async () => {
+    // Arrange: a server that takes connections and says nothing, as a frozen host does.
+    const server = hung = createServer((socket) => { held.add(socket) })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const address = server.address()
+    assert.ok(address !== null && typeof address === 'object')
+    const env = { DATABASE_URL: `postgres://petstore:s3cret-pw@127.0.0.1:${address.port}/petstore` }
+    const started = Date.now()
+
+    // Act
+    const result = await runCli(['keys', 'list'], env, DATABASE_GIVE_UP_MS)
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.match(line, new RegExp(`^petstore: cannot open the database DATABASE_URL=postgres://petstore:\\*\\*\\*@127\\.0\\.0\\.1:${address.port}/petstore: .*timeout`, 'i'))
+    assert.ok(Date.now() - started < DATABASE_GIVE_UP_MS)
+  })
+
+  it('When the database named does not exist, then `keys list` exits 1 with one line saying so', async () => {
+    // Arrange
+    const url = new URL(postgresUrl)
+    url.pathname = '/no_such_database'
+
+    // Act
+    const result = await runCli(['keys', 'list'], { DATABASE_URL: url.href })
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.equal(line, `petstore: cannot open the database DATABASE_URL=${url.href}: database "no_such_database" does not exist`)
+  })
+
+  it('When the user is unknown to PostgreSQL, then `keys create` exits 1 with one line that does not show the password', async () => {
+    // Arrange
+    const url = new URL(postgresUrl)
+    url.username = 'nobody'
+    url.password = 'hunter2-pw'
+
+    // Act
+    const result = await runCli(['keys', 'create', '--plan', 'free'], { DATABASE_URL: url.href })
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.match(line, /^petstore: cannot open the database DATABASE_URL=postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:\d+\/petstore_\w+: role "nobody" does not exist$/)
+    assert.ok(!result.stderr.includes('hunter2'), result.stderr)
+  })
+
+  for (const command of [['keys', 'list'], ['serve']]) {
+    it(`When DATABASE_URL is not a valid URL, then \`petstore ${command.join(' ')}\` exits 1 with one line saying so, password hidden`, async () => {
+      // Arrange: an @ left unescaped in the password, and a port that is not a number.
+      const env = { DATABASE_URL: 'postgres://petstore:p@ss@db.internal:port/petstore', PORT: '0' }
+
+      // Act
+      const result = await runCli(command, env)
+
+      // Assert
+      const line = assertOneLineFailure(result, 1)
+      assert.equal(line, 'petstore: cannot open the database DATABASE_URL=postgres://petstore:***@db.internal:port/petstore: not a valid URL')
+    })
+  }
+
+  it('When DATABASE_URL is neither sqlite: nor postgres:, then `keys list` exits 1 with one configuration line', async () => {
+    // Act
+    const result = await runCli(['keys', 'list'], { DATABASE_URL: 'mysql://petstore:pw@db/petstore' })
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.match(line, /^petstore: configuration: DATABASE_URL must be /)
+    assert.ok(!line.includes(':pw@'), line)
+  })
+})
+
+describe('petstore keys, on a SQLite path', { timeout: 60_000 }, () => {
+  let dir = ''
+
+  before(() => { dir = makeTempDir() })
+  after(() => { removeTempDir(dir) })
+
+  for (const command of [['keys', 'list'], ['keys', 'create', '--plan', 'free'], ['keys', 'revoke', '1']]) {
+    it(`When the path's folder does not exist, then \`petstore ${command.join(' ')}\` exits 1 naming the folder and creates nothing`, async () => {
+      // Arrange
+      const folder = join(dir, 'no', 'such', 'folder')
+
+      // Act
+      const result = await runCli(command, { DATABASE_URL: `sqlite:${join(folder, 'p.db')}` })
+
+      // Assert
+      const line = assertOneLineFailure(result, 1)
+      assert.ok(line.startsWith(`petstore: DATABASE_URL=sqlite:${join(folder, 'p.db')}: the folder ${folder} does not exist`), line)
+      assert.ok(!existsSync(join(dir, 'no')), 'a folder was created')
+    })
+  }
+
+  it('When the path is relative and its folder does not exist, then the message names the folder it looked in', async () => {
+    // Arrange: the command runs from the project root.
+    const name = `no-such-folder-${process.pid}`
+    const folder = join(PROJECT_ROOT, name)
+    assert.ok(!existsSync(folder), `${folder} exists already`)
+    try {
+      // Act
+      const result = await runCli(['keys', 'list'], { DATABASE_URL: `sqlite:${name}/p.db` })
+
+      // Assert
+      const line = assertOneLineFailure(result, 1)
+      assert.ok(line.includes(`the folder ${folder} does not exist`), line)
+      assert.ok(!existsSync(folder), 'a folder was created')
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
+
+  it('When the path goes through a file, then `keys create` exits 1 saying it is not a folder', async () => {
+    // Arrange
+    const file = join(dir, 'a-file')
+    writeFileSync(file, '')
+
+    // Act
+    const result = await runCli(['keys', 'create', '--plan', 'free'], { DATABASE_URL: `sqlite:${join(file, 'p.db')}` })
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.ok(line.startsWith(`petstore: DATABASE_URL=sqlite:${join(file, 'p.db')}: ${file} is not a folder, so this cannot be the server's database`), line)
+  })
+
+  it('When DATABASE_URL is sqlite::memory:, then `keys create` exits 1 and says the key would be lost', async () => {
+    // Act
+    const result = await runCli(['keys', 'create', '--plan', 'free'], { DATABASE_URL: 'sqlite::memory:' })
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.match(line, /^petstore: DATABASE_URL=sqlite::memory: lasts only as long as this command, so a key made there would be lost/)
+  })
+
+  it('When the folder exists but the file does not yet, then `keys create` makes the database there and `keys list` shows the key', async () => {
+    // Arrange
+    const folder = join(dir, 'before-first-start')
+    mkdirSync(folder)
+    const env = { DATABASE_URL: `sqlite:${join(folder, 'p.db')}` }
+
+    // Act
+    const created = await runCliOk(['keys', 'create', '--plan', 'pro', '--name', 'early'], env)
+    const listed = await runCliOk(['keys', 'list', '--json'], env)
+
+    // Assert
+    assert.match(lines(created.stdout).at(-1) ?? '', TOKEN)
+    assert.ok(existsSync(join(folder, 'p.db')))
+    assert.deepEqual((JSON.parse(listed.stdout) as Array<{ name: string }>).map((k) => k.name), ['early'])
+  })
+})
+
+describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, () => {
+  let dir: string | undefined
+
+  after(() => { removeTempDir(dir) })
+
+  it('When there are no keys, then the table is one line saying so and --json is []', async () => {
+    // Arrange
+    const empty = makeTempDir()
+    const env = { DATABASE_URL: sqliteUrl(empty) }
+    try {
+      // Act
+      const table = await runCliOk(['keys', 'list'], env)
+      const json = await runCliOk(['keys', 'list', '--json'], env)
+
+      // Assert
+      assert.equal(table.stdout, `No API keys in DATABASE_URL=${sqliteUrl(empty)}; create one with \`petstore keys create --plan PLAN\`.\n`)
+      assert.equal(json.stdout, '[]\n')
+    } finally {
+      removeTempDir(empty)
+    }
+  })
+
+  it('When names are long, wide or hold control characters, then every column stays aligned and --json keeps the names exact', async () => {
+    // Arrange
+    dir = makeTempDir()
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const names = ['short', 'x'.repeat(70), '猫の店のかぎ', 'bell\u0007\nnext line\u001b[2J', '']
+    for (const name of names) await createKey(env, ['--plan', 'business', '--name', name])
+
+    // Act
+    const table = await runCliOk(['keys', 'list'], env)
+    const json = await runCliOk(['keys', 'list', '--json'], env)
+
+    // Assert
+    const rows = lines(table.stdout)
+    assert.equal(rows.length, names.length + 1, table.stdout)
+    const planColumns = rows.map((row, i) => displayWidth(row.slice(0, row.indexOf(i === 0 ? 'PLAN' : 'business'))))
+    assert.equal(new Set(planColumns).size, 1, table.stdout)
+    for (const row of rows) assert.doesNotMatch(row, /\p{Cc}/u)
+    assert.ok(table.stdout.includes('bell\\u0007\\nnext line\\u001b[2J'), table.stdout)
+    assert.ok(table.stdout.includes(`${'x'.repeat(39)}…`), table.stdout)
+    assert.deepEqual((JSON.parse(json.stdout) as Array<{ name: string }>).map((k) => k.name), names)
+  })
+
+  it('When a key id has no active key, then `keys revoke` exits 1 with one line', async () => {
+    // Arrange
+    const empty = makeTempDir()
+
+    // Act
+    const result = await runCli(['keys', 'revoke', '999'], { DATABASE_URL: sqliteUrl(empty) }).finally(() => removeTempDir(empty))
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.equal(line, 'petstore: no active key has the id 999; see `petstore keys list`')
+  })
+})
+
+describe('petstore keys list, when its reader goes away', { timeout: 60_000 }, () => {
+  let dir = ''
+
+  before(async () => {
+    // More output than a pipe holds (64 KiB), so that the command is still writing when the reader leaves.
+    dir = makeTempDir()
+    await insertKeys(dir, 2_000, (i) => `key ${i} ${'n'.repeat(60)}`)
+  })
+  after(() => { removeTempDir(dir) })
+
+  it('When `petstore keys list | head -1` runs in a shell, then head prints the header and petstore ends with status 0 and nothing on stderr', async () => {
+    // Arrange: a POSIX shell has no pipefail; the command's own status and stderr are kept in files.
+    const status = join(dir, 'status')
+    const stderr = join(dir, 'stderr')
+    const script = '{ "$NODE" "$CLI" keys list 2>"$ERR"; echo $? >"$STATUS"; } | head -1'
+    const child = spawn('sh', ['-c', script], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', NODE: process.execPath, CLI, ERR: stderr, STATUS: status, DATABASE_URL: sqliteUrl(dir) }
+    })
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
+
+    // Act
+    const exit = await withTimeout(new Promise<number | null>((resolve) => child.once('close', resolve)), 15_000, 'the pipeline')
+      .finally(() => child.kill('SIGKILL'))
+
+    // Assert
+    assert.equal(exit, 0)
+    assert.match(stdout, /^ +ID {2}NAME +PLAN/)
+    assert.equal(lines(stdout).length, 1)
+    assert.equal(readFileSync(stderr, 'utf8'), '')
+    assert.equal(readFileSync(status, 'utf8').trim(), '0')
+  })
+
+  for (const args of [['keys', 'list'], ['keys', 'list', '--json'], ['--help']]) {
+    it(`When stdout is closed before \`petstore ${args.join(' ')}\` writes, then it exits 0 with nothing on stderr`, async () => {
+      // Arrange
+      const child = spawnCli(args, { DATABASE_URL: sqliteUrl(dir) })
+      let stderr = ''
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+      const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('close', (code, signal) => resolve([code, signal])))
+
+      // Act: the child is still starting up; its first write meets a closed pipe.
+      child.stdout.destroy()
+      const [code, signal] = await withTimeout(closed, 15_000, `petstore ${args.join(' ')}`).finally(() => child.kill('SIGKILL'))
+
+      // Assert
+      assert.equal(stderr, '')
+      assert.deepEqual({ code, signal }, { code: 0, signal: null })
+    })
+  }
+})
