@@ -182,6 +182,12 @@ function isCidr (text: string): boolean {
 
 /** Hides the password of a connection URL so that it can be logged. */
 export function redactUrl (url: string): string {
-  // The user name may be empty: Redis URLs often carry a password alone (redis://:SECRET@host).
-  return url.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@')
+  // The URL may be malformed, with an `@` or `/` left unescaped in its
+  // password, so everything from the first `:` after `//` to the last `@`
+  // of the authority is hidden, not just up to the first `@`. The user name
+  // may be empty: Redis URLs often carry a password alone (redis://:SECRET@host).
+  const match = /^([a-z][a-z\d+.-]*:\/\/)([^?#]*)@/i.exec(url)
+  const userinfo = match?.[2]
+  if (match === null || userinfo === undefined || !userinfo.includes(':')) return url
+  return `${match[1] ?? ''}${userinfo.slice(0, userinfo.indexOf(':'))}:***@${url.slice(match[0].length)}`
 }

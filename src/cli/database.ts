@@ -10,29 +10,16 @@
 import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import pg from 'pg'
-import type { Config } from '../config.js'
+import { redactUrl, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import { SqliteError } from '../db/sqlite-driver.js'
 import type { Storage } from '../db/storage.js'
 import { StorageUnavailableError } from '../errors.js'
 import { CommandFailure } from './errors.js'
 
-/**
- * `url` with any password hidden. Stricter than config.ts's redactUrl: the
- * URL being reported may be malformed, with an `@` or `/` left unescaped in
- * its password, so everything from the first `:` after `//` to the last `@`
- * of the authority is hidden, not just up to the first `@`.
- */
-export function redactCredentials (url: string): string {
-  const match = /^([a-z][a-z\d+.-]*:\/\/)([^?#]*)@/i.exec(url)
-  const userinfo = match?.[2]
-  if (match === null || userinfo === undefined || !userinfo.includes(':')) return url
-  return `${match[1] ?? ''}${userinfo.slice(0, userinfo.indexOf(':'))}:***@${url.slice(match[0].length)}`
-}
-
 /** The database as `DATABASE_URL=…` with no password, for messages. */
 export function databaseLabel (url: string): string {
-  return `DATABASE_URL=${redactCredentials(url)}`
+  return `DATABASE_URL=${redactUrl(url)}`
 }
 
 function sqlitePathOf (url: string): string | undefined {
