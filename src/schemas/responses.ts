@@ -145,9 +145,11 @@ function describe (status: number): string {
  */
 function errorBodyFor (status: number): TSchema {
   const codes = codesOf(status)
-  return Type.Unsafe({
-    allOf: [ErrorBody, { properties: { ...(codes.length === 0 ? {} : { code: { enum: codes } }), status: { minimum: status, maximum: status } } }]
-  })
+  const narrowed = {
+    ...(codes.length === 0 ? {} : { code: { type: 'string', enum: codes } }),
+    status: { type: 'integer', format: 'int32', minimum: status, maximum: status }
+  }
+  return Type.Unsafe({ allOf: [ErrorBody, { properties: narrowed }] })
 }
 
 /** Error responses of an operation, each with the Error body and its headers. */
