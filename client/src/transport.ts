@@ -16,6 +16,13 @@
 //
 // It works on standard Request and Response objects, with the `fetch` it is
 // given, so that it runs in browsers and Node.js alike.
+//
+// Written here rather than taken from a fetch wrapper's retry option (ky's
+// is the closest): those decide by method and status alone, while here the
+// decision needs the error's code (a 429 `api_key_banned` must stop, a 409
+// `idempotency_key_in_use` must wait), a POST may be retried only with an
+// Idempotency-Key, and the waits share one time budget with the ban and the
+// pacing. undici's RetryHandler is a Node.js dispatcher, not a fetch.
 import LinkHeader from 'http-link-header'
 import { ApiKeyBannedError, PetstoreError, RateLimitedError, type ErrorDetail } from './errors.js'
 import { parseJson } from './json.js'
