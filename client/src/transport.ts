@@ -136,7 +136,7 @@ export class Transport {
     throw new ApiKeyBannedError({
       code: 'api_key_banned',
       status: 429,
-      message: `Not sent: this API key is banned until ${until.toISOString()}, and sending more would only prolong that.`,
+      message: `Not sent: this API key is banned until ${until.toISOString()}.`,
       until
     })
   }

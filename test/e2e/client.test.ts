@@ -53,8 +53,9 @@ describe('the client library against the service on a real port', { timeout: 60_
     assert.deepEqual(created, { id: created.id, name: 'Rex', categoryId: 3n, status: 'pending' })
     assert.ok(page.pets.some((pet) => pet.id === created.id))
     assert.deepEqual(read, created)
+    // The business plan's minute window, less these three requests (fewer, if a new minute began in between).
     assert.equal(petstore.rateLimit?.limit, 1000)
-    assert.equal(petstore.rateLimit?.remaining, 997)
+    assert.ok([997, 998, 999].includes(petstore.rateLimit?.remaining ?? 0), `remaining: ${petstore.rateLimit?.remaining}`)
     assert.ok((petstore.rateLimit?.resetAt.getTime() ?? 0) > Date.now())
   })
 
