@@ -1,7 +1,8 @@
+import { builtinModules } from 'node:module'
 import neostandard, { plugins } from 'neostandard'
 
 export default [
-  ...neostandard({ ts: true, ignores: ['dist/**', 'data/**', 'node_modules/**'] }),
+  ...neostandard({ ts: true, ignores: ['dist/**', 'data/**', 'node_modules/**', 'client/dist/**', 'client/src/generated/**'] }),
   {
     files: ['**/*.ts'],
     plugins: { '@typescript-eslint': plugins['typescript-eslint'].plugin },
@@ -13,5 +14,13 @@ export default [
     // TypeBox's idiom: a schema and its static type share one name.
     files: ['src/schemas/**/*.ts'],
     rules: { '@typescript-eslint/no-redeclare': 'off' }
+  },
+  {
+    // The client library runs in browsers too: web-standard APIs only.
+    files: ['client/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ group: ['node:*', ...builtinModules], message: 'The client runs in browsers too: use web-standard APIs.' }] }],
+      'no-restricted-globals': ['error', 'process', 'Buffer', 'global', 'require', '__dirname', '__filename', 'setImmediate']
+    }
   }
 ]

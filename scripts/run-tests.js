@@ -8,7 +8,8 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { startServices } from './test-services.js'
 
-const root = 'dist/test'
+// The service's tests, and the client library's (client/, its own package).
+const roots = ['dist/test', 'client/dist/test']
 // `node scripts/run-tests.js [node --test flags] [files…]`: the files named,
 // else every compiled test file.
 const args = process.argv.slice(2)
@@ -16,13 +17,13 @@ const named = args.filter((arg) => arg.endsWith('.test.js'))
 const flags = args.filter((arg) => !arg.endsWith('.test.js'))
 const files = named.length > 0
   ? named
-  : readdirSync(root, { recursive: true, encoding: 'utf8' })
+  : roots.flatMap((root) => readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.test.js'))
     .map((file) => join(root, file))
-    .sort()
+    .sort())
 
 if (files.length === 0) {
-  console.error(`no test files under ${root}: run \`npm run build\` first`)
+  console.error(`no test files under ${roots.join(' or ')}: run \`npm run build\` first`)
   process.exit(1)
 }
 

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { isDeepStrictEqual } from 'node:util'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, jsonHeaders, type TestApp } from './support/app.js'
 import { INT64_MAX, buildPet } from './support/fixtures.js'
@@ -55,6 +56,32 @@ interface OpenApiDocument {
   openapi: string
   servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }>
   paths: Record<string, Record<string, Operation>>
+  components: {
+    schemas: Record<string, Schema>
+    headers: Record<string, { schema: Schema, description?: string }>
+    parameters: Record<string, { name: string, in: string, required?: boolean, schema: Schema }>
+    responses: Record<string, ResponseObject>
+  }
+}
+
+/** The node a local `$ref` (`#/components/…`) points to. */
+function target (document: unknown, ref: string): unknown {
+  assert.match(ref, /^#\//, `${ref} is not a local reference`)
+  let node = document
+  for (const token of ref.slice(2).split('/')) {
+    node = (node as Record<string, unknown>)[token.replace(/~1/g, '/').replace(/~0/g, '~')]
+    assert.ok(node !== undefined, `${ref} points to nothing`)
+  }
+  return node
+}
+
+/** The document with every `$ref` replaced by what it points to, as the checks of what it says read it. */
+function dereference<T> (node: T, document: unknown = node): T {
+  if (Array.isArray(node)) return node.map((item: unknown) => dereference(item, document)) as T
+  if (typeof node !== 'object' || node === null) return node
+  const { $ref, ...rest } = node as Record<string, unknown>
+  if (typeof $ref === 'string') return dereference({ ...(target(document, $ref) as object), ...rest } as T, document)
+  return Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, dereference(value, document)])) as T
 }
 
 /** The project's root: the nearest directory up from here with a package.json. */
@@ -117,6 +144,9 @@ function run (command: string, args: string[], cwd: string): Promise<Run> {
 describe('the OpenAPI document', () => {
   let subject: TestApp
   let text: string
+  /** As served, with its references. */
+  let served: OpenApiDocument
+  /** With every reference replaced by what it points to. */
   let document: OpenApiDocument
   let dir: string
 
@@ -126,7 +156,8 @@ describe('the OpenAPI document', () => {
     assert.equal(response.statusCode, 200)
     assert.match(String(response.headers['content-type']), /^application\/json/)
     text = response.body
-    document = JSON.parse(text) as OpenApiDocument
+    served = JSON.parse(text) as OpenApiDocument
+    document = dereference(served)
     dir = await mkdtemp(join(tmpdir(), 'petstore-openapi-'))
   })
 
@@ -221,6 +252,90 @@ describe('the OpenAPI document', () => {
     assert.deepEqual([...seen].sort(), [200, 201, 400, 401, 404, 429])
   })
 
+  test('When a generator reads it, then Pet, NewPet, Pets, PetStatus and Error are components that every body refers to', () => {
+    // Arrange
+    const ref = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` })
+    const body = (op: string, status: string): unknown => {
+      const response = operation(served, op).responses[status]
+      const resolved = (response !== undefined && '$ref' in response ? target(served, String(response.$ref)) : response) as ResponseObject
+      return resolved.content?.['application/json']?.schema
+    }
+    const createPet = served.paths['/pets']?.post as unknown as { requestBody: { content: Record<string, { schema: unknown }> } }
+
+    // Act
+    const names = Object.keys(served.components.schemas).sort()
+
+    // Assert
+    assert.deepEqual(names, ['Error', 'NewPet', 'Pet', 'PetStatus', 'Pets'])
+    assert.deepEqual(createPet.requestBody.content['application/json']?.schema, ref('NewPet'))
+    assert.deepEqual(body('createPet', '201'), ref('Pet'))
+    assert.deepEqual(body('getPet', '200'), ref('Pet'))
+    assert.deepEqual(body('listPets', '200'), ref('Pets'))
+    assert.deepEqual((served.components.schemas.Pets as { items: unknown }).items, ref('Pet'))
+    assert.deepEqual((served.components.schemas.Pet as { properties: { status: unknown } }).properties.status, ref('PetStatus'))
+    for (const [op, status] of [['listPets', '400'], ['createPet', '422'], ['getPet', '404']] as const) {
+      assert.deepEqual((body(op, status) as { allOf: unknown[] }).allOf[0], ref('Error'), `${op} ${status}`)
+    }
+    // Each is written once: nowhere else does a schema carry their titles.
+    assert.equal(text.match(/"title":"Pet"/g)?.length, 1)
+    assert.equal(text.match(/"title":"NewPet"/g)?.length, 1)
+    assert.equal(text.match(/"Machine-readable error code\."/g)?.length, 1)
+  })
+
+  test('When a response carries a header, then it refers to that header under components.headers', () => {
+    // Arrange
+    const seen: string[] = []
+
+    // Act
+    for (const [id, op] of operations(served)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        const resolved = ('$ref' in response ? target(served, String(response.$ref)) : response) as ResponseObject
+        for (const [name, header] of Object.entries(resolved.headers ?? {})) {
+          seen.push(name)
+          // Assert
+          assert.match(String((header as { $ref?: string }).$ref), /^#\/components\/headers\//, `${id} ${status} ${name} is written in place`)
+        }
+      }
+    }
+    assert.ok(seen.includes('X-RateLimit-Limit') && seen.includes('Retry-After') && seen.includes('Deprecation'))
+  })
+
+  test('When several operations give the same error response, then it is written once under components.responses', () => {
+    // Act
+    const listing = operation(served, 'listPets').responses
+    const creating = operation(served, 'createPet').responses
+
+    // Assert
+    for (const [status, name] of [['400', 'BadRequest'], ['401', 'Unauthorized'], ['429', 'TooManyRequests'], ['500', 'InternalServerError'], ['503', 'ServiceUnavailable']]) {
+      assert.deepEqual(listing[status as string], { $ref: `#/components/responses/${name}` })
+      assert.deepEqual(creating[status as string], { $ref: `#/components/responses/${name}` })
+    }
+    assert.deepEqual(Object.keys(served.components.responses).sort(), ['BadRequest', 'InternalServerError', 'ServiceUnavailable', 'TooManyRequests', 'Unauthorized'])
+  })
+
+  test('When an operation is called with X-Request-Id, then the document says it takes 1 to 128 visible ASCII characters and echoes them', () => {
+    // Arrange
+    const parameter = served.components.parameters['X-Request-Id']
+    const header = served.components.headers['X-Request-Id']
+    const visible = Array.from({ length: 0x7e - 0x21 + 1 }, (_, i) => String.fromCharCode(0x21 + i)).join('')
+
+    // Assert
+    assert.ok(parameter !== undefined && header !== undefined)
+    assert.deepEqual([parameter.name, parameter.in, parameter.required], ['X-Request-Id', 'header', false])
+    for (const schema of [parameter.schema, header.schema]) {
+      assert.equal(schema.format, undefined)
+      const rule = new RegExp(schema.pattern ?? '', 'u')
+      assert.match(visible, rule)
+      assert.match('x'.repeat(128), rule)
+      assert.match('0f8fad5b-d9cb-469f-a165-70867728950e', rule)
+      for (const refused of ['', 'x'.repeat(129), 'a b', 'caf\u00e9', 'tab\there', '\u007f']) assert.doesNotMatch(refused, rule)
+    }
+    for (const [id, op] of operations(served)) {
+      const parameters = (op as unknown as { parameters: unknown[] }).parameters
+      assert.ok(parameters.some((p) => isDeepStrictEqual(p, { $ref: '#/components/parameters/X-Request-Id' })), `${id} lacks X-Request-Id`)
+    }
+  })
+
   test('passes redocly lint (recommended) with no errors', async () => {
     const root = projectRoot()
     await writeFile(join(dir, 'openapi.json'), text)
@@ -261,7 +376,7 @@ test('a CORS response carries the Access-Control-Allow-Origin the document descr
     const response = await subject.app.inject({ url: '/v1/pets', headers: { origin } })
     assert.equal(response.statusCode, 401)
     assert.equal(response.headers['access-control-allow-origin'], origin)
-    const document = JSON.parse((await subject.app.inject({ url: '/v1/openapi.json' })).body) as OpenApiDocument
+    const document = dereference(JSON.parse((await subject.app.inject({ url: '/v1/openapi.json' })).body) as OpenApiDocument)
     assert.ok(operation(document, 'listPets').responses['401']?.headers?.['Access-Control-Allow-Origin'])
   } finally {
     await subject.close()

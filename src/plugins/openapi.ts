@@ -2,12 +2,26 @@
 // that validate requests), and the interactive docs page built from it,
 // with every asset served from here. Both answer without a key and are not
 // rate limited.
+//
+// The schemas, headers, parameters and error responses that recur are
+// written once, under `components`, and referred to, so that generators
+// (openapi-typescript, openapi-generator, …) give them names.
+import { STATUS_CODES } from 'node:http'
+import { isDeepStrictEqual } from 'node:util'
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import type { TSchema } from '@sinclair/typebox'
+import type { FastifySchema } from 'fastify'
 import { stringify } from 'lossless-json'
+import { ErrorBody } from '../schemas/error.js'
 import { INT64_MAX } from '../schemas/kinds.js'
+import { NewPet, Pet, PetStatus, Pets } from '../schemas/pet.js'
+import { HEADERS, REQUEST_ID_PARAMETER } from '../schemas/responses.js'
 import type { Config } from '../config.js'
+
+/** The named schemas; each one's `$id` is its name under `components.schemas`. */
+const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, ErrorBody]
 
 interface OpenApiOptions {
   config: Pick<Config, 'environment' | 'publicBaseUrl' | 'stagingBaseUrl'>
@@ -42,12 +56,23 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' }
-        }
+        },
+        // Copies: @fastify/swagger rewrites the schemas it is given here, and
+        // the routes serialize with the originals.
+        schemas: Object.fromEntries(SCHEMAS.map((schema) => [schema.$id, plain(schema)])),
+        parameters: { [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) } }
       },
       security: [{ bearerAuth: [] }]
     },
     // Paths are written relative to the servers, which end in /v1.
-    stripBasePath: true
+    stripBasePath: true,
+    // A schema with an `$id` nested in another is written as a reference to
+    // `#/components/schemas/<$id>` (the default name is `def-N`).
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
+    },
+    transform: ({ schema, url }) => ({ schema: referToRootSchemas(schema), url }),
+    transformObject: (document) => 'openapiObject' in document ? referToComponents(document.openapiObject) : document.swaggerObject
   })
 
   let document: unknown
@@ -100,4 +125,116 @@ function exactBounds (node: unknown): unknown {
   for (const [key, value] of Object.entries(node)) copy[key] = exactBounds(value)
   if (copy.format === 'int64' && typeof copy.maximum === 'number' && copy.maximum >= 2 ** 63) copy.maximum = INT64_MAX
   return copy
+}
+
+type Json = Record<string, unknown>
+
+interface Operation {
+  parameters?: Json[]
+  responses?: Record<string, Json>
+}
+
+interface OpenApiDocument {
+  paths?: Record<string, Record<string, unknown>>
+  components?: Json & { responses?: Record<string, Json> }
+}
+
+const OPERATION_KEYS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
+
+/** The document's own values, without TypeBox's symbols. */
+const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+
+const same = (a: unknown, b: unknown): boolean => isDeepStrictEqual(plain(a), plain(b))
+
+/** A header or parameter as OpenAPI writes it: the description beside the schema, not in it (as @fastify/swagger writes a route's headers). */
+function headerObject ({ description, ...schema }: TSchema): { description?: string, schema: Json } {
+  return { ...(typeof description === 'string' ? { description } : {}), schema }
+}
+
+/**
+ * Swagger refers to a schema with an `$id` when it is nested in another, but
+ * writes a request body's or a response's own schema in full; those become
+ * references here. A response keeps its description and headers.
+ */
+function referToRootSchemas (schema: FastifySchema): FastifySchema {
+  // Swagger calls this for every route, with or without a schema.
+  if ((schema as FastifySchema | undefined) === undefined) return schema
+  const ref = (node: Json): Json => ({ $ref: `#/components/schemas/${String(node.$id)}` })
+  const named = (node: unknown): node is Json => typeof node === 'object' && node !== null && typeof (node as Json).$id === 'string'
+  const responses = schema.response as Record<string, unknown> | undefined
+  return {
+    ...schema,
+    ...(named(schema.body) ? { body: ref(schema.body) } : {}),
+    ...(responses === undefined
+      ? {}
+      : {
+          response: Object.fromEntries(Object.entries(responses).map(([status, response]) =>
+            [status, named(response) ? { ...ref(response), description: response.description, headers: response.headers } : response]))
+        })
+  }
+}
+
+/**
+ * Writes the recurring parts of the document once, under `components`, and
+ * refers to them: each response header that is one of HEADERS, the
+ * `X-Request-Id` parameter of every operation, and each response that
+ * several operations give alike. Only what is equal is replaced, so the
+ * document says exactly what it said before. @fastify/swagger builds
+ * `components.schemas` from `$id`s, and has no such thing for headers,
+ * parameters and responses.
+ */
+function referToComponents<T extends object> (openapiObject: T): T {
+  const document = openapiObject as OpenApiDocument
+  const headers = Object.entries(HEADERS).map(([key, { name, schema }]) => ({ key, name: name.toLowerCase(), value: headerObject(schema) }))
+  const operations: Operation[] = []
+  for (const item of Object.values(document.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (OPERATION_KEYS.has(method)) operations.push(operation as Operation)
+    }
+  }
+  const used = new Set<string>()
+  for (const operation of operations) {
+    operation.parameters = [...(operation.parameters ?? []), { $ref: `#/components/parameters/${REQUEST_ID_PARAMETER.name}` }]
+    for (const response of Object.values(operation.responses ?? {})) {
+      const sent = response.headers as Record<string, Json> | undefined
+      for (const [name, header] of Object.entries(sent ?? {})) {
+        const component = headers.find((h) => h.name === name.toLowerCase() && same(h.value, header))
+        if (sent === undefined || component === undefined) continue
+        sent[name] = { $ref: `#/components/headers/${component.key}` }
+        used.add(component.key)
+      }
+    }
+  }
+  const responses = shareResponses(operations)
+  return {
+    ...openapiObject,
+    components: {
+      ...document.components,
+      // Only the headers some operation sends (`Allow` is for 405s, which no operation lists).
+      headers: Object.fromEntries(headers.filter(({ key }) => used.has(key)).map(({ key, value }) => [key, value])),
+      ...(Object.keys(responses).length > 0 ? { responses } : {})
+    }
+  }
+}
+
+/** Responses that more than one operation gives alike, named after their status (`TooManyRequests`); each use becomes a reference. */
+function shareResponses (operations: Operation[]): Record<string, Json> {
+  const shared: Record<string, Json> = {}
+  const uses = operations.flatMap((operation) => Object.entries(operation.responses ?? {}).map(([status, response]) => ({ operation, status, response })))
+  for (const use of uses) {
+    if (!uses.some((other) => other.operation !== use.operation && other.status === use.status && same(other.response, use.response))) continue
+    let name = Object.keys(shared).find((key) => same(shared[key], use.response))
+    if (name === undefined) {
+      const base = (STATUS_CODES[Number(use.status)] ?? `Status ${use.status}`).replace(/[^A-Za-z0-9]+/g, '')
+      name = base
+      for (let n = 2; name in shared; n++) name = `${base}${n}`
+      shared[name] = use.response
+    }
+  }
+  for (const use of uses) {
+    const name = Object.keys(shared).find((key) => shared[key] !== use.response && same(shared[key], use.response)) ??
+      Object.keys(shared).find((key) => shared[key] === use.response)
+    if (name !== undefined && use.operation.responses !== undefined) use.operation.responses[use.status] = { $ref: `#/components/responses/${name}` }
+  }
+  return shared
 }

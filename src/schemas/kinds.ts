@@ -82,7 +82,7 @@ TypeRegistry.Set<{ maxLength: number }>('Text', (schema, value) => {
 })
 
 /** One of a fixed set of strings, written as a JSON Schema `enum`. */
-export function StringEnum<T extends string> (values: readonly T[], options: { description?: string, default?: T } = {}): TUnsafe<T> {
+export function StringEnum<T extends string> (values: readonly T[], options: { $id?: string, description?: string, default?: T } = {}): TUnsafe<T> {
   return Type.Unsafe<T>({
     [Kind]: 'StringEnum',
     ...options,

@@ -4,7 +4,10 @@ import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
 
 export const DEFAULT_PAGE_SIZE = 20
 
-const petStatus = (description: string) => StringEnum(PET_STATUSES, { description })
+// A schema with an `$id` is a component of the OpenAPI document, written
+// once and referred to wherever it is used (plugins/openapi.ts).
+
+export const PetStatus = StringEnum(PET_STATUSES, { $id: 'PetStatus', description: 'Availability status of an animal.' })
 
 const PetName = Text({ maxLength: 100, description: "The animal's name: 1 to 100 characters, stored and returned exactly as sent.", examples: ['Rex'] })
 const CategoryId = Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Identifier of the category the animal belongs to.' })
@@ -12,23 +15,25 @@ const CategoryId = Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Identi
 export const NewPet = Type.Object({
   name: PetName,
   categoryId: CategoryId,
-  status: Type.Optional(petStatus('Availability status; `available` when omitted.'))
-}, { additionalProperties: false, title: 'NewPet', description: 'An animal to add.' })
+  status: Type.Optional(PetStatus)
+}, { $id: 'NewPet', additionalProperties: false, title: 'NewPet', description: 'An animal to add; its `status` is `available` when omitted.' })
 export type NewPet = Static<typeof NewPet>
 
 export const Pet = Type.Object({
   id: Int64({ minimum: 1n, maximum: INT64_MAX, description: 'Unique identifier, assigned by the service on creation.' }),
   name: PetName,
   categoryId: CategoryId,
-  status: petStatus('Availability status.')
-}, { additionalProperties: false, title: 'Pet', description: 'An animal in the store.' })
+  status: PetStatus
+}, { $id: 'Pet', additionalProperties: false, title: 'Pet', description: 'An animal in the store.' })
 export type Pet = Static<typeof Pet>
 
-export const Pets = Type.Array(Pet, { maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
+export const Pets = Type.Array(Pet, { $id: 'Pets', maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
 
 export const ListPetsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, format: 'int32', default: DEFAULT_PAGE_SIZE, description: 'Maximum number of animals to return.' })),
-  status: Type.Optional(petStatus('Returns only animals with this status.')),
+  // Not PetStatus itself: a parameter's description is written beside its
+  // schema, and a reference to a component carries none.
+  status: Type.Optional(StringEnum(PET_STATUSES, { description: 'Returns only animals with this status.' })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
 }, { additionalProperties: false })
 export type ListPetsQuery = Static<typeof ListPetsQuery>

@@ -22,46 +22,94 @@ const LINK_VALUE = '^<[^<>\\s]+>; *rel="[^"]+"'
 /** `petstore keys create --per-minute/--per-day` take up to ten digits. */
 const MAX_LIMIT = 9_999_999_999
 
-export const RATE_LIMIT_HEADERS = {
-  'X-RateLimit-Limit': int('Requests allowed in the window with the fewest requests left.', MAX_LIMIT),
-  'X-RateLimit-Remaining': int('Requests left in that window.', MAX_LIMIT),
-  'X-RateLimit-Reset': int('Unix time, in seconds, at which that window resets (while banned: at which the ban ends).', 253_402_300_799),
+/** A response header: the name it is sent under, and its schema, whose description the document gives it. */
+export interface Header {
+  name: string
+  schema: TSchema
+}
+
+/**
+ * A request's id (DECISIONS.md §12): the client's `X-Request-Id` when it is
+ * 1 to 128 visible ASCII characters, otherwise a UUID the service makes.
+ */
+const REQUEST_ID = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7E]{1,128}$', description })
+
+/**
+ * Every header a response may carry, each documented once under
+ * `components.headers` by its key here. The two `Link` headers differ in
+ * what they link to, so each has a key of its own.
+ */
+export const HEADERS = {
+  'X-RateLimit-Limit': { name: 'X-RateLimit-Limit', schema: int('Requests allowed in the window with the fewest requests left.', MAX_LIMIT) },
+  'X-RateLimit-Remaining': { name: 'X-RateLimit-Remaining', schema: int('Requests left in that window.', MAX_LIMIT) },
+  'X-RateLimit-Reset': { name: 'X-RateLimit-Reset', schema: int('Unix time, in seconds, at which that window resets (while banned: at which the ban ends).', 253_402_300_799) },
   // The draft's two headers are keyed as the service sends them, in lower
   // case (header names are case-insensitive, RFC 9110 §5.1): the OWASP
   // ruleset's rate-limit rule is a `oneOf` that refuses a response
   // documenting both `RateLimit` and `X-RateLimit-Limit`, though this one
   // carries both.
-  'ratelimit-policy': text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`),
-  ratelimit: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
-}
+  'RateLimit-Policy': {
+    name: 'ratelimit-policy',
+    schema: text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`)
+  },
+  RateLimit: {
+    name: 'ratelimit',
+    schema: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
+  },
+  'Retry-After': { name: 'Retry-After', schema: int('Seconds to wait before retrying.', 31_536_000) },
+  Deprecation: { name: 'Deprecation', schema: text('When this operation was deprecated, as `@` and Unix seconds (RFC 9745).', 32, '^@[0-9]+$') },
+  Sunset: {
+    name: 'Sunset',
+    schema: text('When this operation stops working, as an HTTP date (RFC 8594).', 29,
+      '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$')
+  },
+  'Link-Deprecation': { name: 'Link', schema: text('`rel="successor-version"`: the operation to use instead; `rel="deprecation"`: the documentation.', 1000, LINK_VALUE) },
+  'Link-Next': { name: 'Link', schema: text('Present when more animals follow: `<URL>; rel="next"`, the URL of the next page.', 2000, LINK_VALUE) },
+  'Idempotent-Replayed': {
+    name: 'Idempotent-Replayed',
+    schema: Type.String({ enum: ['true'], description: 'Present when this response repeats the first one sent for the same Idempotency-Key.' })
+  },
+  'WWW-Authenticate': {
+    name: 'WWW-Authenticate',
+    schema: text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).', 1000, '^Bearer realm="petstore"')
+  },
+  Allow: { name: 'Allow', schema: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') },
+  'X-Request-Id': { name: 'X-Request-Id', schema: REQUEST_ID('Identifies this request in the service\'s logs: the `X-Request-Id` the request carried when it was 1 to 128 visible ASCII characters, otherwise a UUID the service made. Quote it when reporting a problem.') },
+  'Access-Control-Allow-Origin': {
+    name: 'Access-Control-Allow-Origin',
+    schema: Type.String({
+      maxLength: 2000,
+      description: 'Sent only when the service is configured to allow browser origins (`CORS_ORIGINS`) and the request\'s `Origin` is one of them: that origin (`*` when every origin is allowed). Absent otherwise, and always when no origins are configured: then scripts on other sites cannot read the responses.'
+    })
+  }
+} as const satisfies Record<string, Header>
 
-const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying.', 31_536_000) }
-
-export const DEPRECATION_HEADERS = {
-  Deprecation: text('When this operation was deprecated, as `@` and Unix seconds (RFC 9745).', 32, '^@[0-9]+$'),
-  Sunset: text('When this operation stops working, as an HTTP date (RFC 8594).', 29,
-    '^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$'),
-  Link: text('`rel="successor-version"`: the operation to use instead; `rel="deprecation"`: the documentation.', 1000, LINK_VALUE)
-}
-
-export const NEXT_LINK = {
-  Link: text('Present when more animals follow: `<URL>; rel="next"`, the URL of the next page.', 2000, LINK_VALUE)
-}
-
-export const IDEMPOTENT_REPLAYED = {
-  'Idempotent-Replayed': Type.String({ enum: ['true'], description: 'Present when this response repeats the first one sent for the same Idempotency-Key.' })
-}
-
-/** Headers on every response of the service, whatever the operation and status. */
-const EVERY_RESPONSE = {
-  'X-Request-Id': Type.String({ format: 'uuid', maxLength: 36, description: 'Identifies this request in the service\'s logs; quote it when reporting a problem.' }),
-  'Access-Control-Allow-Origin': Type.String({
-    maxLength: 2000,
-    description: 'Sent only when the service is configured to allow browser origins (`CORS_ORIGINS`) and the request\'s `Origin` is one of them: that origin (`*` when every origin is allowed). Absent otherwise, and always when no origins are configured: then scripts on other sites cannot read the responses.'
-  })
+/** The optional `X-Request-Id` request header every operation takes, documented once under `components.parameters`. */
+export const REQUEST_ID_PARAMETER: Header = {
+  name: 'X-Request-Id',
+  schema: REQUEST_ID('Identifies the request in the service\'s logs and is echoed in the response\'s `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes.')
 }
 
 type Headers = Record<string, TSchema>
+
+/** Headers keyed by the name they are sent under. */
+const sent = (...headers: Header[]): Headers => Object.fromEntries(headers.map(({ name, schema }) => [name, schema]))
+
+export const RATE_LIMIT_HEADERS = sent(
+  HEADERS['X-RateLimit-Limit'], HEADERS['X-RateLimit-Remaining'], HEADERS['X-RateLimit-Reset'], HEADERS['RateLimit-Policy'], HEADERS.RateLimit
+)
+
+const RETRY_AFTER = sent(HEADERS['Retry-After'])
+
+export const DEPRECATION_HEADERS = sent(HEADERS.Deprecation, HEADERS.Sunset, HEADERS['Link-Deprecation'])
+
+export const NEXT_LINK = sent(HEADERS['Link-Next'])
+
+export const IDEMPOTENT_REPLAYED = sent(HEADERS['Idempotent-Replayed'])
+
+/** Headers on every response of the service, whatever the operation and status. */
+const EVERY_RESPONSE = sent(HEADERS['X-Request-Id'], HEADERS['Access-Control-Allow-Origin'])
 
 export function withHeaders<T extends TSchema> (schema: T, description: string, headers: Headers): T {
   return { ...schema, description, headers: { ...headers, ...EVERY_RESPONSE } }
@@ -69,10 +117,8 @@ export function withHeaders<T extends TSchema> (schema: T, description: string, 
 
 /** Headers that some error statuses carry besides the rate-limit ones. */
 const ERROR_HEADERS: Record<number, Headers> = {
-  401: {
-    'WWW-Authenticate': text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).', 1000, '^Bearer realm="petstore"')
-  },
-  405: { Allow: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') },
+  401: sent(HEADERS['WWW-Authenticate']),
+  405: sent(HEADERS.Allow),
   409: RETRY_AFTER,
   429: RETRY_AFTER,
   503: RETRY_AFTER
@@ -93,18 +139,17 @@ function describe (status: number): string {
   return codes.map((code) => `\`${code}\`: ${ERROR_CODES[code].description}.`).join(' ')
 }
 
-/** The Error body as a given status has it: only that status's codes. */
+/**
+ * The Error body as a given status has it: the Error component, narrowed to
+ * that status's codes and number.
+ */
 function errorBodyFor (status: number): TSchema {
   const codes = codesOf(status)
-  const { code, status: statusField } = ErrorBody.properties
-  return {
-    ...ErrorBody,
-    properties: {
-      ...ErrorBody.properties,
-      code: codes.length === 0 ? code : { ...code, enum: codes },
-      status: { ...statusField, minimum: status, maximum: status }
-    }
+  const narrowed = {
+    ...(codes.length === 0 ? {} : { code: { type: 'string', enum: codes } }),
+    status: { type: 'integer', format: 'int32', minimum: status, maximum: status }
   }
+  return Type.Unsafe({ allOf: [ErrorBody, { properties: narrowed }] })
 }
 
 /** Error responses of an operation, each with the Error body and its headers. */

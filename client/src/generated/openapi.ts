@@ -1,0 +1,655 @@
+// Generated from the service's OpenAPI document by `npm run generate`
+// (scripts/generate-types.ts). Do not edit: generate it again.
+
+export interface paths {
+    "/pets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List animals
+         * @description Animals ordered by id, optionally filtered by status. When more follow, the `Link` header has the URL of the next page.
+         */
+        get: operations["listPets"];
+        put?: never;
+        /**
+         * Add an animal
+         * @description Adds an animal; the 201 is sent once it is durably stored. Send an `Idempotency-Key` to make retries safe.
+         */
+        post: operations["createPet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/pets/{petId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an animal (deprecated)
+         * @deprecated
+         * @description Deprecated: removed on 5 December 2030, after which it answers 410. Use `GET /pets` with a `status` filter instead.
+         */
+        get: operations["getPet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /**
+         * Pet
+         * @description An animal in the store.
+         */
+        Pet: {
+            /**
+             * Format: int64
+             * @description Unique identifier, assigned by the service on creation.
+             */
+            id: bigint;
+            /**
+             * @description The animal's name: 1 to 100 characters, stored and returned exactly as sent.
+             * @example Rex
+             */
+            name: string;
+            /**
+             * Format: int64
+             * @description Identifier of the category the animal belongs to.
+             */
+            categoryId: bigint;
+            status: components["schemas"]["PetStatus"];
+        };
+        /**
+         * NewPet
+         * @description An animal to add; its `status` is `available` when omitted.
+         */
+        NewPet: {
+            /**
+             * @description The animal's name: 1 to 100 characters, stored and returned exactly as sent.
+             * @example Rex
+             */
+            name: string;
+            /**
+             * Format: int64
+             * @description Identifier of the category the animal belongs to.
+             */
+            categoryId: bigint;
+            status?: components["schemas"]["PetStatus"];
+        };
+        /**
+         * Pets
+         * @description A page of animals, ordered by id.
+         */
+        Pets: components["schemas"]["Pet"][];
+        /**
+         * @description Availability status of an animal.
+         * @enum {string}
+         */
+        PetStatus: "available" | "pending" | "sold";
+        /** @description What went wrong. */
+        Error: {
+            /**
+             * @description Machine-readable error code.
+             * @enum {string}
+             */
+            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "request_header_fields_too_large" | "internal_error" | "service_unavailable";
+            /** @description Human-readable description. */
+            message: string;
+            /**
+             * Format: int32
+             * @description The HTTP status code, repeated.
+             */
+            status: number;
+            /** @description One entry per problem found in the request. */
+            details?: {
+                /** @description Where the problem is: `body.name`, `query.limit`, `header.idempotency-key`, … An unknown field is named as sent (cut after 200 characters), with `~` and `/` written `~0` and `~1`. */
+                field: string;
+                /** @description What is wrong with it. */
+                reason: string;
+            }[];
+        };
+    };
+    responses: {
+        /** @description `invalid_request`: a parameter, a header, the body or the cursor is not valid; `details` names each problem. `invalid_json`: the body is not JSON. */
+        BadRequest: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "invalid_request" | "invalid_json";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description `missing_api_key`: no API key was sent. `invalid_api_key`: the API key is unknown, revoked, mistyped or of the other environment. */
+        Unauthorized: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "missing_api_key" | "invalid_api_key";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. */
+        TooManyRequests: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "rate_limited" | "api_key_banned";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description Something went wrong on the service side (`internal_error`). */
+        InternalServerError: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "internal_error";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description The database cannot be reached; retry after Retry-After (`service_unavailable`). */
+        ServiceUnavailable: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "service_unavailable";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+    };
+    parameters: {
+        /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+        "X-Request-Id": string;
+    };
+    requestBodies: never;
+    headers: {
+        /** @description Requests allowed in the window with the fewest requests left. */
+        "X-RateLimit-Limit": number;
+        /** @description Requests left in that window. */
+        "X-RateLimit-Remaining": number;
+        /** @description Unix time, in seconds, at which that window resets (while banned: at which the ban ends). */
+        "X-RateLimit-Reset": number;
+        /** @description Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban. */
+        "RateLimit-Policy": string;
+        /** @description Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends. */
+        RateLimit: string;
+        /** @description Seconds to wait before retrying. */
+        "Retry-After": number;
+        /** @description When this operation was deprecated, as `@` and Unix seconds (RFC 9745). */
+        Deprecation: string;
+        /** @description When this operation stops working, as an HTTP date (RFC 8594). */
+        Sunset: string;
+        /** @description `rel="successor-version"`: the operation to use instead; `rel="deprecation"`: the documentation. */
+        "Link-Deprecation": string;
+        /** @description Present when more animals follow: `<URL>; rel="next"`, the URL of the next page. */
+        "Link-Next": string;
+        /** @description Present when this response repeats the first one sent for the same Idempotency-Key. */
+        "Idempotent-Replayed": "true";
+        /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750). */
+        "WWW-Authenticate": string;
+        /** @description Identifies this request in the service's logs: the `X-Request-Id` the request carried when it was 1 to 128 visible ASCII characters, otherwise a UUID the service made. Quote it when reporting a problem. */
+        "X-Request-Id": string;
+        /** @description Sent only when the service is configured to allow browser origins (`CORS_ORIGINS`) and the request's `Origin` is one of them: that origin (`*` when every origin is allowed). Absent otherwise, and always when no origins are configured: then scripts on other sites cannot read the responses. */
+        "Access-Control-Allow-Origin": string;
+    };
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    listPets: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of animals to return. */
+                limit?: number;
+                /** @description Returns only animals with this status. */
+                status?: "available" | "pending" | "sold";
+                /** @description Where the page starts: copy it from the `Link: rel="next"` URL of the previous page. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of animals. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Link: components["headers"]["Link-Next"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pets"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createPet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried request safe: within 24 hours, the same key with the same body returns the first response again and adds nothing. 1 to 255 printable ASCII characters, optionally in double quotes. */
+                "idempotency-key"?: string;
+                /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewPet"];
+            };
+        };
+        responses: {
+            /** @description Animal added (or, with `Idempotent-Replayed: true`, added by an earlier request with the same Idempotency-Key). */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pet"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description A request with the same Idempotency-Key is still in progress (`idempotency_key_in_use`). */
+            409: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_key_in_use";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description The body is larger than 16 KiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description The body is not declared as UTF-8 `application/json` (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description The Idempotency-Key was used before with a different body (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "idempotency_key_reused";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getPet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description Identifier of the animal to retrieve. */
+                petId: bigint;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The animal. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pet"];
+                };
+            };
+            /** @description `invalid_request`: a parameter, a header, the body or the cursor is not valid; `details` names each problem. `invalid_json`: the body is not JSON. */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request" | "invalid_json";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description `missing_api_key`: no API key was sent. `invalid_api_key`: the API key is unknown, revoked, mistyped or of the other environment. */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "missing_api_key" | "invalid_api_key";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description No such animal, or no such route (`not_found`). */
+            404: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description This operation has been removed (`gone`). */
+            410: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "gone";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "rate_limited" | "api_key_banned";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description Something went wrong on the service side (`internal_error`). */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "internal_error";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description The database cannot be reached; retry after Retry-After (`service_unavailable`). */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+        };
+    };
+}
+
+/** Properties that hold an int64: the client reads them as `bigint`. */
+export const int64Properties = ["categoryId","id"] as const

@@ -1,0 +1,6 @@
+export { PetstoreClient } from './client.js'
+export type { ListPetsQuery, NewPet, Pet, PetPage, PetStatus, PetstoreClientOptions } from './client.js'
+export { ApiKeyBannedError, PetstoreError, RateLimitedError } from './errors.js'
+export type { ErrorDetail } from './errors.js'
+export type { DeprecationNotice, RateLimit } from './transport.js'
+export type { components, operations, paths } from './generated/openapi.js'

@@ -1,0 +1,50 @@
+// The client library's types (client/src/generated/openapi.ts) are
+// generated from the OpenAPI document and committed. Generated again from
+// the document the service serves, they must come out the same: when the
+// interface changes, this fails until they are generated again
+// (`npm run generate --workspace petstore-client -- URL`, see client/README.md).
+import assert from 'node:assert/strict'
+import { readFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { generateTypes, parseDocument } from '../client/scripts/generate-types.js'
+import { buildTestApp, type TestApp } from './support/app.js'
+
+/** The project's root, from this file (test/) or its compiled form (dist/test/). */
+function projectRoot (): string {
+  const here = dirname(fileURLToPath(import.meta.url))
+  return here.endsWith(join('dist', 'test')) ? join(here, '..', '..') : join(here, '..')
+}
+
+let subject: TestApp
+
+before(async () => { subject = await buildTestApp() })
+after(async () => { await subject.close() })
+
+test('When the client\'s types are generated from the document the service serves, then they are the ones committed', async () => {
+  // Arrange
+  const served = await subject.app.inject({ url: '/v1/openapi.json' })
+  const committed = await readFile(join(projectRoot(), 'client', 'src', 'generated', 'openapi.ts'), 'utf8')
+
+  // Act
+  const generated = await generateTypes(parseDocument(served.body))
+
+  // Assert
+  assert.equal(served.statusCode, 200)
+  assert.ok(generated === committed, 'client/src/generated/openapi.ts no longer matches /v1/openapi.json: generate it again (client/README.md)')
+})
+
+test('When the document has int64 properties, then the generated types make them bigint and the client parses them so', async () => {
+  // Arrange
+  const served = await subject.app.inject({ url: '/v1/openapi.json' })
+
+  // Act
+  const generated = await generateTypes(parseDocument(served.body))
+
+  // Assert
+  assert.match(generated, /^ {12}id: bigint;$/m)
+  assert.match(generated, /^ {12}categoryId: bigint;$/m)
+  assert.match(generated, /^ {16}petId: bigint;$/m)
+  assert.match(generated, /^export const int64Properties = \["categoryId","id"\] as const$/m)
+})
