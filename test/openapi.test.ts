@@ -306,11 +306,11 @@ describe('the OpenAPI document', () => {
     const creating = operation(served, 'createPet').responses
 
     // Assert
-    for (const [status, name] of [['400', 'BadRequest'], ['401', 'Unauthorized'], ['429', 'TooManyRequests'], ['500', 'InternalServerError'], ['503', 'ServiceUnavailable']]) {
+    for (const [status, name] of [['400', 'BadRequest'], ['401', 'Unauthorized'], ['417', 'ExpectationFailed'], ['429', 'TooManyRequests'], ['500', 'InternalServerError'], ['503', 'ServiceUnavailable']]) {
       assert.deepEqual(listing[status as string], { $ref: `#/components/responses/${name}` })
       assert.deepEqual(creating[status as string], { $ref: `#/components/responses/${name}` })
     }
-    assert.deepEqual(Object.keys(served.components.responses).sort(), ['BadRequest', 'InternalServerError', 'ServiceUnavailable', 'TooManyRequests', 'Unauthorized'])
+    assert.deepEqual(Object.keys(served.components.responses).sort(), ['BadRequest', 'ExpectationFailed', 'InternalServerError', 'ServiceUnavailable', 'TooManyRequests', 'Unauthorized'])
   })
 
   test('When an operation is called with X-Request-Id, then the document says it takes 1 to 128 visible ASCII characters and echoes them', () => {
@@ -395,7 +395,10 @@ test('GET /v1/docs is a page whose every script and style is served here', async
     ].map((match) => match[1] ?? '')
     assert.ok(assets.some((a) => a.endsWith('.js')), 'no script')
     assert.ok(assets.some((a) => a.endsWith('.css')), 'no stylesheet')
-    assert.doesNotMatch(String(page.headers['content-security-policy'] ?? ''), /upgrade-insecure-requests/, 'the page must work over plain http')
+    const policy = String(page.headers['content-security-policy'] ?? '')
+    assert.doesNotMatch(policy, /upgrade-insecure-requests/, 'the page must work over plain http')
+    assert.doesNotMatch(policy, /https:|validator\.swagger\.io/, 'the page may load from elsewhere')
+    assert.match(policy, /default-src 'self'/)
     const base = 'http://petstore.test/v1/docs'
     for (const asset of assets) {
       const url = new URL(asset, base)

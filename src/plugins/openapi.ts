@@ -98,9 +98,15 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     routePrefix: '/v1/docs',
     staticCSP: true,
     // The page must load over plain http too (behind no TLS proxy, or on a
-    // LAN address), so scripts are not forced to https.
-    // https://github.com/fastify/fastify-swagger/issues/690
-    transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
+    // LAN address), so scripts are not forced to https
+    // (https://github.com/fastify/fastify-swagger/issues/690). And since
+    // every asset is served from here, the page may load nothing from
+    // elsewhere: the default policy's `https:` sources go, and so does the
+    // online validator's badge (the page does not use it).
+    transformStaticCSP: (header) => header
+      .replace(/\s*upgrade-insecure-requests;?/, '')
+      .replace(/ https:/g, '')
+      .replace(/ validator\.swagger\.io/g, ''),
     uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout' },
     theme: { title: 'Animal Adoption Store API' },
     transformSpecificationClone: false,

@@ -106,7 +106,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "request_header_fields_too_large" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "request_header_fields_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description. */
             message: string;
             /**
@@ -162,6 +162,27 @@ export interface components {
                 "application/json": components["schemas"]["Error"] & {
                     /** @enum {string} */
                     code?: "missing_api_key" | "invalid_api_key";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description The `Expect` header asks for something other than `100-continue`, the only expectation the service meets (`expectation_failed`). */
+        ExpectationFailed: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "expectation_failed";
                     /** Format: int32 */
                     status?: number;
                 };
@@ -310,6 +331,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -416,6 +438,7 @@ export interface operations {
                     };
                 };
             };
+            417: components["responses"]["ExpectationFailed"];
             /** @description The Idempotency-Key was used before with a different body (`idempotency_key_reused`). */
             422: {
                 headers: {
@@ -568,6 +591,30 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "gone";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description The `Expect` header asks for something other than `100-continue`, the only expectation the service meets (`expectation_failed`). */
+            417: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "expectation_failed";
                         /** Format: int32 */
                         status?: number;
                     };
