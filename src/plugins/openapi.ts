@@ -75,7 +75,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     // The page must load over plain http too (behind no TLS proxy, or on a
     // LAN address), so scripts are not forced to https.
     // https://github.com/fastify/fastify-swagger/issues/690
-    transformStaticCSP: (header) => header.replace(/\s*upgrade-insecure-requests;?/, ''),
+    transformStaticCSP: (header) => header.replace(/ ?upgrade-insecure-requests;?/, ''),
     uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout' },
     theme: { title: 'Animal Adoption Store API' },
     transformSpecificationClone: false,

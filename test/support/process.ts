@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 
 /** The project root: the nearest directory above this file that holds bin/petstore.js (works from test/ and from dist/test/). */
-const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
+export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
 const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 
 /** Variables the service reads: the parent's values must not leak into a child, which gets exactly what a test gives it. */
