@@ -118,9 +118,16 @@ function baseUrl (env: Env, name: string): string | undefined {
   if (url.search !== '' || url.hash !== '') {
     throw new ConfigError(`${name} must not carry a query or a fragment, got "${raw}"`)
   }
-  const href = url.href.replace(/\/+$/, '')
+  const href = withoutTrailingSlashes(url.href)
   if (!href.endsWith('/v1')) throw new ConfigError(`${name} must end with the version segment /v1, got "${raw}"`)
   return href
+}
+
+/** Not `/\/+$/`: that pattern retries from every slash of a long run, in quadratic time. */
+function withoutTrailingSlashes (text: string): string {
+  let end = text.length
+  while (end > 0 && text[end - 1] === '/') end--
+  return text.slice(0, end)
 }
 
 function databaseUrl (env: Env): string {

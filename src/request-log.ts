@@ -10,6 +10,17 @@
 // https://fastify.dev/docs/latest/Reference/Server/#logcontroller
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 
+/**
+ * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
+ * §2.3 has it, or a path), is kept out of the log like any other token
+ * (DECISIONS §2). An underscore may come percent-encoded.
+ */
+const TOKEN_IN_URL = /pet(?:_|%5f)(?:live|test)(?:_|%5f)[0-9a-z]+/gi
+
+function loggableUrl (url: string): string {
+  return url.replace(TOKEN_IN_URL, '[redacted]')
+}
+
 export class RequestLog extends LogController {
   constructor () {
     super({ requestIdLogLabel: 'requestId' })
@@ -17,7 +28,7 @@ export class RequestLog extends LogController {
 
   /** At `debug` only: a line when a request arrives, to find the ones that never finish. */
   override incomingRequest (request: FastifyRequest): void {
-    request.log.debug({ method: request.method, url: request.url }, 'request received')
+    request.log.debug({ method: request.method, url: loggableUrl(request.url) }, 'request received')
   }
 
   /** The not-found handler answers, and the line is written like any other. */
@@ -29,7 +40,7 @@ export class RequestLog extends LogController {
       keyId: request.caller?.key.id,
       method: request.method,
       route: request.routeOptions.url,
-      url: request.url,
+      url: loggableUrl(request.url),
       status,
       code: reply.errorCode,
       durationMs: Math.round(reply.elapsedTime * 100) / 100

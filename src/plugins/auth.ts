@@ -37,7 +37,10 @@ export type Identify = (request: FastifyRequest) => Promise<void>
 const CACHE_MS = 500
 /** Lookups remembered at once; the least recently used go first. */
 const CACHE_MAX = 10_000
-const BEARER = /^Bearer(?: +(.*))?$/i
+// The token must start with a non-space: with `(?: +(.*))?` a run of spaces
+// could be split between the two in as many ways as it is long, and a
+// header that then fails to match took quadratic time.
+const BEARER = /^Bearer(?: +([^ ].*)?)?$/i
 const TOKEN = /^[^ ]+$/
 
 export function createAuthenticator ({ storage, environment, now }: AuthenticatorOptions): Identify {

@@ -104,7 +104,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     // elsewhere: the default policy's `https:` sources go, and so does the
     // online validator's badge (the page does not use it).
     transformStaticCSP: (header) => header
-      .replace(/\s*upgrade-insecure-requests;?/, '')
+      .replace(/ ?upgrade-insecure-requests;?/, '')
       .replace(/ https:/g, '')
       .replace(/ validator\.swagger\.io/g, ''),
     uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout' },

@@ -2,6 +2,7 @@
 // database and an in-process rate-limit store, or on PostgreSQL and Redis,
 // a clock the test moves, and small factories.
 import { randomUUID } from 'node:crypto'
+import { appendFileSync } from 'node:fs'
 import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pino from 'pino'
 import { buildApp } from '../../src/app.js'
@@ -17,6 +18,7 @@ import type { Metrics } from '../../src/metrics.js'
 import { CLOCK_START, bearer } from './fixtures.js'
 import { freshPostgresDatabase } from './postgres.js'
 import { openTestStore } from './redis.js'
+import { testLogFile } from './test-logs.js'
 
 /** A clock for tests: starts at a fixed instant, moves only when told. */
 class TestClock {
@@ -118,9 +120,15 @@ export interface LogEntry {
   bannedUntil?: string
 }
 
-/** A pino logger as the server makes it, whose lines the test reads back. */
+/** A pino logger as the server makes it, whose lines the test reads back; they go to the run's log folder too, to be scanned for secrets. */
 export function capturingLogger (): { logger: FastifyBaseLogger, entries: () => LogEntry[] } {
   const lines: string[] = []
-  const logger = pino({ level: 'info' }, { write: (line: string) => { lines.push(line) } })
+  const logFile = testLogFile('in-process')
+  const logger = pino({ level: 'info' }, {
+    write: (line: string) => {
+      lines.push(line)
+      if (logFile !== undefined) appendFileSync(logFile, line)
+    }
+  })
   return { logger, entries: () => lines.map((line) => JSON.parse(line) as LogEntry) }
 }

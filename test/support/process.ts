@@ -3,12 +3,13 @@
 // HTTP over a socket, and small factories. Every wait is bounded, and every child is stopped by its
 // own PID (child.kill), never by name.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
+import { testLogFile } from './test-logs.js'
 
 /** The project root: the nearest directory above this file that holds bin/petstore.js (works from test/ and from dist/test/). */
 export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
@@ -160,6 +161,13 @@ export interface ExitStatus {
 
 const LISTENING = /listening on http:\/\/([^\s"]+):(\d+)/
 
+/** Servers this process has started: each keeps its log in files of its own. */
+let serversStarted = 0
+
+function keeper (file: string | undefined): (chunk: string) => void {
+  return file === undefined ? () => {} : (chunk) => { appendFileSync(file, chunk) }
+}
+
 export class ServerProcess {
   readonly child: ChildProcessWithoutNullStreams
   #stdout = ''
@@ -175,8 +183,13 @@ export class ServerProcess {
     this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv(env) })
     // If the test process itself ends abruptly, its server does not outlive it.
     process.once('exit', this.#killOnExit)
-    this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => { this.#stdout += chunk; this.#notify() })
-    this.child.stderr.setEncoding('utf8').on('data', (chunk: string) => { this.#stderr += chunk; this.#notify() })
+    // Kept as it comes, synchronously, one file per stream so that lines never
+    // interleave: a test that fails or times out still leaves its server's whole log to scan.
+    const server = ++serversStarted
+    const keepStdout = keeper(testLogFile(`server-${server}.stdout`))
+    const keepStderr = keeper(testLogFile(`server-${server}.stderr`))
+    this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => { this.#stdout += chunk; keepStdout(chunk); this.#notify() })
+    this.child.stderr.setEncoding('utf8').on('data', (chunk: string) => { this.#stderr += chunk; keepStderr(chunk); this.#notify() })
     // 'close', not 'exit': by then every byte the process wrote has been read.
     this.#closed = new Promise((resolve) => {
       this.child.once('close', (code, signal) => {

@@ -1,0 +1,126 @@
+// Regression tests for what the security tests found, each named after its
+// fix: three patterns that took quadratic time on a crafted input (found by
+// recheck, test/security/redos.test.ts), and request URLs logged with a
+// token in them (the log scan of scripts/log-scan.js).
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import type { FastifyRequest } from 'fastify'
+import pino from 'pino'
+import { ConfigError, loadConfig } from '../../src/config.js'
+import type { Storage } from '../../src/db/storage.js'
+import { generateToken } from '../../src/keys/tokens.js'
+import { createAuthenticator } from '../../src/plugins/auth.js'
+import { buildTestApp, type TestApp } from '../support/app.js'
+import { CLOCK_START } from '../support/fixtures.js'
+
+/**
+ * Far above what a linear pass over these inputs takes (well under 1 ms), far
+ * below what the quadratic patterns took (1.5 to 4 s on the same inputs).
+ */
+const LINEAR_BUDGET_MS = 250
+
+function timed<T> (run: () => T): { value: T, ms: number } {
+  const started = process.hrtime.bigint()
+  const value = run()
+  return { value, ms: Number(process.hrtime.bigint() - started) / 1e6 }
+}
+
+describe('regressions', () => {
+  it('When an Authorization header holds Bearer, 32,000 spaces and a line break, then it is refused in linear time (regression: the Bearer pattern backtracked quadratically)', async () => {
+    // Arrange: no lookup may happen; the header is refused on its shape.
+    const storage = { findApiKeyByTokenHash: async () => { throw new Error('looked up') } } as unknown as Storage
+    const identify = createAuthenticator({ storage, environment: 'production', now: () => CLOCK_START })
+    // recheck's attack string: a line break is the one character `.` does not match.
+    const request = { headers: { authorization: `Bearer${' '.repeat(32_000)}\nx` } } as unknown as FastifyRequest
+
+    // Act
+    const started = process.hrtime.bigint()
+    await identify(request)
+    const ms = Number(process.hrtime.bigint() - started) / 1e6
+
+    // Assert
+    assert.ok(ms < LINEAR_BUDGET_MS, `${ms.toFixed(1)} ms`)
+    assert.equal(request.authFailure?.status, 401)
+    assert.equal(request.caller, undefined)
+  })
+
+  it('When the Bearer pattern is fixed, then every form of the header it read before reads the same (regression: the Bearer pattern backtracked quadratically)', async () => {
+    const storage = { findApiKeyByTokenHash: async () => undefined } as unknown as Storage
+    const identify = createAuthenticator({ storage, environment: 'production', now: () => CLOCK_START })
+    const token = generateToken('production')
+    const codeOf = async (authorization: string): Promise<string | undefined> => {
+      const request = { headers: { authorization } } as unknown as FastifyRequest
+      await identify(request)
+      return request.authFailure?.code
+    }
+
+    assert.equal(await codeOf('Bearer'), 'missing_api_key')
+    assert.equal(await codeOf('Bearerx'), 'missing_api_key')
+    assert.equal(await codeOf('Bearer\tx'), 'missing_api_key')
+    assert.equal(await codeOf(`Bearer    ${token}`), 'invalid_api_key', 'several spaces: the key is read, and unknown')
+    assert.equal(await codeOf(`bearer ${token} ${token}`), 'invalid_api_key')
+  })
+
+  it('When PUBLIC_BASE_URL has 32,000 slashes before its last character, then loadConfig answers in linear time (regression: the trailing-slash pattern backtracked quadratically)', () => {
+    const { value, ms } = timed(() => {
+      try {
+        return loadConfig({ PUBLIC_BASE_URL: `https://api.example.com/v1${'/'.repeat(32_000)}x/` })
+      } catch (error) {
+        return error
+      }
+    })
+
+    assert.ok(ms < LINEAR_BUDGET_MS, `${ms.toFixed(1)} ms`)
+    assert.ok(value instanceof ConfigError, 'it does not end with /v1')
+  })
+
+  it('When PUBLIC_BASE_URL ends in slashes, then they are still removed (regression: the trailing-slash pattern backtracked quadratically)', () => {
+    assert.equal(loadConfig({ PUBLIC_BASE_URL: 'https://api.example.com/v1///' }).publicBaseUrl, 'https://api.example.com/v1')
+  })
+
+  describe('the docs page', () => {
+    let t: TestApp
+    before(async () => { t = await buildTestApp() })
+    after(async () => { await t.close() })
+
+    it('When the docs page is served, then its CSP keeps every directive but upgrade-insecure-requests (regression: the CSP rewrite pattern backtracked quadratically)', async () => {
+      const page = await t.app.inject({ url: '/v1/docs/' })
+      const csp = String(page.headers['content-security-policy'] ?? '')
+
+      assert.doesNotMatch(csp, /upgrade-insecure-requests/)
+      for (const directive of ['default-src', 'base-uri', 'object-src', 'script-src', 'style-src']) assert.match(csp, new RegExp(`(^|; )${directive} `), csp)
+      assert.doesNotMatch(csp, /;;|\s$/, csp)
+    })
+  })
+
+  describe('the request log', () => {
+    let t: TestApp
+    const lines: string[] = []
+    before(async () => {
+      // The most verbose level: the line written when a request arrives carries the URL too.
+      const logger = pino({ level: 'trace' }, { write: (line: string) => { lines.push(line) } })
+      t = await buildTestApp({}, { logger })
+    })
+    after(async () => { await t.close() })
+
+    it('When a token is sent in the URL, then the request\'s log lines carry [redacted] in its place (regression: request URLs were logged as sent)', async () => {
+      // Arrange: a real key, sent where RFC 6750 §2.3 puts it, in a path, and percent-encoded.
+      const token = await t.newKey('pro')
+      const encoded = token.replaceAll('_', '%5F')
+
+      // Act
+      await t.app.inject({ url: `/v1/pets?access_token=${token}` })
+      await t.app.inject({ url: `/v1/pets/${token}` })
+      await t.app.inject({ url: `/v1/pets?access_token=${encoded}` })
+      await t.app.inject({ url: `/v1/pets?limit=1&access_token=${generateToken('staging')}` })
+
+      // Assert
+      const urls = lines.map((line) => JSON.parse(line) as { url?: string }).flatMap((entry) => entry.url === undefined ? [] : [entry.url])
+      assert.ok(urls.length >= 8, `two lines per request: ${urls.length}`)
+      for (const line of lines) assert.doesNotMatch(line, /pet(?:_|%5F)(?:live|test)(?:_|%5F)[0-9A-Za-z]{20}/i, line)
+      assert.ok(urls.includes('/v1/pets?access_token=[redacted]'), urls.join('\n'))
+      assert.ok(urls.includes('/v1/pets/[redacted]'), urls.join('\n'))
+      assert.ok(urls.includes('/v1/pets?limit=1&access_token=[redacted]'), urls.join('\n'))
+    })
+  })
+})
