@@ -27,7 +27,7 @@ import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
 import { createAddressCounter, createRateLimiter, type LimitEvents } from './plugins/rate-limit.js'
 import metricsPlugin from './plugins/metrics.js'
-import { RequestLog } from './request-log.js'
+import { RequestLog, mayHoldToken } from './request-log.js'
 import { createBanLog } from './limits/ban-log.js'
 import type { Metrics } from './metrics.js'
 import healthRoutes from './routes/health.js'
@@ -160,9 +160,10 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
 /** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 
+/** The client's id when usable; one that may hold a token is not, since ids are logged (DECISIONS §2). */
 function requestId (request: IncomingMessage): string {
   const theirs = request.headers['x-request-id']
-  return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) ? theirs : randomUUID()
+  return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) && !mayHoldToken(theirs) ? theirs : randomUUID()
 }
 
 /** TRUST_PROXY=N: believe the last N proxies of X-Forwarded-For. https://fastify.dev/docs/latest/Reference/Server/#trustproxy */

@@ -17,6 +17,11 @@ import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
  */
 const TOKEN_IN_URL = /pet(?:_|%5f)(?:live|test)(?:_|%5f)[0-9a-z]+/gi
 
+/** Whether a client's text may hold a token: then it is not logged as sent. */
+export function mayHoldToken (text: string): boolean {
+  return /pet(?:_|%5f)(?:live|test)(?:_|%5f)/i.test(text)
+}
+
 function loggableUrl (url: string): string {
   return url.replace(TOKEN_IN_URL, '[redacted]')
 }

@@ -36,7 +36,8 @@ describe('request ids and the log line of each request', () => {
     ['empty', ''],
     ['holding a space', 'two words'],
     ['holding a control character', 'a\tb'],
-    ['not ASCII', 'café']
+    ['not ASCII', 'café'],
+    ['holding something shaped like a token (it would be logged)', 'retry-of-pet_live_2bJ0kQ3xZ9']
   ] as const) {
     it(`When a client's X-Request-Id is ${what}, then the service makes its own, echoes it and logs it`, async () => {
       const { logger, entries } = capturingLogger()

@@ -15,7 +15,7 @@ import { openStorage } from '../db/open.js'
 import { SqliteError } from '../db/sqlite-driver.js'
 import type { Storage } from '../db/storage.js'
 import { StorageUnavailableError } from '../errors.js'
-import { CommandFailure } from './errors.js'
+import { CommandFailure, oneLine } from './errors.js'
 
 /** The database as `DATABASE_URL=…` with no password, for messages. */
 export function databaseLabel (url: string): string {
@@ -55,7 +55,7 @@ function reason (error: unknown): string {
   while (cause instanceof StorageUnavailableError && cause.cause !== undefined) cause = cause.cause
   if (isInvalidUrl(cause)) return 'not a valid URL'
   const text = cause instanceof Error ? cause.message : String(cause)
-  return text.replace(/\s*\n\s*/g, ' ').trim() || (cause instanceof Error ? cause.name : 'unknown error')
+  return oneLine(text) || (cause instanceof Error ? cause.name : 'unknown error')
 }
 
 /**

@@ -11,3 +11,9 @@ export const EXIT_USAGE = 2
 export class CommandFailure extends Error {
   override name = 'CommandFailure'
 }
+
+/** A message on one line: line breaks and the white space around them become one space. */
+export function oneLine (text: string): string {
+  // Split rather than a pattern such as /\s*\n\s*/, which backtracks quadratically on long runs of white space.
+  return text.split('\n').map((line) => line.trim()).filter((line) => line !== '').join(' ')
+}

@@ -3,7 +3,7 @@
 // and an exit status a script can test (errors.ts).
 import { CommanderError } from 'commander'
 import { ConfigError } from '../config.js'
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors.js'
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors.js'
 import { buildProgram } from './program.js'
 import { packageVersion } from './version.js'
 
@@ -20,7 +20,7 @@ function onStdoutError (error: NodeJS.ErrnoException): void {
 
 /** Writes the one line and exits, once it has been written (stderr may be a pipe). */
 function fail (message: string): void {
-  process.stderr.write(`petstore: ${message.replace(/\s*\n\s*/g, ' ')}\n`, () => process.exit(EXIT_FAILURE))
+  process.stderr.write(`petstore: ${oneLine(message)}\n`, () => process.exit(EXIT_FAILURE))
 }
 
 function describe (error: unknown): string {

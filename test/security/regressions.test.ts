@@ -13,20 +13,11 @@ import { createAuthenticator } from '../../src/plugins/auth.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 import { CLOCK_START } from '../support/fixtures.js'
 
-/**
- * Far above what a linear pass over these inputs takes (well under 1 ms), far
- * below what the quadratic patterns took (1.5 to 4 s on the same inputs).
- */
-const LINEAR_BUDGET_MS = 250
-
-function timed<T> (run: () => T): { value: T, ms: number } {
-  const started = process.hrtime.bigint()
-  const value = run()
-  return { value, ms: Number(process.hrtime.bigint() - started) / 1e6 }
-}
-
 describe('regressions', () => {
-  it('When an Authorization header holds Bearer, 32,000 spaces and a line break, then it is refused in linear time (regression: the Bearer pattern backtracked quadratically)', async () => {
+  // That the fixed patterns are linear is proven by recheck (redos.test.ts);
+  // speed is measured by benchmarks, never asserted here. These pin what the
+  // attack inputs must still get.
+  it('When an Authorization header holds Bearer, 32,000 spaces and a line break, then it is refused on its shape, without a lookup (regression: the Bearer pattern backtracked quadratically)', async () => {
     // Arrange: no lookup may happen; the header is refused on its shape.
     const storage = { findApiKeyByTokenHash: async () => { throw new Error('looked up') } } as unknown as Storage
     const identify = createAuthenticator({ storage, environment: 'production', now: () => CLOCK_START })
@@ -34,12 +25,9 @@ describe('regressions', () => {
     const request = { headers: { authorization: `Bearer${' '.repeat(32_000)}\nx` } } as unknown as FastifyRequest
 
     // Act
-    const started = process.hrtime.bigint()
     await identify(request)
-    const ms = Number(process.hrtime.bigint() - started) / 1e6
 
     // Assert
-    assert.ok(ms < LINEAR_BUDGET_MS, `${ms.toFixed(1)} ms`)
     assert.equal(request.authFailure?.status, 401)
     assert.equal(request.caller, undefined)
   })
@@ -61,17 +49,9 @@ describe('regressions', () => {
     assert.equal(await codeOf(`bearer ${token} ${token}`), 'invalid_api_key')
   })
 
-  it('When PUBLIC_BASE_URL has 32,000 slashes before its last character, then loadConfig answers in linear time (regression: the trailing-slash pattern backtracked quadratically)', () => {
-    const { value, ms } = timed(() => {
-      try {
-        return loadConfig({ PUBLIC_BASE_URL: `https://api.example.com/v1${'/'.repeat(32_000)}x/` })
-      } catch (error) {
-        return error
-      }
-    })
-
-    assert.ok(ms < LINEAR_BUDGET_MS, `${ms.toFixed(1)} ms`)
-    assert.ok(value instanceof ConfigError, 'it does not end with /v1')
+  it('When PUBLIC_BASE_URL has 32,000 slashes before its last character, then loadConfig refuses it as not ending in /v1 (regression: the trailing-slash pattern backtracked quadratically)', () => {
+    assert.throws(() => loadConfig({ PUBLIC_BASE_URL: `https://api.example.com/v1${'/'.repeat(32_000)}x/` }),
+      (error: unknown) => error instanceof ConfigError && /\/v1/.test(error.message))
   })
 
   it('When PUBLIC_BASE_URL ends in slashes, then they are still removed (regression: the trailing-slash pattern backtracked quadratically)', () => {
