@@ -23,7 +23,7 @@ const GET_PET_DEPRECATION = {
 }
 
 /** Statuses every operation may answer besides its own. */
-const ALWAYS = [400, 401, 429, 500, 503]
+const ALWAYS = [400, 401, 417, 429, 500, 503]
 
 const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, baseUrl }) => {
   app.get('/pets', {
