@@ -35,6 +35,8 @@ export class Figures {
   readonly operations = new Map<string, number>()
   serverErrors = 0
   failures = 0
+  /** Requests the server closed the connection on without answering (after an earlier one on it was refused). */
+  unanswered = 0
   /** Each kind of problem (its text without the values in it), and how often it was seen. */
   readonly #kinds = new Map<string, { count: number, example: string }>()
 
@@ -62,12 +64,12 @@ export class Figures {
     const sorted = <K>(map: Map<K, number>): string => [...map].sort(([a], [b]) => String(a).localeCompare(String(b))).map(([k, n]) => `${String(k)}: ${n}`).join(', ')
     return [
       `${title}: seed ${seed}`,
-      `  requests: ${this.requests}`,
+      `  requests answered: ${this.requests}${this.unanswered > 0 ? `, not answered: ${this.unanswered}` : ''}`,
       `  statuses: ${sorted(this.statuses)}`,
       `  operations: ${sorted(this.operations)}`,
       `  5xx: ${this.serverErrors}, validation failures: ${this.failures}`,
       ...[...this.known].map(([name, count]) => `  known document defect, ${count} responses: ${name}`),
-      ...[...this.#kinds.values()].sort((a, b) => b.count - a.count).slice(0, 20).map(({ count, example }) => `  ${count} × ${example.slice(0, 400)}`)
+      ...[...this.#kinds.values()].sort((a, b) => b.count - a.count).slice(0, 20).map(({ count, example }) => `  ${count} × ${example.slice(0, 1500)}`)
     ].join('\n')
   }
 }
@@ -127,7 +129,7 @@ function ruleProblems (request: SentRequest, operation: string | undefined, resp
 }
 
 function routable (url: string, maxParamLength: number): boolean {
-  const segment = (url.split('?')[0] ?? '').split('/').at(-1) ?? ''
+  const segment = (url.split(/[?#]/)[0] ?? '').split('/').at(-1) ?? ''
   try {
     decodeURIComponent(segment)
   } catch {
@@ -185,7 +187,7 @@ function outcomeProblems (request: SentRequest & { payload?: string | Buffer }, 
   const where = `${request.method} ${request.url.slice(0, 120)} → ${response.status}`
   const problems: string[] = []
   const body = exactJson(response.body)
-  if (operation === 'createPet' && response.status === 201 && headers.get('idempotent-replayed') === undefined) {
+  if (operation === 'createPet' && response.status === 201 && headers.get('idempotent-replayed') === undefined && request.payload !== undefined) {
     const sent = record(exactJson(typeof request.payload === 'string' ? request.payload : new TextDecoder().decode(request.payload)))
     const pet = record(body)
     if (pet.name !== sent.name || pet.categoryId !== sent.categoryId || pet.status !== (sent.status ?? 'available')) {
@@ -193,11 +195,11 @@ function outcomeProblems (request: SentRequest & { payload?: string | Buffer }, 
     }
   }
   if (operation === 'getPet' && response.status === 200 && request.method === 'GET') {
-    const asked = exactInteger(decodeURIComponent((request.url.split('?')[0] ?? '').split('/').at(-1) ?? ''))
+    const asked = exactInteger(decodeURIComponent((request.url.split(/[?#]/)[0] ?? '').split('/').at(-1) ?? ''))
     if (record(body).id !== asked) problems.push(`${where}: answered ${response.body.slice(0, 200)}`)
   }
   if (operation === 'listPets' && response.status === 200 && request.method === 'GET') {
-    const query = new URLSearchParams(request.url.split('?')[1] ?? '')
+    const query = new URLSearchParams(request.url.split('#')[0]?.split('?')[1] ?? '')
     const limit = Number(query.get('limit') ?? 20)
     const status = query.get('status')
     const pets = Array.isArray(body) ? body.map(record) : []

@@ -478,7 +478,8 @@ function pathOf (url: string): string | undefined {
       return undefined
     }
   }
-  const path = target.split('?')[0] ?? ''
+  // A fragment is never the server's, and routers drop it as they drop the query.
+  const path = target.split(/[?#]/)[0] ?? ''
   try {
     return path.split('/').map((segment) => decodeURIComponent(segment).replace(/\//g, '%2F')).join('/')
   } catch {
