@@ -267,6 +267,7 @@ describe('fuzzing HTTP framing over raw sockets', { timeout: 600_000 }, () => {
   test(`When ${runs} connections send generated HTTP/1.1 framing, then none gets a 5xx or more answers than requests, and every answer is as the OpenAPI document describes it`, async (t) => {
     assert.ok(server !== undefined)
     const port = server.port
+    const origin = server.origin
     const figures = new Figures()
     const parameters = fuzzParameters<[RequestParts[]]>(runs)
     t.diagnostic(`raw sockets: seed ${parameters.seed} (replay: PETSTORE_FUZZ_SEED=${parameters.seed})`)
@@ -291,7 +292,7 @@ describe('fuzzing HTTP framing over raw sockets', { timeout: 600_000 }, () => {
         const sent = taken
           ? { method: request.method, url: request.target, headers: request.headers, ...(request.payload === undefined ? {} : { payload: request.payload }) }
           : { method: 'malformed', url: request.target, headers: request.headers }
-        const verdict = judge(checker, sent, answer, { maxParamLength: MAX_PARAM_LENGTH })
+        const verdict = judge(checker, sent, answer, { maxParamLength: MAX_PARAM_LENGTH, baseUrl: `${origin}/v1` })
         verdict.problems = verdict.problems.map((p) => `${p}\n  connection: ${JSON.stringify(sentRequests.map((r) => r.bytes.slice(0, 300)))}`)
         figures.record(verdict, answer.status)
         problems.push(...verdict.problems)

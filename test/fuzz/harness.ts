@@ -85,6 +85,8 @@ export interface SentRequest {
 interface RuleOptions {
   /** The router's longest path parameter: a longer one is answered before any route is chosen. */
   maxParamLength: number
+  /** The instance's own address, ending in /v1: every absolute URL it writes starts with it (DECISIONS §1). */
+  baseUrl: string
 }
 
 /**
@@ -92,7 +94,9 @@ interface RuleOptions {
  * document says: no 5xx (§6: never for a request, only for a fault); the
  * Error body on every error, with `status` repeating the HTTP status (§6,
  * §12); the rate-limit headers on every answer under /v1 (§3); the
- * deprecation headers on every answer of GET /pets/{petId} (§7).
+ * deprecation headers on every answer of GET /pets/{petId} (§7); every
+ * URL in a Link header on the instance's own address, whatever the request
+ * said its host was (§1).
  */
 function ruleProblems (request: SentRequest, operation: string | undefined, response: ReceivedResponse, options: RuleOptions): string[] {
   const problems: string[] = []
@@ -117,6 +121,9 @@ function ruleProblems (request: SentRequest, operation: string | undefined, resp
     for (const name of RATE_LIMIT_HEADERS) {
       if (!headers.has(name)) problems.push(`${where}: no ${name}`)
     }
+  }
+  for (const [, url] of (headers.get('link') ?? '').matchAll(/<([^>]*)>/g)) {
+    if (url === undefined || !url.startsWith(`${options.baseUrl}/`)) problems.push(`${where}: a Link to ${url ?? ''}, not on ${options.baseUrl}`)
   }
   // An id the router cannot decode, or longer than it routes, is answered
   // before any route is chosen (app.ts, frameworkErrors): no operation's headers.

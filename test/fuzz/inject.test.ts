@@ -14,6 +14,9 @@ import { iterations } from '../support/soak.js'
 import { Figures, KEEP_GOING, fuzzParameters, judge } from './harness.js'
 import { materialize, requestSpec, type RunState, type SentRequest } from './requests.js'
 
+/** A day after GET /pets/{petId} is removed (SPEC.md, Versioning). */
+const AFTER_SUNSET = '2030-12-06T00:00:30Z'
+
 /** Far more than any run sends: the key is never limited, so requests reach their operation. */
 const UNLIMITED = 1_000_000_000
 
@@ -77,7 +80,7 @@ async function fuzz (subject: TestApp, numRuns: number, title: string, diagnosti
       headers: Object.entries(response.headers).map(([name, value]): [string, string] => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
       body: response.body
     }
-    const verdict = judge(checker, sent, received, { maxParamLength })
+    const verdict = judge(checker, sent, received, { maxParamLength, baseUrl: 'http://127.0.0.1:8080/v1' })
     figures.record(verdict, response.statusCode)
     learn(state, sent, response.statusCode, response.headers, response.body)
     if (verdict.problems.length > 0 && !KEEP_GOING) throw new Error(verdict.problems.join('\n'))
@@ -115,4 +118,18 @@ describe('fuzzing through inject', () => {
       }
     })
   }
+
+  const afterSunset = iterations(200, 2000)
+  test(`When ${afterSunset} generated requests reach the service after GET /pets/{petId} is removed, then none gets a 5xx and every response, 410 included, is as the OpenAPI document describes it`, async (t) => {
+    const subject = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5' })
+    subject.clock.set(AFTER_SUNSET)
+    try {
+      const figures = await fuzz(subject, afterSunset, 'after the sunset', (message) => { t.diagnostic(message) })
+      assert.equal(figures.serverErrors, 0)
+      assert.equal(figures.failures, 0)
+      assert.ok((figures.statuses.get(410) ?? 0) > 0, 'no 410 seen')
+    } finally {
+      await subject.close()
+    }
+  })
 })
