@@ -90,8 +90,8 @@ export type AnswerRaw = (socket: Duplex, answer: ApiError) => void
  */
 interface Connection {
   owed: Set<IncomingMessage>
-  /** The connection's latest request, and whether its response has gone. */
-  latest: { request: IncomingMessage, answered: boolean } | undefined
+  /** The connection's latest request and its response. */
+  latest: { request: IncomingMessage, response: ServerResponse } | undefined
   then: (() => void) | undefined
 }
 
@@ -102,11 +102,9 @@ export function owe (request: IncomingMessage, response: ServerResponse): void {
   const socket = request.socket
   const connection = connections.get(socket) ?? { owed: new Set(), latest: undefined, then: undefined }
   connections.set(socket, connection)
-  const latest = { request, answered: false }
-  connection.latest = latest
+  connection.latest = { request, response }
   connection.owed.add(request)
   response.once('close', () => {
-    latest.answered = true
     connection.owed.delete(request)
     if (waitsFor(connection.owed)) return
     const then = connection.then
@@ -120,14 +118,35 @@ function waitsFor (owed: Set<IncomingMessage>): boolean {
   return false
 }
 
-/** Runs `then` once the answers owed before a refusal have gone; says false when the refused request was answered already. */
-function whenOwedSent (socket: Duplex, then: () => void): boolean {
+/** True when the request being refused (the latest, not all arrived) has been given its answer already. */
+function refusedWasAnswered (socket: Duplex): boolean {
+  const latest = connections.get(socket)?.latest
+  return latest !== undefined && !latest.request.complete && (latest.response.headersSent || latest.response.writableEnded)
+}
+
+/** Closes the connection once the latest response has gone out whole, as Node does after a last response. */
+function closeAfterLatest (socket: Duplex): void {
+  const response = connections.get(socket)?.latest?.response
+  const close = (): void => {
+    const net = socket as Partial<Socket>
+    if (typeof net.destroySoon === 'function') net.destroySoon()
+    else socket.end()
+  }
+  if (response === undefined || response.closed) close()
+  else response.once('close', close)
+}
+
+/**
+ * Runs `answer` once the answers owed before a refusal have gone, or
+ * `close` when the refused request has had its own answer by then (the
+ * gate answers 401 without reading the body, possibly while earlier
+ * answers were still going).
+ */
+function whenOwedSent (socket: Duplex, answer: () => void, close: () => void): void {
   const connection = connections.get(socket)
-  const latest = connection?.latest
-  if (latest !== undefined && !latest.request.complete && latest.answered) return false
+  const then = (): void => { if (refusedWasAnswered(socket)) close(); else answer() }
   if (connection === undefined || !waitsFor(connection.owed)) then()
   else connection.then = then
-  return true
 }
 
 /**
@@ -146,6 +165,10 @@ export function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
     const status = answer.status
     const body = JSON.stringify(errorBody(answer))
     const write = (headers: Record<string, string>): void => {
+      if (refusedWasAnswered(socket)) {
+        closeAfterLatest(socket)
+        return
+      }
       if (!socket.writable) {
         socket.destroy()
         return
@@ -154,9 +177,8 @@ export function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
     }
     const address = (socket as Partial<Socket>).remoteAddress ?? ''
-    const answering = whenOwedSent(socket, () => { countAddress(address).then(write, () => write({})) })
     // One answer per request: a second one would pass for the next request's.
-    if (!answering) socket.destroy()
+    whenOwedSent(socket, () => { countAddress(address).then(write, () => write({})) }, () => { closeAfterLatest(socket) })
   }
 }
 

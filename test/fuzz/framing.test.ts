@@ -138,7 +138,7 @@ function frame (framing: Framing, body: string, chunked: (text: string) => strin
     case 'none': return { lines: [], payload: '', wellFormed: true }
     case 'content-length': return { lines: [`Content-Length: ${length}`], payload: body, wellFormed: true }
     case 'chunked': return { lines: ['Transfer-Encoding: chunked'], payload: chunked(body), wellFormed: true }
-    case 'chunk-extension': return { lines: ['Transfer-Encoding: chunked'], payload: `${length.toString(16)};name=value\r\n${body}\r\n0\r\n\r\n`, wellFormed: true }
+    case 'chunk-extension': return { lines: ['Transfer-Encoding: chunked'], payload: `${body === '' ? '' : `${length.toString(16)};name=value\r\n${body}\r\n`}0;name=value\r\n\r\n`, wellFormed: true }
     case 'chunked-trailer': return { lines: ['Transfer-Encoding: chunked'], payload: `${chunked(body).slice(0, -2)}X-Trailer: 1\r\n\r\n`, wellFormed: true }
     case 'malformed': {
       const variants: Record<string, { lines: string[], payload: string }> = {

@@ -99,4 +99,9 @@ describe('regressions found by fuzzing the framing', () => {
       connection.close()
     }
   })
+
+  test('Regression: When a pipelined request that the gate answers before reading its body (401) has a Transfer-Encoding the parser refuses, then that 401 is its one answer, after the first request\'s', async () => {
+    const refused = 'GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{"name":"Rex","categoryId":1}'
+    assert.deepEqual(await statuses(`${listing()}${refused}`), [200, 401])
+  })
 })
