@@ -1,7 +1,7 @@
 // One error model for every error, whoever raises it: our handlers, Fastify
 // (bad JSON, body too large, wrong media type, validation), or Node's HTTP
 // parser (before a request exists at all).
-import { STATUS_CODES } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import fp from 'fastify-plugin'
@@ -79,26 +79,106 @@ export type CountAddress = (address: string) => Promise<Record<string, string>>
 export type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 
 /**
+ * Responses each connection still owes. A client may pipeline requests
+ * (RFC 9112 §9.3.2): when one the parser refuses follows others, their
+ * answers go out first, in order, and the refusal after them; written at
+ * once, it would take the place of the first request's answer. A request
+ * whose own bytes have not all arrived (the one that timed out, or whose
+ * body the parser refused) is owed nothing more: its refusal is its
+ * answer, or, when it was answered already (a 401 or 405 is sent before
+ * the body is read), the connection just closes.
+ */
+interface Connection {
+  owed: Set<IncomingMessage>
+  /** The connection's latest request and its response. */
+  latest: { request: IncomingMessage, response: ServerResponse } | undefined
+  then: (() => void) | undefined
+}
+
+const connections = new WeakMap<Duplex, Connection>()
+
+/** Counts a request's response as owed on its connection until it has been sent (or the connection lost). */
+export function owe (request: IncomingMessage, response: ServerResponse): void {
+  const socket = request.socket
+  const connection = connections.get(socket) ?? { owed: new Set(), latest: undefined, then: undefined }
+  connections.set(socket, connection)
+  connection.latest = { request, response }
+  connection.owed.add(request)
+  response.once('close', () => {
+    connection.owed.delete(request)
+    if (waitsFor(connection.owed)) return
+    const then = connection.then
+    connection.then = undefined
+    then?.()
+  })
+}
+
+function waitsFor (owed: Set<IncomingMessage>): boolean {
+  for (const request of owed) if (request.complete) return true
+  return false
+}
+
+/** True when the request being refused (the latest, not all arrived) has been given its answer already. */
+function refusedWasAnswered (socket: Duplex): boolean {
+  const latest = connections.get(socket)?.latest
+  return latest !== undefined && !latest.request.complete && (latest.response.headersSent || latest.response.writableEnded)
+}
+
+/** Closes the connection once the latest response has gone out whole, as Node does after a last response. */
+function closeAfterLatest (socket: Duplex): void {
+  const response = connections.get(socket)?.latest?.response
+  const close = (): void => {
+    const net = socket as Partial<Socket>
+    if (typeof net.destroySoon === 'function') net.destroySoon()
+    else socket.end()
+  }
+  if (response === undefined || response.closed) close()
+  else response.once('close', close)
+}
+
+/**
+ * Runs `answer` once the answers owed before a refusal have gone, or
+ * `close` when the refused request has had its own answer by then (the
+ * gate answers 401 without reading the body, possibly while earlier
+ * answers were still going).
+ */
+function whenOwedSent (socket: Duplex, answer: () => void, close: () => void): void {
+  const connection = connections.get(socket)
+  const then = (): void => { if (refusedWasAnswered(socket)) close(); else answer() }
+  if (connection === undefined || !waitsFor(connection.owed)) then()
+  else connection.then = then
+}
+
+/**
  * Some answers happen before Fastify has a request (Node's parser failed,
  * or a CONNECT): they are written to the socket by hand, in the same Error
- * shape. The path is not known: each is counted against the client's
- * address and carries that limit's headers, as /v1 responses do.
+ * shape, once the answers owed before them have gone. The path is not
+ * known: each is counted against the client's address and carries that
+ * limit's headers, as /v1 responses do.
  */
 export function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
+  // A parser that has failed keeps failing on whatever follows: one answer per connection.
+  const answered = new WeakSet<Duplex>()
   return (socket, answer) => {
-    if (!socket.writable) {
-      socket.destroy()
-      return
-    }
+    if (answered.has(socket)) return
+    answered.add(socket)
     const status = answer.status
     const body = JSON.stringify(errorBody(answer))
     const write = (headers: Record<string, string>): void => {
-      if (!socket.writable) return
+      if (refusedWasAnswered(socket)) {
+        closeAfterLatest(socket)
+        return
+      }
+      if (!socket.writable) {
+        socket.destroy()
+        return
+      }
       const extra = Object.entries({ ...answer.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
     }
     const address = (socket as Partial<Socket>).remoteAddress ?? ''
-    countAddress(address).then(write, () => write({}))
+    // One answer per request: a second one would pass for the next request's.
+    whenOwedSent(socket, () => { countAddress(address).then(write, () => write({})) }, () => { closeAfterLatest(socket) })
   }
 }
 

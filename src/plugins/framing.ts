@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Errors, type ApiError } from '../errors.js'
+import { owe } from './errors.js'
 
 /** Node's own test for the one expectation it meets (lib/_http_server.js). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
@@ -37,8 +38,13 @@ interface FramingOptions {
 }
 
 export default fp<FramingOptions>(async function framing (app, { answerRaw }) {
+  // Answers written by hand wait for those owed before them on the connection (errors.ts).
+  app.server.on('request', owe)
   // Without a listener Node answers 417 itself; with one, the request is ours.
-  app.server.on('checkExpectation', (request: IncomingMessage, response) => { app.routing(request, response) })
+  app.server.on('checkExpectation', (request: IncomingMessage, response) => {
+    owe(request, response)
+    app.routing(request, response)
+  })
   // Without a listener Node closes the connection without a word.
   app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })
   app.addHook('onRequest', async (request) => {
