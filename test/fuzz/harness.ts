@@ -40,11 +40,8 @@ export class Figures {
   /** Each kind of problem (its text without the values in it), and how often it was seen. */
   readonly #kinds = new Map<string, { count: number, example: string }>()
 
-  readonly known = new Map<string, number>()
-
-  record ({ operation, problems, known }: Verdict, status: number): void {
+  record ({ operation, problems }: Verdict, status: number): void {
     this.requests++
-    for (const name of known) this.known.set(name, (this.known.get(name) ?? 0) + 1)
     this.statuses.set(status, (this.statuses.get(status) ?? 0) + 1)
     const name = operation ?? 'no operation'
     this.operations.set(name, (this.operations.get(name) ?? 0) + 1)
@@ -68,7 +65,6 @@ export class Figures {
       `  statuses: ${sorted(this.statuses)}`,
       `  operations: ${sorted(this.operations)}`,
       `  5xx: ${this.serverErrors}, validation failures: ${this.failures}`,
-      ...[...this.known].map(([name, count]) => `  known document defect, ${count} responses: ${name}`),
       ...[...this.#kinds.values()].sort((a, b) => b.count - a.count).slice(0, 20).map(({ count, example }) => `  ${count} × ${example.slice(0, 1500)}`)
     ].join('\n')
   }
@@ -145,30 +141,6 @@ function routable (url: string, maxParamLength: number): boolean {
   return segment.length <= maxParamLength
 }
 
-interface KnownDefect {
-  /** What is wrong, and where it is to be fixed. */
-  name: string
-  /** True when `problem` is this defect showing, for this request and response. */
-  shows: (problem: string, request: SentRequest, response: Map<string, string>) => boolean
-}
-
-/**
- * Where the OpenAPI document is known to be wrong, reported to those who
- * are reworking it: these are counted and printed with the figures, not
- * failed on, so that any other problem still fails the run. An entry that
- * no longer shows can go.
- */
-const KNOWN_DEFECTS: readonly KnownDefect[] = [
-  {
-    name: 'src/schemas/responses.ts: X-Request-Id is documented as `format: uuid, maxLength: 36`, but the service echoes the client\'s own id (1 to 128 visible ASCII characters, DECISIONS §12)',
-    shows: (problem, request, response) => {
-      const theirs = request.headers['x-request-id']
-      return / header x-request-id: .* must match format "uuid"$/.test(problem) &&
-        theirs !== undefined && response.get('x-request-id') === theirs && /^[\x21-\x7e]{1,128}$/.test(theirs)
-    }
-  }
-]
-
 const PET_STATUSES: readonly string[] = ['available', 'pending', 'sold']
 
 /** Reads a JSON text with integers as exact `bigint`s; undefined when it is not JSON. */
@@ -222,21 +194,12 @@ export interface Verdict {
   operation: string | undefined
   /** Problems that fail the run. */
   problems: string[]
-  /** Names of the known defects that showed. */
-  known: string[]
 }
 
 /** The document's and the rules' verdict on one response. */
 export function judge (checker: OpenApiChecker, request: SentRequest & { payload?: string | Buffer }, response: ReceivedResponse, options: RuleOptions): Verdict {
   const { operation, problems: documentProblems } = checker.check(request, response)
   const headers = new Map([...response.headers].map(([name, value]) => [name.toLowerCase(), value]))
-  const all = [...documentProblems, ...ruleProblems(request, operation, response, options), ...outcomeProblems(request, operation, response, headers)]
-  const problems: string[] = []
-  const known = new Set<string>()
-  for (const problem of all) {
-    const defect = KNOWN_DEFECTS.find((d) => d.shows(problem, request, headers))
-    if (defect === undefined) problems.push(problem)
-    else known.add(defect.name)
-  }
-  return { operation, problems, known: [...known] }
+  const problems = [...documentProblems, ...ruleProblems(request, operation, response, options), ...outcomeProblems(request, operation, response, headers)]
+  return { operation, problems }
 }
