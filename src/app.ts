@@ -90,7 +90,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }
   const limit = createRateLimiter({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
   const gate = createGate({ identify, limit })
-  const answerRaw = createRawAnswerer(createAddressCounter({ store: limiter, now }))
+  const countAddress = createAddressCounter({ store: limiter, now })
+  const answerRaw = createRawAnswerer(countAddress)
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: BODY_LIMIT,
@@ -135,7 +136,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   const baseUrl = selfBaseUrl(config, () => app.server.address())
 
   await app.register(errorsPlugin)
-  await app.register(framingPlugin, { answerRaw })
+  await app.register(framingPlugin, { answerRaw, countAddress })
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   await app.register(jsonBodyPlugin)

@@ -6,12 +6,13 @@
 // answered here like any other error: under /v1, after the gate (so with
 // the rate-limit headers), elsewhere at once.
 // https://nodejs.org/api/http.html#event-checkexpectation
-import type { IncomingMessage } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import { Errors, type ApiError } from '../errors.js'
-import { owe } from './errors.js'
+import { Errors, errorBody, type ApiError } from '../errors.js'
+import { owe, type CountAddress } from './errors.js'
 
 /** Node's own test for the one expectation it meets (lib/_http_server.js). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
@@ -35,11 +36,44 @@ export function isApiPath (url: string): boolean {
 interface FramingOptions {
   /** Answers a socket that never became a request (plugins/errors.ts). */
   answerRaw: (socket: Duplex, error: ApiError) => void
+  /** Counts a request against its client address, giving that limit's headers (plugins/rate-limit.ts). */
+  countAddress: CountAddress
 }
 
-export default fp<FramingOptions>(async function framing (app, { answerRaw }) {
-  // Answers written by hand wait for those owed before them on the connection (errors.ts).
-  app.server.on('request', owe)
+/**
+ * Node's parser takes `PRI`, the method of HTTP/2's connection preface, in
+ * an HTTP/0.9-style request line (`PRI /v1/`), though `http.METHODS` lacks
+ * it and no router can route it: Fastify would answer it before any hook,
+ * so without the rate-limit headers. It is refused here instead, as a
+ * request that is not HTTP/1.1.
+ */
+function isRoutable (request: IncomingMessage): boolean {
+  return request.method !== undefined && METHODS.includes(request.method)
+}
+
+function refuseUnroutable (request: IncomingMessage, response: ServerResponse, countAddress: CountAddress): void {
+  const answer = Errors.invalidHttp()
+  const send = (headers: Record<string, string>): void => {
+    response.writeHead(answer.status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID(), connection: 'close' })
+    response.end(JSON.stringify(errorBody(answer)))
+  }
+  countAddress(request.socket.remoteAddress ?? '').then(send, () => { send({}) })
+}
+
+export default fp<FramingOptions>(async function framing (app, { answerRaw, countAddress }) {
+  // In front of Fastify's own handler: answers written by hand wait for
+  // those owed before them on the connection (errors.ts), and a request no
+  // router can take is refused before it reaches one.
+  const route = app.server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>
+  app.server.removeAllListeners('request')
+  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    owe(request, response)
+    if (!isRoutable(request)) {
+      refuseUnroutable(request, response, countAddress)
+      return
+    }
+    for (const handler of route) handler(request, response)
+  })
   // Without a listener Node answers 417 itself; with one, the request is ours.
   app.server.on('checkExpectation', (request: IncomingMessage, response) => {
     owe(request, response)

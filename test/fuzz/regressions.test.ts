@@ -6,7 +6,7 @@ import { buildTestApp, jsonHeaders, type TestApp } from '../support/app.js'
 import { OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 import type { LightMyRequestResponse } from 'fastify'
 import type { AddressInfo } from 'node:net'
-import { RawConnection } from '../support/process.js'
+import { RawConnection, parseErrorBody, parseRawResponse } from '../support/process.js'
 
 function received (response: LightMyRequestResponse): ReceivedResponse {
   return {
@@ -80,6 +80,21 @@ describe('regressions found by fuzzing the framing', () => {
     assert.deepEqual(await statuses(`${listing()}NOT HTTP AT ALL\r\n\r\n`), [200, 400])
     assert.deepEqual(await statuses(`${listing()}${listing()}GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nX-Long: ${'a'.repeat(20_000)}\r\n\r\n`), [200, 200, 431])
     assert.deepEqual(await statuses(`${listing()}CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`), [200, 400])
+  })
+
+  test('Regression: When a request line names the method PRI, which the parser takes and no router can route, then it is refused as not HTTP/1.1, with the Error body and the rate-limit headers', async () => {
+    const connection = await RawConnection.open(port)
+    try {
+      connection.write('PRI /v1/\r\nHost: a\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n')
+      const received = await connection.waitFor((_received, ended) => ended, 5_000, 'the server to close the connection')
+      const response = parseRawResponse(received)
+
+      assert.equal(response.status, 400)
+      assert.equal(parseErrorBody(response.body).code, 'invalid_request')
+      for (const header of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) assert.match(response.headers.get(header) ?? '', /^\d+$/, header)
+    } finally {
+      connection.close()
+    }
   })
 
   test('Regression: When a request with an unmet Expect is pipelined before one the HTTP parser refuses, then it gets its 417 first', async () => {
