@@ -91,7 +91,7 @@ describe('petstore serve on SQLite, killed with SIGKILL again and again under wr
       kills.push({ exit, acknowledged: acknowledged.size - before, inFlight })
       unexpected.push(...load.unexpected)
       reusedIds.push(...load.reusedIds)
-      requests += acknowledged.size - before + load.networkErrors + load.unexpected.length
+      requests += acknowledged.size - before + load.unanswered + load.unexpected.length
     }
     const last = await restart()
     const added = await fetch(`${last.origin}/v1/pets`, {

@@ -40,8 +40,9 @@ export class WriteLoad {
   readonly unexpected: string[] = []
   /** Ids a 201 gave that an earlier 201 had already given. */
   readonly reusedIds: string[] = []
+  /** Requests that got no answer, by the error's code (ECONNREFUSED: never reached the server). */
+  readonly networkErrors = new Map<string, number>()
   #unavailable = 0
-  #networkErrors = 0
   #inFlight = 0
   #slowestMs = 0
   #stopped = false
@@ -57,7 +58,8 @@ export class WriteLoad {
   }
 
   get unavailable (): number { return this.#unavailable }
-  get networkErrors (): number { return this.#networkErrors }
+  /** Requests that got no answer at all. */
+  get unanswered (): number { return [...this.networkErrors.values()].reduce((a, b) => a + b, 0) }
   get inFlight (): number { return this.#inFlight }
   get slowestMs (): number { return this.#slowestMs }
 
@@ -125,9 +127,10 @@ export class WriteLoad {
         })
         status = response.status
         text = await response.text()
-      } catch {
+      } catch (error) {
         // The connection died (the process was killed, or closed its port): never acknowledged.
-        this.#networkErrors++
+        const code = errorCode(error)
+        this.networkErrors.set(code, (this.networkErrors.get(code) ?? 0) + 1)
         this.#inFlight--
         this.#notify()
         return
@@ -157,6 +160,13 @@ export class WriteLoad {
     }
     this.unexpected.push(`${status} ${text}`)
   }
+}
+
+/** fetch's TypeError wraps the socket's error, whose code says how the connection failed. */
+function errorCode (error: unknown): string {
+  const cause: unknown = error instanceof Error ? error.cause : undefined
+  const code = typeof cause === 'object' && cause !== null ? (cause as { code?: unknown }).code : undefined
+  return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown'
 }
 
 function isUnavailableBody (text: string): boolean {
