@@ -35,6 +35,9 @@ interface Cycle {
   /** 201s the clients received after the signal: requests that were finished rather than dropped. */
   acknowledgedAfterSignal: number
   acknowledged: number
+  /** Requests the service logged as received: each must have had its answer. */
+  received: number
+  receivedUnanswered: string[]
   /** Requests that got no answer, by how their connection failed. */
   unanswered: Map<string, number>
 }
@@ -44,6 +47,17 @@ function describeCounts (counts: ReadonlyArray<ReadonlyMap<string, number>>): st
   const total = new Map<string, number>()
   for (const map of counts) for (const [key, n] of map) total.set(key, (total.get(key) ?? 0) + n)
   return [...total].map(([key, n]) => `${key} ${n}`).join(', ')
+}
+
+/** The X-Request-Id of every `request received` line the service logged. */
+function receivedRequestIds (stdout: string): string[] {
+  const ids: string[] = []
+  for (const line of stdout.split('\n')) {
+    if (!line.includes('"msg":"request received"')) continue
+    const { requestId } = JSON.parse(line) as { requestId?: unknown }
+    if (typeof requestId === 'string') ids.push(requestId)
+  }
+  return ids
 }
 
 const BACKENDS = [
@@ -64,7 +78,8 @@ for (const backend of BACKENDS) {
     it(`When SIGTERM arrives during ${CLIENTS} concurrent POSTs, ${CYCLES} times over, then every animal that got a 201 is stored as sent and the process exits 0 within ${EXIT_WITHIN_MS / 1000} s`, async (t) => {
       // Arrange
       dir = makeTempDir()
-      const env = { DATABASE_URL: await backend.databaseUrl(dir), LOG_LEVEL: 'warn' }
+      // At debug, the service logs each request as it arrives, under the client's X-Request-Id.
+      const env = { DATABASE_URL: await backend.databaseUrl(dir), LOG_LEVEL: 'debug' }
       const { token } = await createKey(env, [
         '--plan', 'enterprise', '--name', 'shutdown', '--per-minute', '100000000', '--per-day', '1000000000'
       ])
@@ -97,8 +112,16 @@ for (const backend of BACKENDS) {
         const exitMs = Date.now() - signalled
         // Once the port is closed, each client's next request is refused and it stops.
         await load.ended(15_000)
+        const received = receivedRequestIds(server.stdout).filter((id) => id.startsWith(load.requestIdPrefix))
         cycles.push({
-          exit, exitMs, inFlight, acknowledgedAfterSignal: acknowledged.size - atSignal, acknowledged: acknowledged.size - before, unanswered: load.networkErrors
+          exit,
+          exitMs,
+          inFlight,
+          acknowledgedAfterSignal: acknowledged.size - atSignal,
+          acknowledged: acknowledged.size - before,
+          received: received.length,
+          receivedUnanswered: received.filter((id) => !load.answeredRequestIds.has(id)),
+          unanswered: load.networkErrors
         })
         unexpected.push(...load.unexpected)
         reusedIds.push(...load.reusedIds)
@@ -110,6 +133,7 @@ for (const backend of BACKENDS) {
       const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`
       t.diagnostic(`${CYCLES} SIGTERMs during ${CLIENTS} concurrent POSTs on ${backend.name}: ${acknowledged.size} acknowledged, ` +
         `${range(cycles.map((c) => c.inFlight))} in flight at the signal, ${range(cycles.map((c) => c.acknowledgedAfterSignal))} answered 201 after it, ` +
+        `${range(cycles.map((c) => c.received))} received by the service, ${cycles.reduce((n, c) => n + c.receivedUnanswered.length, 0)} of them unanswered; ` +
         `unanswered: ${describeCounts(cycles.map((c) => c.unanswered))}; lost ${lost.length}; exit code ${[...new Set(cycles.map((c) => c.exit.code))].join(', ')} ` +
         `${range(cycles.map((c) => c.exitMs))} ms after the signal`)
       for (const { exit, exitMs } of cycles) {
@@ -119,6 +143,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(unexpected, [])
       assert.equal(unavailable, 0, 'requests got 503 while the service was shutting down')
       assert.ok(cycles.every((c) => c.inFlight > 0), 'a signal found no request in flight')
+      assert.deepEqual(cycles.flatMap((c) => c.receivedUnanswered), [], 'requests the service had received were never answered')
       assert.deepEqual(lost, [], `${lost.length} acknowledged animals lost or changed`)
       assert.deepEqual(reusedIds, [])
     })

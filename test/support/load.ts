@@ -40,6 +40,8 @@ export class WriteLoad {
   readonly unexpected: string[] = []
   /** Ids a 201 gave that an earlier 201 had already given. */
   readonly reusedIds: string[] = []
+  /** The X-Request-Id of every request that got an HTTP answer, whatever its status. */
+  readonly answeredRequestIds = new Set<string>()
   /** Requests that got no answer, by the error's code (ECONNREFUSED: never reached the server). */
   readonly networkErrors = new Map<string, number>()
   #unavailable = 0
@@ -56,6 +58,9 @@ export class WriteLoad {
     this.#running = options.clients
     this.#writers = Array.from({ length: options.clients }, async (_, client) => await this.#writer(client))
   }
+
+  /** What every X-Request-Id of this load starts with. */
+  get requestIdPrefix (): string { return `${this.options.label.replaceAll(/[^\x21-\x7e]/g, '-')}/` }
 
   get unavailable (): number { return this.#unavailable }
   /** Requests that got no answer at all. */
@@ -114,6 +119,8 @@ export class WriteLoad {
         categoryId: (INT64_MAX - BigInt(client) * 1_000_000n - BigInt(i)).toString(),
         status: STATUSES[i % STATUSES.length] as PetStatus
       }
+      // Sent as X-Request-Id, which the service writes in its log lines.
+      const requestId = `${this.requestIdPrefix}${client}/${i}`
       const started = Date.now()
       this.#inFlight++
       let status: number
@@ -121,7 +128,7 @@ export class WriteLoad {
       try {
         const response = await fetch(`${origin}/v1/pets`, {
           method: 'POST',
-          headers,
+          headers: { ...headers, 'x-request-id': requestId },
           body: newPetJson({ name: pet.name, categoryId: BigInt(pet.categoryId), status: pet.status }),
           signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
         })
@@ -136,6 +143,7 @@ export class WriteLoad {
         return
       }
       this.#inFlight--
+      this.answeredRequestIds.add(requestId)
       this.#slowestMs = Math.max(this.#slowestMs, Date.now() - started)
       this.#record(pet, status, text)
       this.#notify()
