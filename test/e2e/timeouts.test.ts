@@ -1,7 +1,7 @@
 // Slow clients over a real socket: the server cuts them off instead of
 // holding the connection. The timeouts are shortened so the test is quick,
 // and set far apart, so that the elapsed time tells which one closed the
-// connection.
+// connection. Under `npm run test:soak` more slow clients come at once.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { get as httpGet } from 'node:http'
@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { issueKey } from '../../src/keys/admin.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
+import { iterations } from '../support/soak.js'
 
 /** Everything the socket received until the server closed it, and how long that took. */
 function untilClosed (socket: Socket, limitMs: number): Promise<{ text: string, ms: number }> {
@@ -180,8 +181,10 @@ const PROBE_EVERY_MS = 20
 const PROBE_FAST_MS = 500
 /** Node keeps an idle keep-alive socket this much longer than the Keep-Alive timeout it advertises (a buffer against clients racing it). */
 const KEEP_ALIVE_BUFFER_MS = 1_000
-/** Slow clients at once, per test. */
-const SLOW_CLIENTS = 50
+/** Slow clients at once, per test; more under `npm run test:soak`. */
+const SLOW_CLIENTS = iterations(50, 200)
+/** Idle connections held at once. */
+const IDLE_CONNECTIONS = iterations(500, 1_000)
 
 describe('slow clients, while a health probe keeps answering', { timeout: 120_000 }, () => {
   // Far apart, so that the time a connection lasted tells which timeout closed it;
@@ -244,9 +247,9 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
     assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
   })
 
-  it('When 500 connections are left idle, half before sending anything and half after one request, then each is closed by its own timeout, while a probe answers fast', async (t) => {
+  it(`When ${IDLE_CONNECTIONS} connections are left idle, half before sending anything and half after one request, then each is closed by its own timeout, while a probe answers fast`, async (t) => {
     // Arrange
-    const count = 500
+    const count = IDLE_CONNECTIONS
     const probe = new Probe(server.port)
     const silent = Array.from({ length: count / 2 }, () => connect(server.port, '127.0.0.1'))
     const kept = Array.from({ length: count / 2 }, () => connect(server.port, '127.0.0.1'))
