@@ -353,10 +353,14 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
 
     // Assert
     const admitted = (statuses: number[]): number => statuses.filter((status) => status === 200).length
-    t.diagnostic(`Redis killed then frozen, ${REDIS_FAULT_CYCLES} time(s), ${instances.length} instances, ${LOAD_CLIENTS_PER_INSTANCE} clients each: ` +
+    const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`
+    const distinct = (values: number[]): string => [...new Set(values)].join(', ')
+    const of = (fault: RedisFaultPhase['fault']): RedisFaultPhase[] => phases.filter((p) => p.fault === fault)
+    t.diagnostic(`Redis killed then frozen, ${REDIS_FAULT_CYCLES} time(s), under ${instances.length} instances × ${LOAD_CLIENTS_PER_INSTANCE} clients: ` +
       `${load.answered} requests, slowest ${load.slowest.ms} ms (${load.slowest.what}); ` +
-      `${phases.map((p) => `${p.fault}: ${p.duringFault} answered while degraded, ${p.perInstance.map(admitted).join(' and ')} of ${limit + 10} admitted per instance (limit ${limit}), ` +
-        `back on Redis ${Math.max(...p.backMs)} ms after the ${p.fault === 'killed' ? 'restart' : 'thaw'}, then ${admitted(p.shared)} of ${limit + 10} admitted across both`).join('; ')}`)
+      `${range(phases.map((p) => p.duringFault))} answered during each outage; while degraded each instance admitted ${distinct(phases.flatMap((p) => p.perInstance.map(admitted)))} ` +
+      `of ${limit + 10} (limit ${limit}); back on Redis ${range(of('killed').flatMap((p) => p.backMs))} ms after a restart, ${range(of('frozen').flatMap((p) => p.backMs))} ms after a thaw; ` +
+      `then ${distinct(phases.map((p) => admitted(p.shared)))} of ${limit + 10} admitted across both`)
     assert.deepEqual(load.unexpected, [])
     assert.ok(load.slowest.ms < 1_000, `a request took ${load.slowest.ms} ms (${load.slowest.what})`)
     for (const phase of phases) {
