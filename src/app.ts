@@ -7,7 +7,7 @@
 // routing (404, 405) → body parser (415, 413, bad JSON) → schema validation
 // (400) → handler → service → storage.
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import cors from '@fastify/cors'
 import type { Config } from './config.js'
@@ -53,6 +53,8 @@ export interface AppDeps {
  * `headersMs` and its whole request within `requestMs` (checked every
  * `checkEveryMs`), and an idle keep-alive connection closes after
  * `keepAliveMs`, longer than common load balancers' 60 s so they close first.
+ * On close, an idle connection gets `closeGraceMs` for a request already on
+ * its way (graceIdleConnections).
  * https://nodejs.org/api/http.html#serverheaderstimeout
  */
 interface Timeouts {
@@ -61,6 +63,7 @@ interface Timeouts {
   keepAliveMs: number
   idleSocketMs: number
   checkEveryMs: number
+  closeGraceMs: number
 }
 
 const DEFAULT_TIMEOUTS: Timeouts = {
@@ -68,7 +71,8 @@ const DEFAULT_TIMEOUTS: Timeouts = {
   requestMs: 30_000,
   keepAliveMs: 65_000,
   idleSocketMs: 120_000,
-  checkEveryMs: 1_000
+  checkEveryMs: 1_000,
+  closeGraceMs: 1_000
 }
 
 /** The API's paths under /v1; their methods are the routes registered for them. */
@@ -130,7 +134,10 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   // Once closing, each response ends its keep-alive connection, so that the
   // server can finish: it closes only the connections that are idle.
   let closing = false
-  app.addHook('preClose', async () => { closing = true })
+  app.addHook('preClose', async () => {
+    closing = true
+    graceIdleConnections(app.server, timeouts.closeGraceMs)
+  })
   app.addHook('onSend', async (_request, reply) => { if (closing) reply.header('connection', 'close') })
 
   const baseUrl = selfBaseUrl(config, () => app.server.address())
@@ -156,6 +163,20 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }, { prefix: '/v1' })
 
   return app
+}
+
+/**
+ * Node's server.close() destroys every connection idle at that instant,
+ * including a keep-alive one whose next request is already in its socket,
+ * unread: that client loses a request it sent in time, with no answer to
+ * tell whether it was done. So idle connections get a grace instead: a
+ * request that arrives meanwhile is answered, with Connection: close; those
+ * still idle after it are closed.
+ */
+function graceIdleConnections (server: Server, ms: number): void {
+  const closeIdle = server.closeIdleConnections.bind(server)
+  server.closeIdleConnections = () => {}
+  setTimeout(closeIdle, ms).unref()
 }
 
 /** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */

@@ -78,6 +78,9 @@ export type CountAddress = (address: string) => Promise<Record<string, string>>
 /** Answers, by hand, a socket that never became a request: the Error body, that address's rate-limit headers, then close. */
 export type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 
+/** How long a socket answered by hand is kept open for its client to read the answer and close. */
+const LINGER_MS = 1_000
+
 /**
  * Responses each connection still owes. A client may pipeline requests
  * (RFC 9112 §9.3.2): when one the parser refuses follows others, their
@@ -175,6 +178,13 @@ export function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
       }
       const extra = Object.entries({ ...answer.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
+      // end() only half-closes (Node's HTTP server allows half-open
+      // sockets): a client that never closes its side would hold the socket
+      // until the idle-socket timeout, 120 s. It gets a moment to read the
+      // answer; then the socket is closed whatever it does.
+      const linger = setTimeout(() => socket.destroy(), LINGER_MS)
+      linger.unref()
+      socket.once('close', () => clearTimeout(linger))
     }
     const address = (socket as Partial<Socket>).remoteAddress ?? ''
     // One answer per request: a second one would pass for the next request's.

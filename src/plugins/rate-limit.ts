@@ -36,6 +36,10 @@ export function createRateLimiter ({ store, ban, now, events }: RateLimiterOptio
       ? await hitAddress(store, request.ip, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
     reply.headers(rateLimitHeaders(decision, time, ban))
+    // A key the database was not there to check is counted against its
+    // address, but the outage is its answer (503, Retry-After 5): clients
+    // retrying through it from one address are not told they are over a limit.
+    if (decision.outcome === 'limited' && request.authFailure?.code === 'service_unavailable') return
     if (decision.outcome === 'limited') {
       events?.refused('rate_limited')
       if (decision.banEarnedUntil !== undefined && caller !== undefined) events?.banned(caller.key.id, decision.banEarnedUntil)

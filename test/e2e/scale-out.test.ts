@@ -1,8 +1,8 @@
 // Several instances of the service on one PostgreSQL database and one
 // Redis, as behind a load balancer, and what they do when PostgreSQL or
-// Redis goes away. The figures
-// (how long an outage was seen, how long recovery took) are printed as test
-// diagnostics.
+// Redis goes away; Redis under load, once in `npm test` and five times
+// under `npm run test:soak`. The figures (how long an outage was seen, how
+// long recovery took, the slowest request) are printed as test diagnostics.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -15,6 +15,7 @@ import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { createKey, idsIn, pollUntil, runCliOk, startServer, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
+import { iterations } from '../support/soak.js'
 
 const REQUEST_TIMEOUT_MS = 10_000
 /** DECISIONS §6: a database not answering within 5 s is a 503; this much more for a busy test machine. */
@@ -164,7 +165,88 @@ describe('an instance while its PostgreSQL server stops or freezes', { timeout: 
   })
 })
 
-describe('several instances on one PostgreSQL database and one Redis', { timeout: 180_000 }, () => {
+/** Redis killed then frozen, this many times: once in `npm test`, more under `npm run test:soak`. */
+const REDIS_FAULT_CYCLES = iterations(1, 5)
+/** Clients that keep each instance busy while Redis goes away and comes back. */
+const LOAD_CLIENTS_PER_INSTANCE = 10
+
+/** One outage of Redis, as the instances saw it. */
+interface RedisFaultPhase {
+  fault: 'killed' | 'frozen'
+  /** Statuses of limit + 10 requests sent at once to each instance with a key that Redis never saw. */
+  perInstance: number[][]
+  readiness: string[]
+  degradedForMs: number
+  /** From the restart or thaw until each instance said it was on Redis again. */
+  backMs: number[]
+  /** Requests of the load answered meanwhile. */
+  duringFault: number
+  /** Statuses of limit + 10 requests sent at once over both instances once back on Redis. */
+  shared: number[]
+}
+
+/** `status` of /readyz: ok, degraded or unavailable. */
+async function readinessOf (server: ServerProcess): Promise<string> {
+  return (JSON.parse((await send(server, '/readyz')).text) as { status: string }).status
+}
+
+/** Waits for the next UTC minute when fewer than `ms` are left in this one: a window that ends mid-burst would admit a second quota. */
+async function awayFromMinuteEdge (ms = 5_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000)
+  if (left < ms) await delay(left + 200)
+}
+
+/**
+ * Clients that each send GET /v1/pets?limit=1 to one instance, one after
+ * another, until stopped: every answer must be 200, and the slowest of them
+ * (and of every burst sent through here) is kept.
+ */
+class ReadLoad {
+  readonly unexpected: string[] = []
+  readonly slowest = { ms: 0, what: 'none' }
+  #answered = 0
+  #stopped = false
+  readonly #clients: Array<Promise<void>>
+
+  constructor (instances: ServerProcess[], token: string, perInstance: number) {
+    this.#clients = instances.flatMap((server, i) => Array.from({ length: perInstance }, async () => {
+      while (!this.#stopped) {
+        try {
+          const answer = await this.#timed(server, token, `the load on instance ${i}`)
+          if (answer.status !== 200) this.unexpected.push(`${answer.status} ${answer.text}`)
+        } catch (error) {
+          this.unexpected.push(`no answer: ${String(error)}`)
+          return
+        }
+      }
+    }))
+  }
+
+  get answered (): number { return this.#answered }
+
+  /** `count` requests at once with `token`, spread over `instances` in turn; their statuses. */
+  async burst (instances: ServerProcess[], token: string, count: number): Promise<number[]> {
+    return await Promise.all(Array.from({ length: count }, async (_, i) =>
+      (await this.#timed(instances[i % instances.length] as ServerProcess, token, 'a burst with a limited key')).status))
+  }
+
+  async stop (): Promise<void> {
+    this.#stopped = true
+    await Promise.all(this.#clients)
+  }
+
+  async #timed (server: ServerProcess, token: string, what: string): Promise<{ status: number, text: string }> {
+    const answer = await send(server, '/v1/pets?limit=1', { headers: bearer(token) })
+    this.#answered++
+    if (answer.ms > this.slowest.ms) {
+      this.slowest.ms = answer.ms
+      this.slowest.what = what
+    }
+    return answer
+  }
+}
+
+describe('several instances on one PostgreSQL database and one Redis', { timeout: 180_000 + REDIS_FAULT_CYCLES * 60_000 }, () => {
   const servers: ServerProcess[] = []
   let redis: OwnRedisServer | undefined
   after(async () => {
@@ -227,49 +309,65 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
     for (const ms of refusedIn) assert.ok(ms < 1_000, `refused after ${ms} ms`)
   })
 
-  it('When Redis is killed and then restarted, or frozen and then resumed, then every request is answered within a second, limits still hold, /readyz names the degradation, and the instance goes back to Redis', async (t) => {
+  it('When Redis is killed and restarted, then frozen (SIGSTOP) and thawed, under load on two instances, then no request waits a second, each instance admits exactly its limit while degraded, /readyz names the degradation, and both go back to limits shared in Redis', async (t) => {
     // Arrange: bans out of the way, so that the refusals only show the limit.
     const limit = 30
-    const { instances, token } = await arrange(1, limit, { RATE_LIMIT_BAN_THRESHOLD: '1000' })
-    const server = instances[0] as ServerProcess
+    const { instances, token: busy, env } = await arrange(2, 100_000_000, { RATE_LIMIT_BAN_THRESHOLD: '100000' })
     const own = redis as OwnRedisServer
-    const slowest = { ms: 0 }
-    const load = async (count: number): Promise<number[]> => await Promise.all(Array.from({ length: count }, async () => {
-      const answer = await send(server, '/v1/pets?limit=1', { headers: bearer(token) })
-      slowest.ms = Math.max(slowest.ms, answer.ms)
-      return answer.status
-    }))
-    const readiness = async (): Promise<string> => (JSON.parse((await send(server, '/readyz')).text) as { status: string }).status
-    const backOnRedis = async (): Promise<number> => {
-      const from = Date.now()
-      await pollUntil(async () => await readiness() === 'ok' ? true : undefined, { ms: 15_000, every: 50, what: 'the instance to go back to Redis' })
-      return Date.now() - from
+    const load = new ReadLoad(instances, busy, LOAD_CLIENTS_PER_INSTANCE)
+    const phases: RedisFaultPhase[] = []
+    const limitedKey = async (): Promise<string> =>
+      (await createKey(env, ['--plan', 'enterprise', '--name', 'limited', '--per-minute', String(limit), '--per-day', '1000000'])).token
+
+    // Act
+    try {
+      for (let cycle = 0; cycle < REDIS_FAULT_CYCLES; cycle++) {
+        for (const fault of ['killed', 'frozen'] as const) {
+          const [degradedKey, sharedKey] = await Promise.all([limitedKey(), limitedKey()])
+          await awayFromMinuteEdge()
+          const before = load.answered
+          if (fault === 'killed') await own.kill()
+          else own.freeze()
+          const faultAt = Date.now()
+          // Each instance on its own: limit + 10 at once, with a key that Redis never saw.
+          const perInstance = await Promise.all(instances.map(async (server) => await load.burst([server], degradedKey, limit + 10)))
+          const readiness = await Promise.all(instances.map(async (server) => await readinessOf(server)))
+          if (fault === 'killed') await own.restart()
+          else own.thaw()
+          const restoredAt = Date.now()
+          const backMs = await Promise.all(instances.map(async (server) => {
+            await pollUntil(async () => await readinessOf(server) === 'ok' ? true : undefined, { ms: 15_000, every: 50, what: 'the instance to go back to Redis' })
+            return Date.now() - restoredAt
+          }))
+          const duringFault = load.answered - before
+          await awayFromMinuteEdge()
+          // Back on Redis, the two share one count again: limit + 10 at once, split over both.
+          const shared = await load.burst(instances, sharedKey, limit + 10)
+          phases.push({ fault, perInstance, readiness, degradedForMs: restoredAt - faultAt, backMs, duringFault, shared })
+        }
+      }
+    } finally {
+      await load.stop()
+      own.thaw()
     }
 
-    // Act: killed.
-    await own.kill()
-    const whileKilled = await load(limit + 10)
-    const readyKilled = await readiness()
-    await own.restart()
-    const backAfterRestartMs = await backOnRedis()
-    // Act: frozen.
-    own.freeze()
-    const whileFrozen = await load(20)
-    const readyFrozen = await readiness()
-    own.thaw()
-    const backAfterThawMs = await backOnRedis()
-    const afterwards = await load(5)
-
     // Assert
-    // In-process, the instance admits exactly its limit, and goes on refusing in the same minute.
-    assert.equal(whileKilled.filter((status) => status === 200).length, limit)
-    assert.equal(whileKilled.filter((status) => status === 429).length, 10)
-    assert.ok(whileFrozen.every((status) => status === 429), String(whileFrozen))
-    // Back on Redis, which restarted empty: the key has room again.
-    assert.ok(afterwards.every((status) => status === 200), String(afterwards))
-    assert.equal(readyKilled, 'degraded')
-    assert.equal(readyFrozen, 'degraded')
-    assert.ok(slowest.ms < 1_000, `a request took ${slowest.ms} ms`)
-    t.diagnostic(`Redis killed, then frozen: slowest request ${slowest.ms} ms; ${limit} of ${limit + 10} admitted in-process (limit ${limit}); back on Redis ${backAfterRestartMs} ms after the restart, ${backAfterThawMs} ms after the thaw`)
+    const admitted = (statuses: number[]): number => statuses.filter((status) => status === 200).length
+    const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`
+    const distinct = (values: number[]): string => [...new Set(values)].join(', ')
+    const of = (fault: RedisFaultPhase['fault']): RedisFaultPhase[] => phases.filter((p) => p.fault === fault)
+    t.diagnostic(`Redis killed then frozen, ${REDIS_FAULT_CYCLES} time(s), under ${instances.length} instances × ${LOAD_CLIENTS_PER_INSTANCE} clients: ` +
+      `${load.answered} requests, slowest ${load.slowest.ms} ms (${load.slowest.what}); ` +
+      `${range(phases.map((p) => p.duringFault))} answered during each outage; while degraded each instance admitted ${distinct(phases.flatMap((p) => p.perInstance.map(admitted)))} ` +
+      `of ${limit + 10} (limit ${limit}); back on Redis ${range(of('killed').flatMap((p) => p.backMs))} ms after a restart, ${range(of('frozen').flatMap((p) => p.backMs))} ms after a thaw; ` +
+      `then ${distinct(phases.map((p) => admitted(p.shared)))} of ${limit + 10} admitted across both`)
+    assert.deepEqual(load.unexpected, [])
+    assert.ok(load.slowest.ms < 1_000, `a request took ${load.slowest.ms} ms (${load.slowest.what})`)
+    for (const phase of phases) {
+      assert.deepEqual(phase.perInstance.map(admitted), instances.map(() => limit), `${phase.fault}: admitted per instance while degraded`)
+      assert.deepEqual(phase.perInstance.map((statuses) => statuses.filter((status) => status === 429).length), instances.map(() => 10))
+      assert.deepEqual(phase.readiness, instances.map(() => 'degraded'), `${phase.fault}: /readyz while Redis was away`)
+      assert.equal(admitted(phase.shared), limit, `${phase.fault}: admitted across both instances once back on Redis`)
+    }
   })
 })

@@ -1,16 +1,19 @@
 // Slow clients over a real socket: the server cuts them off instead of
 // holding the connection. The timeouts are shortened so the test is quick,
 // and set far apart, so that the elapsed time tells which one closed the
-// connection.
+// connection. Under `npm run test:soak` more slow clients come at once.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { get as httpGet } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
+import { setTimeout as delay } from 'node:timers/promises'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { issueKey } from '../../src/keys/admin.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
+import { iterations } from '../support/soak.js'
 
 /** Everything the socket received until the server closed it, and how long that took. */
 function untilClosed (socket: Socket, limitMs: number): Promise<{ text: string, ms: number }> {
@@ -24,21 +27,25 @@ function untilClosed (socket: Socket, limitMs: number): Promise<{ text: string, 
   })
 }
 
-interface Timeouts { headersMs: number, requestMs: number, keepAliveMs: number }
+interface Timeouts { headersMs: number, requestMs: number, keepAliveMs: number, idleSocketMs?: number }
 
-/** The app on a real port, with these timeouts, checked every 50 ms; its storage holds one free key. */
-async function listening (timeouts: Timeouts): Promise<{ port: number, token: string, close: () => Promise<void> }> {
+/** The app on a real port, with these timeouts, checked every 50 ms; its storage holds one pro key. */
+async function listening (timeouts: Timeouts): Promise<{ port: number, token: string, connections: () => Promise<number>, close: () => Promise<void> }> {
   const storage = openSqlite('sqlite::memory:')
   const limiter = new MemoryStore()
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:' })
   const app = await buildApp({ config, storage, limiter, timeouts: { ...timeouts, checkEveryMs: 50 } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const key = await issueKey(storage, {
-    plan: 'free', name: 'slow client', perMinute: undefined, perDay: undefined, environment: config.environment, now: Date.now()
+    plan: 'pro', name: 'slow client', perMinute: undefined, perDay: undefined, environment: config.environment, now: Date.now()
   })
   return {
     port: (app.server.address() as AddressInfo).port,
     token: key.token,
+    /** Sockets the server holds open. */
+    connections: async () => await new Promise<number>((resolve, reject) => {
+      app.server.getConnections((error, count) => { if (error === null) resolve(count); else reject(error) })
+    }),
     async close () {
       await app.close()
       await storage.close()
@@ -113,3 +120,204 @@ describe('connection timeouts: a body that stops arriving', () => {
     assert.ok(ms <= timeouts.requestMs + SLACK_MS, `closed only after ${ms} ms`)
   })
 })
+
+/**
+ * GET /healthz, each on a new connection, one after another until stopped:
+ * what a load balancer's health check sees while slow clients hold
+ * connections. Keeps the slowest answer and any that was not a 200.
+ */
+class Probe {
+  readonly failures: string[] = []
+  slowestMs = 0
+  count = 0
+  #stopped = false
+  readonly #running: Promise<void>
+
+  constructor (port: number) {
+    this.#running = this.#loop(port)
+  }
+
+  async stop (): Promise<void> {
+    this.#stopped = true
+    await this.#running
+  }
+
+  async #loop (port: number): Promise<void> {
+    while (!this.#stopped) {
+      const started = Date.now()
+      try {
+        const status = await new Promise<number>((resolve, reject) => {
+          const request = httpGet({ host: '127.0.0.1', port, path: '/healthz', agent: false, signal: AbortSignal.timeout(5_000) }, (response) => {
+            response.resume()
+            response.once('end', () => resolve(response.statusCode ?? 0))
+          })
+          request.once('error', reject)
+        })
+        if (status !== 200) this.failures.push(`status ${status}`)
+      } catch (error) {
+        this.failures.push(String(error))
+      }
+      this.count++
+      this.slowestMs = Math.max(this.slowestMs, Date.now() - started)
+      await delay(PROBE_EVERY_MS)
+    }
+  }
+}
+
+/** Writes `text` one byte every `everyMs`, then `filler` bytes for ever, until the server closes the socket. */
+function trickle (socket: Socket, text: string, filler: string, everyMs: number): void {
+  let i = 0
+  const timer = setInterval(() => {
+    if (socket.destroyed || !socket.writable) return
+    socket.write(i < text.length ? text.charAt(i) : filler)
+    i++
+  }, everyMs)
+  socket.once('close', () => clearInterval(timer))
+}
+
+/** A health check every this long while slow clients hold their connections. */
+const PROBE_EVERY_MS = 20
+/** "Answers fast": far below any timeout here, and above what a busy two-core test machine adds. */
+const PROBE_FAST_MS = 500
+/** Node keeps an idle keep-alive socket this much longer than the Keep-Alive timeout it advertises (a buffer against clients racing it). */
+const KEEP_ALIVE_BUFFER_MS = 1_000
+/** Slow clients at once, per test; more under `npm run test:soak`. */
+const SLOW_CLIENTS = iterations(50, 200)
+/** Idle connections held at once. */
+const IDLE_CONNECTIONS = iterations(500, 1_000)
+
+describe('slow clients, while a health probe keeps answering', { timeout: 120_000 }, () => {
+  // Far apart, so that the time a connection lasted tells which timeout closed it;
+  // the idle-socket timeout is left at its default (120 s), so it closes nothing here.
+  const timeouts = { headersMs: 500, requestMs: 2_000, keepAliveMs: 1_000 }
+  let server: Awaited<ReturnType<typeof listening>>
+  before(async () => { server = await listening(timeouts) })
+  after(async () => { await server.close() })
+
+  it(`When ${SLOW_CLIENTS} clients trickle their headers one byte every 50 ms, then each gets 408 as an Error body at the headers timeout and its connection is closed, while a probe answers fast`, async (t) => {
+    // Arrange
+    const probe = new Probe(server.port)
+    const sockets = Array.from({ length: SLOW_CLIENTS }, () => connect(server.port, '127.0.0.1'))
+
+    // Act
+    const closed = sockets.map(async (socket) => await untilClosed(socket, 10_000))
+    for (const socket of sockets) trickle(socket, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ', 'a', 50)
+    const results = await Promise.all(closed)
+    await probe.stop()
+
+    // Assert
+    const ms = results.map((r) => r.ms)
+    t.diagnostic(`${SLOW_CLIENTS} trickling headers: closed after ${Math.min(...ms)}–${Math.max(...ms)} ms (headers timeout ${timeouts.headersMs} ms); ` +
+      `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
+    for (const { text, ms } of results) {
+      assert.match(text, /^HTTP\/1\.1 408 /)
+      assert.match(text, /"code":"request_timeout"/)
+      assert.ok(ms >= timeouts.headersMs - EARLY_MS && ms <= timeouts.headersMs + SLACK_MS, `closed after ${ms} ms`)
+    }
+    assert.deepEqual(probe.failures, [])
+    assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+  })
+
+  it(`When ${SLOW_CLIENTS} clients with a valid key trickle their bodies one byte every 100 ms, then each gets 408 as an Error body at the request timeout and its connection is closed, while a probe answers fast`, async (t) => {
+    // Arrange: requests the gate lets through, so that each waits for its body.
+    const probe = new Probe(server.port)
+    const sockets = Array.from({ length: SLOW_CLIENTS }, () => connect(server.port, '127.0.0.1'))
+    const head = ['POST /v1/pets HTTP/1.1', 'Host: localhost', `Authorization: Bearer ${server.token}`,
+      'Content-Type: application/json', 'Content-Length: 10000', '', ''].join('\r\n')
+
+    // Act
+    const closed = sockets.map(async (socket) => await untilClosed(socket, 10_000))
+    for (const socket of sockets) {
+      socket.write(head)
+      trickle(socket, '{"name":"', 'a', 100)
+    }
+    const results = await Promise.all(closed)
+    await probe.stop()
+
+    // Assert
+    const ms = results.map((r) => r.ms)
+    t.diagnostic(`${SLOW_CLIENTS} trickling bodies: closed after ${Math.min(...ms)}–${Math.max(...ms)} ms (request timeout ${timeouts.requestMs} ms); ` +
+      `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
+    for (const { text, ms } of results) {
+      assert.match(text, /^HTTP\/1\.1 408 /)
+      assert.match(text, /"code":"request_timeout"/)
+      assert.ok(ms >= timeouts.requestMs - EARLY_MS && ms <= timeouts.requestMs + SLACK_MS, `closed after ${ms} ms`)
+    }
+    assert.deepEqual(probe.failures, [])
+    assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+  })
+
+  it(`When ${IDLE_CONNECTIONS} connections are left idle, half before sending anything and half after one request, then each is closed by its own timeout, while a probe answers fast`, async (t) => {
+    // Arrange
+    const count = IDLE_CONNECTIONS
+    const probe = new Probe(server.port)
+    const silent = Array.from({ length: count / 2 }, () => connect(server.port, '127.0.0.1'))
+    const kept = Array.from({ length: count / 2 }, () => connect(server.port, '127.0.0.1'))
+
+    // Act
+    const silentClosed = silent.map(async (socket) => await untilClosed(socket, 10_000))
+    const keptClosed = kept.map(async (socket) => {
+      // From its answer on, the connection is idle.
+      let answeredAt = Number.NaN
+      socket.once('data', () => { answeredAt = Date.now() })
+      socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+      const { text } = await untilClosed(socket, 10_000)
+      return { text, ms: Date.now() - answeredAt }
+    })
+    const [quiet, idle] = await Promise.all([Promise.all(silentClosed), Promise.all(keptClosed)])
+    await probe.stop()
+    const held = await server.connections()
+
+    // Assert
+    const range = (results: Array<{ ms: number }>): string => `${Math.min(...results.map((r) => r.ms))}–${Math.max(...results.map((r) => r.ms))} ms`
+    t.diagnostic(`${count} idle connections: ${quiet.length} silent ones closed after ${range(quiet)} (headers timeout ${timeouts.headersMs} ms), ` +
+      `${idle.length} idle keep-alive ones ${range(idle)} after their answer (keep-alive timeout ${timeouts.keepAliveMs} ms); ` +
+      `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
+    for (const { text, ms } of quiet) {
+      assert.match(text, /^HTTP\/1\.1 408 /)
+      assert.ok(ms >= timeouts.headersMs - EARLY_MS && ms <= timeouts.headersMs + SLACK_MS, `a silent connection closed after ${ms} ms`)
+    }
+    for (const { text, ms } of idle) {
+      assert.match(text, /^HTTP\/1\.1 200 /)
+      assert.ok(ms >= timeouts.keepAliveMs - EARLY_MS && ms <= timeouts.keepAliveMs + KEEP_ALIVE_BUFFER_MS + SLACK_MS, `an idle keep-alive connection closed after ${ms} ms`)
+    }
+    assert.equal(held, 0)
+    assert.deepEqual(probe.failures, [])
+    assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+  })
+
+  it('When clients that got a 408 never close their side of the connection, then the server closes it anyway, long before the idle-socket timeout', async (t) => {
+    // Arrange: half-open sockets, so that the server's FIN alone does not end them.
+    const sockets = Array.from({ length: SLOW_CLIENTS }, () => connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true }))
+    const answered = sockets.map(async (socket) => await new Promise<void>((resolve) => {
+      socket.on('error', () => {})
+      socket.resume()
+      socket.once('end', () => resolve())
+    }))
+    for (const socket of sockets) socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n')
+
+    // Act
+    let closedMs: number
+    try {
+      await Promise.all(answered)
+      const answeredAt = Date.now()
+      await pollUntilZero(server.connections, 10_000)
+      closedMs = Date.now() - answeredAt
+    } finally {
+      for (const socket of sockets) socket.destroy()
+    }
+
+    // Assert
+    t.diagnostic(`${SLOW_CLIENTS} half-open clients answered 408: the server held their sockets ${closedMs} ms more`)
+    assert.ok(closedMs <= 1_000 + SLACK_MS, `the server held the sockets ${closedMs} ms after answering`)
+  })
+})
+
+/** Until `count()` is 0, for at most `ms`; fails with the last count. */
+async function pollUntilZero (count: () => Promise<number>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms
+  for (let n = await count(); n !== 0; n = await count()) {
+    if (Date.now() > deadline) throw new Error(`${n} connections still open after ${ms} ms`)
+    await delay(20)
+  }
+}

@@ -109,6 +109,24 @@ describe('the error model', () => {
     assert.ok(response.headers['x-ratelimit-limit'])
   })
 
+  it('When the database is down and the keys that could not be checked have spent their address\'s anonymous quota, then they still get 503 service_unavailable, not 429', async () => {
+    // Arrange: many clients behind one address, retrying through an outage.
+    const t2 = await buildTestApp()
+    const key = await t2.newKey('pro')
+    await t2.storage.close()
+    for (let i = 0; i < 60; i++) await t2.app.inject({ url: '/v1/pets', headers: bearer(key) })
+
+    // Act
+    const response = await t2.app.inject({ url: '/v1/pets', headers: bearer(key) })
+    await t2.app.close()
+
+    // Assert
+    assert.equal(response.statusCode, 503, response.body)
+    assert.equal(errorOf(response).code, 'service_unavailable')
+    assert.equal(response.headers['retry-after'], '5')
+    assert.equal(response.headers['x-ratelimit-remaining'], '0', 'still counted against the address')
+  })
+
   it('When something unexpected throws, then 500 internal_error without a stack trace', async () => {
     const t2 = await buildTestApp()
     const key = await t2.newKey('pro')
