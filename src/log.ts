@@ -18,10 +18,6 @@ export type LogFormat = 'json' | 'pretty'
 export interface LogOptions {
   level: string
   format: LogFormat
-  /** Where lines go; stdout unless a test says otherwise. */
-  fd?: number
-  /** Colours in the pretty format; by default, when the destination is a terminal. */
-  colorize?: boolean
 }
 
 export interface ServiceLog {
@@ -32,11 +28,11 @@ export interface ServiceLog {
   dropped: () => number
 }
 
-/** About 30,000 request lines: minutes of a stalled reader at full speed before a line is dropped. */
+/** Some 60,000 request lines of about 250 bytes: a stalled reader has seconds to minutes before a line is dropped. */
 const BUFFER_BYTES = 16 * 1024 * 1024
 
-export function createLog ({ level, format, fd = 1, colorize }: LogOptions): ServiceLog {
-  const stream = new sonicBoom.SonicBoom({ fd, sync: false, maxLength: BUFFER_BYTES })
+export function createLog ({ level, format }: LogOptions): ServiceLog {
+  const stream = new sonicBoom.SonicBoom({ fd: 1, sync: false, maxLength: BUFFER_BYTES })
   let dropped = 0
   let gone = false
   stream.on('drop', () => { dropped++ })
@@ -45,7 +41,8 @@ export function createLog ({ level, format, fd = 1, colorize }: LogOptions): Ser
   stream.on('error', () => { gone = true })
 
   const pretty = format === 'pretty'
-    ? prettyFactory({ colorize: colorize ?? (process.stdout.isTTY && fd === 1), translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    // Coloured only for a person at a terminal.
+    ? prettyFactory({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
     : undefined
   const destination = {
     write (line: string): void {

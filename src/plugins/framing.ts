@@ -47,8 +47,10 @@ interface FramingOptions {
  * so without the rate-limit headers. It is refused here instead, as a
  * request that is not HTTP/1.1.
  */
+const ROUTABLE = new Set(METHODS)
+
 function isRoutable (request: IncomingMessage): boolean {
-  return request.method !== undefined && METHODS.includes(request.method)
+  return request.method !== undefined && ROUTABLE.has(request.method)
 }
 
 function refuseUnroutable (request: IncomingMessage, response: ServerResponse, countAddress: CountAddress): void {
@@ -61,24 +63,20 @@ function refuseUnroutable (request: IncomingMessage, response: ServerResponse, c
 }
 
 export default fp<FramingOptions>(async function framing (app, { answerRaw, countAddress }) {
-  // In front of Fastify's own handler: answers written by hand wait for
-  // those owed before them on the connection (errors.ts), and a request no
-  // router can take is refused before it reaches one.
-  const route = app.server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>
+  // Every request, those with an Expect included, passes here in front of
+  // Fastify's router: answers written by hand wait for those owed before
+  // them on the connection (errors.ts), and a request no router can take
+  // is refused before it reaches one.
+  const take = (request: IncomingMessage, response: ServerResponse): void => {
+    owe(request, response)
+    if (isRoutable(request)) app.routing(request, response)
+    else refuseUnroutable(request, response, countAddress)
+  }
+  // Fastify's own listener is app.routing too; it is replaced, not doubled.
   app.server.removeAllListeners('request')
-  app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    owe(request, response)
-    if (!isRoutable(request)) {
-      refuseUnroutable(request, response, countAddress)
-      return
-    }
-    for (const handler of route) handler(request, response)
-  })
+  app.server.on('request', take)
   // Without a listener Node answers 417 itself; with one, the request is ours.
-  app.server.on('checkExpectation', (request: IncomingMessage, response) => {
-    owe(request, response)
-    app.routing(request, response)
-  })
+  app.server.on('checkExpectation', take)
   // Without a listener Node closes the connection without a word.
   app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })
   app.addHook('onRequest', async (request) => {
