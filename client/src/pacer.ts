@@ -24,8 +24,8 @@ export interface RateLimit {
 const RESET_MARGIN_MS = 1_000
 
 export class Pacer {
-  /** As the last response described it. */
-  #window: RateLimit | undefined
+  /** When the window the last response described is taken to reset. */
+  #resetAt: number | undefined
   /** Requests that may still be sent in that window, less those sent since. */
   #left = 0
   #inFlight = 0
@@ -60,7 +60,7 @@ export class Pacer {
 
   /** A response's X-RateLimit-* headers, read while its request still counts as in flight. */
   update (window: RateLimit): void {
-    this.#window = window
+    this.#resetAt = window.resetAt.getTime() + RESET_MARGIN_MS
     this.#left = window.remaining - (this.#inFlight - 1)
     this.#notify()
   }
@@ -90,13 +90,12 @@ export class Pacer {
 
   /** When the next request may go; undefined: once a response in flight has told what is left. */
   #sendAt (now: number): number | undefined {
-    const window = this.#window
-    if (window === undefined || now >= window.resetAt.getTime() + RESET_MARGIN_MS) {
+    const reset = this.#resetAt
+    if (reset === undefined || now >= reset) {
       // What is left is unknown (nothing answered yet, or the window has
       // reset): one request at a time until a response says.
       return this.#inFlight === 0 ? now : undefined
     }
-    const reset = window.resetAt.getTime() + RESET_MARGIN_MS
     if (this.#left <= 0) return reset
     if (this.#lastSent === undefined) return now
     // The requests left, evenly over the time left.

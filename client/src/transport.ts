@@ -181,11 +181,12 @@ function toError (response: Response, text: string): PetstoreError {
     response
   }
   if (response.status !== 429) return new PetstoreError(init)
-  const retryAt = new Date(Date.now() + (retryAfterMs(response.headers) ?? 0))
+  const retryAfter = retryAfterMs(response.headers)
+  const retryAt = new Date(Date.now() + (retryAfter ?? 0))
   if (init.code === 'api_key_banned') {
     // Retry-After counts from now, whatever this machine's clock says; X-RateLimit-Reset is the ban's end by the service's clock.
     const reset = readRateLimit(response.headers)?.resetAt
-    return new ApiKeyBannedError({ ...init, until: retryAfterMs(response.headers) === undefined && reset !== undefined ? reset : retryAt })
+    return new ApiKeyBannedError({ ...init, until: retryAfter === undefined && reset !== undefined ? reset : retryAt })
   }
   return new RateLimitedError({ ...init, retryAt })
 }

@@ -203,9 +203,10 @@ function referToComponents<T extends object> (openapiObject: T): T {
     operation.parameters = [...(operation.parameters ?? []), { $ref: `#/components/parameters/${REQUEST_ID_PARAMETER.name}` }]
     for (const response of Object.values(operation.responses ?? {})) {
       const sent = response.headers as Record<string, Json> | undefined
-      for (const [name, header] of Object.entries(sent ?? {})) {
+      if (sent === undefined) continue
+      for (const [name, header] of Object.entries(sent)) {
         const component = headers.find((h) => h.name === name.toLowerCase() && same(h.value, header))
-        if (sent === undefined || component === undefined) continue
+        if (component === undefined) continue
         sent[name] = { $ref: `#/components/headers/${component.key}` }
         used.add(component.key)
       }
@@ -238,8 +239,8 @@ function shareResponses (operations: Operation[]): Record<string, Json> {
     }
   }
   for (const use of uses) {
-    const name = Object.keys(shared).find((key) => shared[key] !== use.response && same(shared[key], use.response)) ??
-      Object.keys(shared).find((key) => shared[key] === use.response)
+    // Shared responses are pairwise unequal, so at most one matches.
+    const name = Object.keys(shared).find((key) => same(shared[key], use.response))
     if (name !== undefined && use.operation.responses !== undefined) use.operation.responses[use.status] = { $ref: `#/components/responses/${name}` }
   }
   return shared
