@@ -13,10 +13,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
-import { listEverything, lostOrChanged, WriteLoad, type PetText } from '../support/load.js'
+import {
+  addPet, assertAddedAfter, createUnlimitedKey, loadInFullSwing, range, restartAndList, type PetText
+} from '../support/load.js'
 import { PostgresCluster } from '../support/postgres-cluster.js'
-import { createKey, idsIn, startServer, type ExitStatus, type ServerProcess } from '../support/process.js'
-import { bearer, newPetJson } from '../support/fixtures.js'
+import type { ExitStatus, ServerProcess } from '../support/process.js'
 import { iterations } from '../support/soak.js'
 
 const CYCLES = iterations(2, 20)
@@ -86,9 +87,7 @@ describe('petstore serve on PostgreSQL, its database stopped at once and itself 
     // Arrange
     const db = cluster = await PostgresCluster.start({ dir })
     const env = { DATABASE_URL: db.url }
-    const { token } = await createKey(env, [
-      '--plan', 'enterprise', '--name', 'crash', '--per-minute', '100000000', '--per-day', '1000000000'
-    ])
+    const { token } = await createUnlimitedKey(env, 'crash')
     const acknowledged = new Map<string, PetText>()
     const restarts: Restart[] = []
     const cycles: Cycle[] = []
@@ -96,20 +95,15 @@ describe('petstore serve on PostgreSQL, its database stopped at once and itself 
     const reusedIds: string[] = []
 
     const restart = async (): Promise<ServerProcess> => {
-      const server = await startServer({ ...env, LOG_LEVEL: 'warn' })
-      servers.push(server)
-      const stored = await listEverything(server.origin, token)
-      restarts.push({ lost: lostOrChanged(acknowledged, stored), amcheck: await amcheck(db.url) })
+      const { server, lost } = await restartAndList({ ...env, LOG_LEVEL: 'warn' }, token, acknowledged, servers)
+      restarts.push({ lost, amcheck: await amcheck(db.url) })
       return server
     }
 
     // Act
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const server = await restart()
-      const before = acknowledged.size
-      const load = new WriteLoad({ origin: server.origin, token, clients: CLIENTS, label: `cycle ${cycle}` }, acknowledged)
-      await load.until((l) => l.acknowledged.size >= before + ACKNOWLEDGED_BEFORE_FAULT, 30_000, `${ACKNOWLEDGED_BEFORE_FAULT} acknowledged writes in cycle ${cycle}`)
-      await delay(Math.random() * FAULT_SPREAD_MS)
+      const { load, before } = await loadInFullSwing(server, { token, clients: CLIENTS, cycle, count: ACKNOWLEDGED_BEFORE_FAULT, spreadMs: FAULT_SPREAD_MS }, acknowledged)
       db.signal('SIGQUIT')
       const stoppedAt = Date.now()
       await db.exited()
@@ -130,18 +124,11 @@ describe('petstore serve on PostgreSQL, its database stopped at once and itself 
       reusedIds.push(...load.reusedIds)
     }
     const last = await restart()
-    const added = await fetch(`${last.origin}/v1/pets`, {
-      method: 'POST',
-      headers: { ...bearer(token), 'content-type': 'application/json' },
-      body: newPetJson({ name: 'after the crashes' }),
-      signal: AbortSignal.timeout(10_000)
-    })
-    const addedText = await added.text()
+    const added = await addPet(last.origin, token, 'after the crashes')
     const stopped = await last.stop()
 
     // Assert
     const lost = restarts.flatMap((r, i) => r.lost.map((line) => `restart ${i}: ${line}`))
-    const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`
     t.diagnostic(`${CYCLES} cycles of an immediate PostgreSQL stop then kill -9, ${CLIENTS} clients: ${acknowledged.size} acknowledged ` +
       `(${range(cycles.map((c) => c.acknowledged))} a cycle), ${cycles.reduce((n, c) => n + c.unavailable, 0)} answered 503 while PostgreSQL was away, ` +
       `PostgreSQL back after ${range(cycles.map((c) => c.databaseDownMs))} ms and writes ${range(cycles.map((c) => c.writesBackMs))} ms after that, ` +
@@ -153,9 +140,7 @@ describe('petstore serve on PostgreSQL, its database stopped at once and itself 
     assert.deepEqual(lost, [], `${lost.length} acknowledged animals lost or changed`)
     assert.deepEqual(reusedIds, [], 'an id acknowledged before a crash was given again after it')
     assert.deepEqual(restarts.map((r) => r.amcheck), restarts.map(() => 'ok'))
-    assert.equal(added.status, 201, addedText)
-    const largest = [...acknowledged.keys()].reduce((max, id) => (BigInt(id) > max ? BigInt(id) : max), 0n)
-    assert.ok(BigInt(idsIn(addedText)[0] ?? '0') > largest, `id ${addedText} given after the crashes; the largest acknowledged was ${largest}`)
+    assertAddedAfter(added, acknowledged)
     assert.deepEqual(stopped, { code: 0, signal: null })
   })
 })

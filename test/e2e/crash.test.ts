@@ -5,13 +5,11 @@
 // `npm run test:soak`.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { setTimeout as delay } from 'node:timers/promises'
 import { Database } from '../../src/db/sqlite-driver.js'
-import { listEverything, lostOrChanged, WriteLoad, type PetText } from '../support/load.js'
 import {
-  createKey, databaseFile, idsIn, makeTempDir, removeTempDir, sqliteUrl, startServer, type ExitStatus, type ServerProcess
-} from '../support/process.js'
-import { bearer, newPetJson } from '../support/fixtures.js'
+  addPet, assertAddedAfter, createUnlimitedKey, loadInFullSwing, restartAndList, type PetText
+} from '../support/load.js'
+import { databaseFile, makeTempDir, removeTempDir, sqliteUrl, type ExitStatus, type ServerProcess } from '../support/process.js'
 import { iterations } from '../support/soak.js'
 
 const CYCLES = iterations(3, 20)
@@ -58,9 +56,7 @@ describe('petstore serve on SQLite, killed with SIGKILL again and again under wr
     dir = makeTempDir()
     const file = databaseFile(dir)
     const env = { DATABASE_URL: sqliteUrl(dir) }
-    const { token } = await createKey(env, [
-      '--plan', 'enterprise', '--name', 'crash', '--per-minute', '100000000', '--per-day', '1000000000'
-    ])
+    const { token } = await createUnlimitedKey(env, 'crash')
     const acknowledged = new Map<string, PetText>()
     const restarts: Restart[] = []
     const kills: Kill[] = []
@@ -70,20 +66,15 @@ describe('petstore serve on SQLite, killed with SIGKILL again and again under wr
 
     /** Starts the server on the file and checks what the last kill left. */
     const restart = async (): Promise<ServerProcess> => {
-      const server = await startServer({ ...env, LOG_LEVEL: 'warn' })
-      servers.push(server)
-      const stored = await listEverything(server.origin, token)
-      restarts.push({ lost: lostOrChanged(acknowledged, stored), integrity: integrityCheck(file) })
+      const { server, lost } = await restartAndList({ ...env, LOG_LEVEL: 'warn' }, token, acknowledged, servers)
+      restarts.push({ lost, integrity: integrityCheck(file) })
       return server
     }
 
     // Act
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const server = await restart()
-      const before = acknowledged.size
-      const load = new WriteLoad({ origin: server.origin, token, clients: CLIENTS, label: `cycle ${cycle}` }, acknowledged)
-      await load.until((l) => l.acknowledged.size >= before + ACKNOWLEDGED_BEFORE_KILL, 30_000, `${ACKNOWLEDGED_BEFORE_KILL} acknowledged writes in cycle ${cycle}`)
-      await delay(Math.random() * KILL_SPREAD_MS)
+      const { load, before } = await loadInFullSwing(server, { token, clients: CLIENTS, cycle, count: ACKNOWLEDGED_BEFORE_KILL, spreadMs: KILL_SPREAD_MS }, acknowledged)
       const inFlight = load.inFlight
       server.signal('SIGKILL')
       const exit = await server.waitForExit(5_000)
@@ -94,13 +85,7 @@ describe('petstore serve on SQLite, killed with SIGKILL again and again under wr
       requests += acknowledged.size - before + load.unanswered + load.unexpected.length
     }
     const last = await restart()
-    const added = await fetch(`${last.origin}/v1/pets`, {
-      method: 'POST',
-      headers: { ...bearer(token), 'content-type': 'application/json' },
-      body: newPetJson({ name: 'after the crashes' }),
-      signal: AbortSignal.timeout(10_000)
-    })
-    const addedText = await added.text()
+    const added = await addPet(last.origin, token, 'after the crashes')
     const stopped = await last.stop()
 
     // Assert
@@ -116,9 +101,7 @@ describe('petstore serve on SQLite, killed with SIGKILL again and again under wr
     assert.deepEqual(lost, [], `${lost.length} acknowledged animals lost or changed`)
     assert.deepEqual(reusedIds, [], 'an id acknowledged before a crash was given again after it')
     assert.deepEqual(restarts.map((r) => r.integrity), restarts.map(() => 'ok'))
-    assert.equal(added.status, 201, addedText)
-    const largest = [...acknowledged.keys()].reduce((max, id) => (BigInt(id) > max ? BigInt(id) : max), 0n)
-    assert.ok(BigInt(idsIn(addedText)[0] ?? '0') > largest, `id ${addedText} given after the crashes; the largest acknowledged was ${largest}`)
+    assertAddedAfter(added, acknowledged)
     assert.deepEqual(stopped, { code: 0, signal: null })
     assert.equal(integrityCheck(file), 'ok')
   })

@@ -6,16 +6,15 @@
 // `npm run test:soak`.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { setTimeout as delay } from 'node:timers/promises'
 import type { AddressInfo } from 'node:net'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
-import { listEverything, lostOrChanged, WriteLoad, type PetText } from '../support/load.js'
+import { createUnlimitedKey, loadInFullSwing, range, restartAndList, type PetText } from '../support/load.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import {
-  RawConnection, createKey, isCompleteResponse, makeTempDir, parseRawResponse, removeTempDir, sqliteUrl, startServer, type ExitStatus, type ServerProcess
+  RawConnection, isCompleteResponse, makeTempDir, parseRawResponse, removeTempDir, sqliteUrl, type ExitStatus, type ServerProcess
 } from '../support/process.js'
 import { iterations } from '../support/soak.js'
 
@@ -80,9 +79,7 @@ for (const backend of BACKENDS) {
       dir = makeTempDir()
       // At debug, the service logs each request as it arrives, under the client's X-Request-Id.
       const env = { DATABASE_URL: await backend.databaseUrl(dir), LOG_LEVEL: 'debug' }
-      const { token } = await createKey(env, [
-        '--plan', 'enterprise', '--name', 'shutdown', '--per-minute', '100000000', '--per-day', '1000000000'
-      ])
+      const { token } = await createUnlimitedKey(env, 'shutdown')
       const acknowledged = new Map<string, PetText>()
       const cycles: Cycle[] = []
       const lost: string[] = []
@@ -91,19 +88,15 @@ for (const backend of BACKENDS) {
       let unavailable = 0
 
       const restart = async (): Promise<ServerProcess> => {
-        const server = await startServer(env)
-        servers.push(server)
-        lost.push(...lostOrChanged(acknowledged, await listEverything(server.origin, token)))
-        return server
+        const restarted = await restartAndList(env, token, acknowledged, servers)
+        lost.push(...restarted.lost)
+        return restarted.server
       }
 
       // Act
       for (let cycle = 0; cycle < CYCLES; cycle++) {
         const server = await restart()
-        const before = acknowledged.size
-        const load = new WriteLoad({ origin: server.origin, token, clients: CLIENTS, label: `cycle ${cycle}` }, acknowledged)
-        await load.until((l) => l.acknowledged.size >= before + ACKNOWLEDGED_BEFORE_SIGNAL, 30_000, `${ACKNOWLEDGED_BEFORE_SIGNAL} acknowledged writes in cycle ${cycle}`)
-        await delay(Math.random() * SIGNAL_SPREAD_MS)
+        const { load, before } = await loadInFullSwing(server, { token, clients: CLIENTS, cycle, count: ACKNOWLEDGED_BEFORE_SIGNAL, spreadMs: SIGNAL_SPREAD_MS }, acknowledged)
         const inFlight = load.inFlight
         const atSignal = acknowledged.size
         const signalled = Date.now()
@@ -130,7 +123,6 @@ for (const backend of BACKENDS) {
       await (await restart()).stop()
 
       // Assert
-      const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`
       t.diagnostic(`${CYCLES} SIGTERMs during ${CLIENTS} concurrent POSTs on ${backend.name}: ${acknowledged.size} acknowledged, ` +
         `${range(cycles.map((c) => c.inFlight))} in flight at the signal, ${range(cycles.map((c) => c.acknowledgedAfterSignal))} answered 201 after it, ` +
         `${range(cycles.map((c) => c.received))} received by the service, ${cycles.reduce((n, c) => n + c.receivedUnanswered.length, 0)} of them unanswered; ` +

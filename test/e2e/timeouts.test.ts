@@ -179,6 +179,21 @@ function trickle (socket: Socket, text: string, filler: string, everyMs: number)
 const PROBE_EVERY_MS = 20
 /** "Answers fast": far below any timeout here, and above what a busy two-core test machine adds. */
 const PROBE_FAST_MS = 500
+
+/** Every health check got its 200, none slowed by the clients that hold connections. */
+function assertAnsweredFast (probe: Probe): void {
+  assert.deepEqual(probe.failures, [])
+  assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+}
+
+/** Every connection got a 408 Error body and was closed at `timeoutMs`, give or take the test machine's slack. */
+function assertTimedOutAt (results: Array<{ text: string, ms: number }>, timeoutMs: number): void {
+  for (const { text, ms } of results) {
+    assert.match(text, /^HTTP\/1\.1 408 /)
+    assert.match(text, /"code":"request_timeout"/)
+    assert.ok(ms >= timeoutMs - EARLY_MS && ms <= timeoutMs + SLACK_MS, `closed after ${ms} ms`)
+  }
+}
 /** Node keeps an idle keep-alive socket this much longer than the Keep-Alive timeout it advertises (a buffer against clients racing it). */
 const KEEP_ALIVE_BUFFER_MS = 1_000
 /** Slow clients at once, per test; more under `npm run test:soak`. */
@@ -209,13 +224,8 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
     const ms = results.map((r) => r.ms)
     t.diagnostic(`${SLOW_CLIENTS} trickling headers: closed after ${Math.min(...ms)}–${Math.max(...ms)} ms (headers timeout ${timeouts.headersMs} ms); ` +
       `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
-    for (const { text, ms } of results) {
-      assert.match(text, /^HTTP\/1\.1 408 /)
-      assert.match(text, /"code":"request_timeout"/)
-      assert.ok(ms >= timeouts.headersMs - EARLY_MS && ms <= timeouts.headersMs + SLACK_MS, `closed after ${ms} ms`)
-    }
-    assert.deepEqual(probe.failures, [])
-    assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+    assertTimedOutAt(results, timeouts.headersMs)
+    assertAnsweredFast(probe)
   })
 
   it(`When ${SLOW_CLIENTS} clients with a valid key trickle their bodies one byte every 100 ms, then each gets 408 as an Error body at the request timeout and its connection is closed, while a probe answers fast`, async (t) => {
@@ -238,13 +248,8 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
     const ms = results.map((r) => r.ms)
     t.diagnostic(`${SLOW_CLIENTS} trickling bodies: closed after ${Math.min(...ms)}–${Math.max(...ms)} ms (request timeout ${timeouts.requestMs} ms); ` +
       `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
-    for (const { text, ms } of results) {
-      assert.match(text, /^HTTP\/1\.1 408 /)
-      assert.match(text, /"code":"request_timeout"/)
-      assert.ok(ms >= timeouts.requestMs - EARLY_MS && ms <= timeouts.requestMs + SLACK_MS, `closed after ${ms} ms`)
-    }
-    assert.deepEqual(probe.failures, [])
-    assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+    assertTimedOutAt(results, timeouts.requestMs)
+    assertAnsweredFast(probe)
   })
 
   it(`When ${IDLE_CONNECTIONS} connections are left idle, half before sending anything and half after one request, then each is closed by its own timeout, while a probe answers fast`, async (t) => {
@@ -282,8 +287,7 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
       assert.ok(ms >= timeouts.keepAliveMs - EARLY_MS && ms <= timeouts.keepAliveMs + KEEP_ALIVE_BUFFER_MS + SLACK_MS, `an idle keep-alive connection closed after ${ms} ms`)
     }
     assert.equal(held, 0)
-    assert.deepEqual(probe.failures, [])
-    assert.ok(probe.slowestMs < PROBE_FAST_MS, `a probe took ${probe.slowestMs} ms`)
+    assertAnsweredFast(probe)
   })
 
   it('When clients that got a 408 never close their side of the connection, then the server closes it anyway, long before the idle-socket timeout', async (t) => {

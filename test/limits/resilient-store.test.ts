@@ -51,6 +51,12 @@ async function countInRedis (url: string, r: HitRequest): Promise<number> {
   }
 }
 
+/** The server first: a frozen one is thawed by stop(), so that nothing waits on it. */
+async function stopBoth (server: OwnRedisServer, store: RateLimitStore): Promise<void> {
+  await server.stop()
+  await store.close()
+}
+
 describe('the Redis store when Redis fails', () => {
   it('When Redis freezes, then requests are answered in-process within a second, health says degraded, and after it thaws the store goes back to it', { timeout: 30_000 }, async (t: TestContext) => {
     // Arrange
@@ -91,9 +97,7 @@ describe('the Redis store when Redis fails', () => {
       assert.equal(log.infos.length, 1)
       assert.equal(log.warnings.length, 1)
     } finally {
-      // The server first: a frozen one is thawed by stop(), so that nothing waits on it.
-      await server.stop()
-      await store.close()
+      await stopBoth(server, store)
     }
   })
 
@@ -130,9 +134,7 @@ describe('the Redis store when Redis fails', () => {
       assert.equal(await countInRedis(server.url, r), 1)
       assert.equal(log.infos.length, 1)
     } finally {
-      // The server first: a frozen one is thawed by stop(), so that nothing waits on it.
-      await server.stop()
-      await store.close()
+      await stopBoth(server, store)
     }
   })
 
@@ -158,9 +160,7 @@ describe('the Redis store when Redis fails', () => {
       assert.deepEqual([log.warnings.length, log.infos.length], [1, 1])
       assert.equal(await countInRedis(server.url, r), 1)
     } finally {
-      // The server first: a frozen one is thawed by stop(), so that nothing waits on it.
-      await server.stop()
-      await store.close()
+      await stopBoth(server, store)
     }
   })
 })

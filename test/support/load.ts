@@ -7,7 +7,9 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { isLosslessNumber, parse } from 'lossless-json'
 import type { PetStatus } from '../../src/domain.js'
 import { INT64_MAX, bearer, newPetJson } from './fixtures.js'
-import { linkTarget, parseErrorBody, withTimeout } from './process.js'
+import {
+  createKey, idsIn, linkTarget, parseErrorBody, startServer, withTimeout, type CreatedKey, type ServerProcess
+} from './process.js'
 
 /** An animal as sent, or as stored: every integer as its exact digits. */
 export interface PetText { name: string, categoryId: string, status: PetStatus }
@@ -205,7 +207,7 @@ function parsePet (text: string): StoredPet | undefined {
 }
 
 /** Every animal the service lists, page after page, as id → animal; fails if ids are not increasing. */
-export async function listEverything (origin: string, token: string): Promise<Map<string, PetText>> {
+async function listEverything (origin: string, token: string): Promise<Map<string, PetText>> {
   const stored = new Map<string, PetText>()
   let previous = 0n
   let next: string | undefined = `${origin}/v1/pets?limit=100`
@@ -228,7 +230,7 @@ export async function listEverything (origin: string, token: string): Promise<Ma
 }
 
 /** Acknowledged animals that are missing from `stored`, or stored otherwise than sent, as readable lines. */
-export function lostOrChanged (acknowledged: ReadonlyMap<string, PetText>, stored: ReadonlyMap<string, PetText>): string[] {
+function lostOrChanged (acknowledged: ReadonlyMap<string, PetText>, stored: ReadonlyMap<string, PetText>): string[] {
   const problems: string[] = []
   for (const [id, sent] of acknowledged) {
     const found = stored.get(id)
@@ -238,4 +240,69 @@ export function lostOrChanged (acknowledged: ReadonlyMap<string, PetText>, store
     }
   }
   return problems
+}
+
+// ---------------------------------------------------------------------------
+// The fault loops: a fault in a load in full swing, a restart, a look at what survived
+
+/** A key whose limits no write load here comes near: these tests are about durability, not about rate limiting. */
+export async function createUnlimitedKey (env: Record<string, string>, name: string): Promise<CreatedKey> {
+  return await createKey(env, ['--plan', 'enterprise', '--name', name, '--per-minute', '100000000', '--per-day', '1000000000'])
+}
+
+/**
+ * Starts the service and lists everything it holds: `lost` is what the last
+ * fault took of the acknowledged animals. The server goes into `servers`,
+ * which the suite disposes of whatever happens.
+ */
+export async function restartAndList (
+  env: Record<string, string>, token: string, acknowledged: ReadonlyMap<string, PetText>, servers: ServerProcess[]
+): Promise<{ server: ServerProcess, lost: string[] }> {
+  const server = await startServer(env)
+  servers.push(server)
+  return { server, lost: lostOrChanged(acknowledged, await listEverything(server.origin, token)) }
+}
+
+export interface FullSwingOptions {
+  token: string
+  clients: number
+  cycle: number
+  /** Writes of this cycle acknowledged before it returns. */
+  count: number
+  /** Then a random moment within this long, so that a fault lands at a different point of a commit each time. */
+  spreadMs: number
+}
+
+/** A write load on `server`, once it is in full swing; `before` is how many animals were acknowledged when it began. */
+export async function loadInFullSwing (
+  server: ServerProcess, { token, clients, cycle, count, spreadMs }: FullSwingOptions, acknowledged: Map<string, PetText>
+): Promise<{ load: WriteLoad, before: number }> {
+  const before = acknowledged.size
+  const load = new WriteLoad({ origin: server.origin, token, clients, label: `cycle ${cycle}` }, acknowledged)
+  await load.until((l) => l.acknowledged.size >= before + count, 30_000, `${count} acknowledged writes in cycle ${cycle}`)
+  await delay(Math.random() * spreadMs)
+  return { load, before }
+}
+
+/** One animal added outside any load, as its answer's status and text. */
+export async function addPet (origin: string, token: string, name: string): Promise<{ status: number, text: string }> {
+  const response = await fetch(`${origin}/v1/pets`, {
+    method: 'POST',
+    headers: { ...bearer(token), 'content-type': 'application/json' },
+    body: newPetJson({ name }),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+  })
+  return { status: response.status, text: await response.text() }
+}
+
+/** The animal added after the faults got a 201 and an id above every acknowledged one: no id was handed out twice. */
+export function assertAddedAfter (added: { status: number, text: string }, acknowledged: ReadonlyMap<string, PetText>): void {
+  assert.equal(added.status, 201, added.text)
+  const largest = [...acknowledged.keys()].reduce((max, id) => (BigInt(id) > max ? BigInt(id) : max), 0n)
+  assert.ok(BigInt(idsIn(added.text)[0] ?? '0') > largest, `id ${added.text} given after the crashes; the largest acknowledged was ${largest}`)
+}
+
+/** `min–max` of figures, for a diagnostic line. */
+export function range (values: number[]): string {
+  return `${Math.min(...values)}–${Math.max(...values)}`
 }
