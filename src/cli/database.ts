@@ -59,14 +59,19 @@ function reason (error: unknown): string {
 }
 
 /**
- * A one-line description when `error` came from opening or using the
- * database, else undefined. Configuration has been validated by then, so an
- * invalid URL can only be DATABASE_URL's (node-postgres parses it with `new URL`).
+ * `error` as a CommandFailure naming the database when it came from opening
+ * or using it, else `error` itself. Configuration has been validated by
+ * then, so an invalid URL can only be DATABASE_URL's (node-postgres parses it
+ * with `new URL`).
  */
-export function describeDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): string | undefined {
+export function asDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): unknown {
   const fromDatabase = error instanceof StorageUnavailableError || error instanceof SqliteError ||
     error instanceof pg.DatabaseError || isInvalidUrl(error)
-  return fromDatabase ? `cannot ${doing} the database ${databaseLabel(url)}: ${reason(error)}` : undefined
+  return fromDatabase ? cannot(doing, url, error) : error
+}
+
+function cannot (doing: 'open' | 'use', url: string, error: unknown): CommandFailure {
+  return new CommandFailure(`cannot ${doing} the database ${databaseLabel(url)}: ${reason(error)}`, { cause: error })
 }
 
 /** Opens the database of `config` for a `keys` command, or fails with one line that names it. */
@@ -75,6 +80,6 @@ export async function openKeysDatabase (config: Config): Promise<Storage> {
   try {
     return await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   } catch (error) {
-    throw new CommandFailure(`cannot open the database ${databaseLabel(config.databaseUrl)}: ${reason(error)}`, { cause: error })
+    throw cannot('open', config.databaseUrl, error)
   }
 }
