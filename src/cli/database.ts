@@ -13,6 +13,7 @@ import pg from 'pg'
 import { redactUrl, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import { SqliteError } from '../db/sqlite-driver.js'
+import { sqlitePath } from '../db/sqlite.js'
 import type { Storage } from '../db/storage.js'
 import { StorageUnavailableError } from '../errors.js'
 import { CommandFailure, oneLine } from './errors.js'
@@ -22,14 +23,10 @@ export function databaseLabel (url: string): string {
   return `DATABASE_URL=${redactUrl(url)}`
 }
 
-function sqlitePathOf (url: string): string | undefined {
-  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : undefined
-}
-
 /** Throws a CommandFailure when `url` is a SQLite database that the server cannot be reading. */
 function refuseSqliteTheServerCannotRead (url: string): void {
-  const path = sqlitePathOf(url)
-  if (path === undefined) return
+  if (!url.startsWith('sqlite:')) return
+  const path = sqlitePath(url)
   if (path === ':memory:') {
     throw new CommandFailure(`${databaseLabel(url)} lasts only as long as this command, so a key made there would be lost; set DATABASE_URL to the server's database`)
   }
