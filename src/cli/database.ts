@@ -13,6 +13,7 @@ import pg from 'pg'
 import { redactUrl, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import { SqliteError } from '../db/sqlite-driver.js'
+import { sqlitePath } from '../db/sqlite.js'
 import type { Storage } from '../db/storage.js'
 import { StorageUnavailableError } from '../errors.js'
 import { CommandFailure, oneLine } from './errors.js'
@@ -22,14 +23,10 @@ export function databaseLabel (url: string): string {
   return `DATABASE_URL=${redactUrl(url)}`
 }
 
-function sqlitePathOf (url: string): string | undefined {
-  return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : undefined
-}
-
 /** Throws a CommandFailure when `url` is a SQLite database that the server cannot be reading. */
 function refuseSqliteTheServerCannotRead (url: string): void {
-  const path = sqlitePathOf(url)
-  if (path === undefined) return
+  if (!url.startsWith('sqlite:')) return
+  const path = sqlitePath(url)
   if (path === ':memory:') {
     throw new CommandFailure(`${databaseLabel(url)} lasts only as long as this command, so a key made there would be lost; set DATABASE_URL to the server's database`)
   }
@@ -59,14 +56,19 @@ function reason (error: unknown): string {
 }
 
 /**
- * A one-line description when `error` came from opening or using the
- * database, else undefined. Configuration has been validated by then, so an
- * invalid URL can only be DATABASE_URL's (node-postgres parses it with `new URL`).
+ * `error` as a CommandFailure naming the database when it came from opening
+ * or using it, else `error` itself. Configuration has been validated by
+ * then, so an invalid URL can only be DATABASE_URL's (node-postgres parses it
+ * with `new URL`).
  */
-export function describeDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): string | undefined {
+export function asDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): unknown {
   const fromDatabase = error instanceof StorageUnavailableError || error instanceof SqliteError ||
     error instanceof pg.DatabaseError || isInvalidUrl(error)
-  return fromDatabase ? `cannot ${doing} the database ${databaseLabel(url)}: ${reason(error)}` : undefined
+  return fromDatabase ? cannot(doing, url, error) : error
+}
+
+function cannot (doing: 'open' | 'use', url: string, error: unknown): CommandFailure {
+  return new CommandFailure(`cannot ${doing} the database ${databaseLabel(url)}: ${reason(error)}`, { cause: error })
 }
 
 /** Opens the database of `config` for a `keys` command, or fails with one line that names it. */
@@ -75,6 +77,6 @@ export async function openKeysDatabase (config: Config): Promise<Storage> {
   try {
     return await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   } catch (error) {
-    throw new CommandFailure(`cannot open the database ${databaseLabel(config.databaseUrl)}: ${reason(error)}`, { cause: error })
+    throw cannot('open', config.databaseUrl, error)
   }
 }

@@ -5,7 +5,7 @@ import { loadConfig, type Config } from '../config.js'
 import type { Storage } from '../db/storage.js'
 import { PLANS, type Plan } from '../domain.js'
 import { issueKey, listKeys, type KeyView } from '../keys/admin.js'
-import { databaseLabel, describeDatabaseFailure, openKeysDatabase } from './database.js'
+import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
 import { formatTable, printable, type Column } from './table.js'
 
@@ -23,8 +23,7 @@ async function withStorage<T> (work: (storage: Storage, config: Config) => Promi
   try {
     return await work(storage, config)
   } catch (error) {
-    const failure = describeDatabaseFailure(config.databaseUrl, error, 'use')
-    throw failure === undefined ? error : new CommandFailure(failure, { cause: error })
+    throw asDatabaseFailure(config.databaseUrl, error, 'use')
   } finally {
     await storage.close()
   }

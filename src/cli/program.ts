@@ -3,8 +3,7 @@
 import { Command } from 'commander'
 import { loadConfig } from '../config.js'
 import { serve } from '../server.js'
-import { describeDatabaseFailure } from './database.js'
-import { CommandFailure } from './errors.js'
+import { asDatabaseFailure } from './database.js'
 import { addKeysCommands } from './keys.js'
 
 const SERVE_ENVIRONMENT = `
@@ -56,8 +55,7 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
       try {
         await serve(config)
       } catch (error) {
-        const failure = describeDatabaseFailure(config.databaseUrl, error, 'open')
-        throw failure === undefined ? error : new CommandFailure(failure, { cause: error })
+        throw asDatabaseFailure(config.databaseUrl, error, 'open')
       }
     })
 

@@ -44,22 +44,13 @@ const MIGRATIONS: readonly string[] = [
    );`
 ]
 
-export async function migratePostgres (pool: pg.Pool): Promise<void> {
-  const client = await pool.connect()
-  try {
-    await client.query('BEGIN')
-    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
-    const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0)::integer AS version FROM schema_migrations')
-    for (let version = rows[0]?.version ?? 0; version < MIGRATIONS.length; version++) {
-      await client.query(MIGRATIONS[version] as string)
-      await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version + 1])
-    }
-    await client.query('COMMIT')
-    client.release()
-  } catch (error) {
-    // A connection that failed mid-transaction is not given back to the pool.
-    client.release(error instanceof Error ? error : true)
-    throw error
+/** Runs inside the caller's transaction: the advisory lock is released with it. */
+export async function migratePostgres (client: pg.ClientBase): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
+  await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')
+  const { rows } = await client.query<{ version: number }>('SELECT coalesce(max(version), 0)::integer AS version FROM schema_migrations')
+  for (let version = rows[0]?.version ?? 0; version < MIGRATIONS.length; version++) {
+    await client.query(MIGRATIONS[version] as string)
+    await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version + 1])
   }
 }

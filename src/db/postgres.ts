@@ -66,10 +66,10 @@ export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_M
   // the pool; the next call that needs the server reports the outage.
   pool.on('error', () => {})
   try {
-    await migratePostgres(pool)
+    await inTransaction(pool, migratePostgres)
   } catch (error) {
     await pool.end()
-    throw classifyPostgresError(error)
+    throw error
   }
   return new PostgresStorage(pool)
 }
@@ -250,23 +250,27 @@ export class PostgresStorage implements Storage {
 
   async #transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
-    let client: pg.PoolClient
-    try {
-      client = await this.#pool.connect()
-    } catch (error) {
-      throw classifyPostgresError(error)
-    }
-    try {
-      await client.query('BEGIN')
-      const result = await work(client)
-      await client.query('COMMIT')
-      client.release()
-      return result
-    } catch (error) {
-      // Destroyed, not returned: its transaction ends with the connection.
-      client.release(true)
-      throw classifyPostgresError(error)
-    }
+    return await inTransaction(this.#pool, work)
+  }
+}
+
+async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw classifyPostgresError(error)
+  }
+  try {
+    await client.query('BEGIN')
+    const result = await work(client)
+    await client.query('COMMIT')
+    client.release()
+    return result
+  } catch (error) {
+    // Destroyed, not returned: its transaction ends with the connection.
+    client.release(true)
+    throw classifyPostgresError(error)
   }
 }
 

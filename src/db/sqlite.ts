@@ -55,7 +55,7 @@ const BUSY_BUDGET_MS = 5000
 const BUSY_RETRY_MS = 20
 
 /** Accepts `sqlite:PATH` and `sqlite::memory:`. */
-function sqlitePath (url: string): string {
+export function sqlitePath (url: string): string {
   return url.replace(/^sqlite:/, '')
 }
 
