@@ -112,7 +112,9 @@ describe('fuzzing through inject', () => {
         for (const operation of ['listPets', 'createPet', 'getPet', 'no operation']) {
           assert.ok((figures.operations.get(operation) ?? 0) > 0, `${operation} was never reached`)
         }
-        for (const status of [200, 201, 400, 401, 404, 405]) assert.ok((figures.statuses.get(status) ?? 0) > 0, `no ${status} seen`)
+        // A 405 comes about once in 45 requests: 200 runs miss it about one time in a hundred, 1,000 never.
+        const expected = runs >= 1000 ? [200, 201, 400, 401, 404, 405] : [200, 201, 400, 401, 404]
+        for (const status of expected) assert.ok((figures.statuses.get(status) ?? 0) > 0, `no ${status} seen`)
       } finally {
         await subject.close()
       }
