@@ -22,6 +22,7 @@ import { dirname } from 'node:path'
 import { Database, SqliteError } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../domain.js'
+import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
@@ -53,6 +54,8 @@ interface PendingInsert {
 const BUSY_BUDGET_MS = 5000
 /** How often a write blocked by another connection tries again. */
 const BUSY_RETRY_MS = 20
+/** The largest page read: the largest `limit`, and one more to tell whether another page follows. */
+const MAX_LIMIT = MAX_PAGE_SIZE + 1
 
 /** Accepts `sqlite:PATH` and `sqlite::memory:`. */
 export function sqlitePath (url: string): string {
@@ -124,10 +127,10 @@ export class SqliteStorage implements Storage {
        WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
     this.#getPet = db.prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?')
     // Pages are read as arrays, not objects: a third cheaper per row.
-    this.#listAll = db.prepare<[bigint, number], PetTuple>(
-      'SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?').raw(true)
-    this.#listByStatus = db.prepare<[string, bigint, number], PetTuple>(
-      'SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?').raw(true)
+    this.#listAll = new StatementPerLimit((limit) => db.prepare<[bigint], PetTuple>(
+      `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit}`).raw(true))
+    this.#listByStatus = new StatementPerLimit((limit) => db.prepare<[string, bigint], PetTuple>(
+      `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit}`).raw(true))
     this.#purgeIdempotency = db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
     this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, bigint]>(
       `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
@@ -243,8 +246,8 @@ export class SqliteStorage implements Storage {
 
   async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
     const rows = this.#read(() => status === undefined
-      ? this.#listAll.all(afterId, limit)
-      : this.#listByStatus.all(status, afterId, limit))
+      ? this.#listAll.for(limit).all(afterId)
+      : this.#listByStatus.for(limit).all(status, afterId))
     return rows.map(([id, name, categoryId, status]) => ({ id, name, categoryId, status }))
   }
 
@@ -334,6 +337,29 @@ export class SqliteStorage implements Storage {
       }
       await delay(BUSY_RETRY_MS)
     }
+  }
+}
+
+/**
+ * One prepared statement per page size, the size written into its SQL.
+ * With `LIMIT ?`, SQLite prepares the statement again on every run, since
+ * the planner takes a bound LIMIT into account: that doubled the cost of a
+ * page. Sizes are whole numbers from 1 to MAX_LIMIT (validated before they
+ * get here), so at most that many statements are ever made.
+ */
+class StatementPerLimit<S> {
+  readonly #made: Array<S | undefined> = []
+
+  constructor (readonly prepare: (limit: number) => S) {}
+
+  for (limit: number): S {
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`a page of ${limit} rows`)
+    let statement = this.#made[limit]
+    if (statement === undefined) {
+      statement = this.prepare(limit)
+      this.#made[limit] = statement
+    }
+    return statement
   }
 }
 

@@ -39,6 +39,7 @@ export interface ListPetsQuery {
   /** Only animals with an id above this one (the cursor). */
   afterId: bigint
   status: PetStatus | undefined
+  /** From 1 to one more than the largest page, so that the caller sees whether another page follows. */
   limit: number
 }
 

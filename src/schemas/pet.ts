@@ -3,6 +3,7 @@ import { PET_STATUSES } from '../domain.js'
 import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
 
 export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
 
 // A schema with an `$id` is a component of the OpenAPI document, written
 // once and referred to wherever it is used (plugins/openapi.ts).
@@ -30,7 +31,7 @@ export type Pet = Static<typeof Pet>
 export const Pets = Type.Array(Pet, { $id: 'Pets', maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
 
 export const ListPetsQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, format: 'int32', default: DEFAULT_PAGE_SIZE, description: 'Maximum number of animals to return.' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, format: 'int32', default: DEFAULT_PAGE_SIZE, description: 'Maximum number of animals to return.' })),
   // Not PetStatus itself: a parameter's description is written beside its
   // schema, and a reference to a component carries none.
   status: Type.Optional(StringEnum(PET_STATUSES, { description: 'Returns only animals with this status.' })),

@@ -64,6 +64,23 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.deepEqual(page.map((p) => p.name), ['s5', 's8'])
     }))
 
+    it('When pages of every size from 1 to 101 are read, with a status and without, then each holds that many animals, the first ones after the id', () => withStorage(async (storage) => {
+      const tag = uniqueTag()
+      const created = await Promise.all(Array.from({ length: 210 }, (_, i) =>
+        storage.createPet({ name: `${tag}-${i}`, categoryId: 1n, status: i % 2 === 0 ? 'sold' : 'pending' })))
+      const first = created.reduce((a, b) => (b.id < a.id ? b : a))
+      const afterId = first.id - 1n
+      const ours = (pets: Array<{ name: string }>) => pets.filter((p) => p.name.startsWith(`${tag}-`))
+      for (let limit = 1; limit <= 101; limit++) {
+        const all = await storage.listPets({ afterId, status: undefined, limit })
+        assert.equal(ours(all).length, limit, `a page of ${limit}`)
+        assert.equal(all[0]?.id, first.id)
+        const sold = await storage.listPets({ afterId, status: 'sold', limit })
+        assert.equal(ours(sold).length, limit, `a page of ${limit} sold`)
+        assert.ok(sold.every((p) => p.status === 'sold'))
+      }
+    }))
+
     it('When two inserts under one Idempotency-Key race, then exactly one adds the animal and the other returns it', () => withStorage(async (storage) => {
       // Arrange
       const key = await newApiKey(storage)
