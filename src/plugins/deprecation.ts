@@ -26,21 +26,24 @@ interface DeprecationOptions {
 }
 
 export default fp<DeprecationOptions>(async function deprecation (app, { baseUrl, now }) {
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks: nearly every request has nothing to do here, and need not pay for a promise.
+  app.addHook('onRequest', (request, reply, done) => {
     const deprecated = request.routeOptions.config.deprecation
-    if (deprecated === undefined) return
+    if (deprecated === undefined) {
+      done()
+      return
+    }
     reply.headers({
       deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
       sunset: deprecated.sunset.toUTCString(),
       link: `<${baseUrl()}${deprecated.successor}>; rel="successor-version", <${baseUrl()}/docs>; rel="deprecation"; type="text/html"`
     })
+    done()
   })
 
   // After authentication and rate limiting, like any other answer.
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, _reply, done) => {
     const deprecated = request.routeOptions.config.deprecation
-    if (deprecated !== undefined && now() >= deprecated.sunset.getTime()) {
-      throw Errors.gone(deprecated.sunset, deprecated.successor)
-    }
+    done(deprecated !== undefined && now() >= deprecated.sunset.getTime() ? Errors.gone(deprecated.sunset, deprecated.successor) : undefined)
   })
 }, { name: 'deprecation' })

@@ -79,9 +79,7 @@ export default fp<FramingOptions>(async function framing (app, { answerRaw, coun
   app.server.on('checkExpectation', take)
   // Without a listener Node closes the connection without a word.
   app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })
-  app.addHook('onRequest', async (request) => {
-    if (isApiPath(request.url)) return
-    const unmet = unmetFraming(request)
-    if (unmet !== undefined) throw unmet
+  app.addHook('onRequest', (request, _reply, done) => {
+    done(isApiPath(request.url) ? undefined : unmetFraming(request))
   })
 }, { name: 'framing' })

@@ -3,8 +3,9 @@ import fp from 'fastify-plugin'
 import type { Metrics } from '../metrics.js'
 
 export default fp<{ metrics: Metrics }>(async function requestMetrics (app, { metrics }) {
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     // Requests no route matched share one label: raw paths are unbounded.
     metrics.request(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+    done()
   })
 }, { name: 'request-metrics' })
