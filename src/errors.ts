@@ -41,7 +41,16 @@ export class ApiError extends Error {
   readonly headers: Record<string, string>
 
   constructor (code: ErrorCode, message: string, options: { details?: ErrorDetail[], headers?: Record<string, string> } = {}) {
-    super(message)
+    // A 4xx is an answer, not a fault: no one reads where it was made, and
+    // capturing the stack took a few per cent of each refusal. A 5xx
+    // keeps its stack for the log.
+    const stackTraceLimit = Error.stackTraceLimit
+    if (ERROR_CODES[code].status < 500) Error.stackTraceLimit = 0
+    try {
+      super(message)
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit
+    }
     this.code = code
     this.status = ERROR_CODES[code].status
     this.details = options.details
