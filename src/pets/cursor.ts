@@ -2,7 +2,7 @@
 // cursors it made. A cursor holds the last id of the previous page and the
 // status filter it was made for: paging is by key, so every page costs the
 // same whatever its depth.
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 import { PET_STATUSES, type PetStatus } from '../domain.js'
 
 const VERSION = 1
@@ -15,10 +15,11 @@ export interface CursorPosition {
 }
 
 export class CursorCodec {
-  readonly #secret: Buffer
+  /** Imported once: a raw key would be imported again for every cursor. */
+  readonly #secret: KeyObject
 
   constructor (secret: Buffer) {
-    this.#secret = secret
+    this.#secret = createSecretKey(secret)
   }
 
   encode ({ afterId, status }: CursorPosition): string {
