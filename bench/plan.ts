@@ -1,0 +1,228 @@
+// What is measured, server by server, and the target each row is held to
+// (the performance requirement; ratios are to the bare node:http server of
+// the same run). Each server is seeded and started only when one of its
+// rows is selected, and stopped before the next one starts.
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { generateToken } from '../src/keys/tokens.js'
+import { PROJECT_ROOT } from '../test/support/process.js'
+import type { LoadRequest } from './load.js'
+import { deepCursor, enterpriseKey, spend } from './prepare.js'
+import { Targets, type Target } from './report.js'
+import { seedPostgres, seedSqlite } from './seed.js'
+import type { ServerSpec } from './servers.js'
+
+export const ANIMALS = 100_000
+export const FEW_ANIMALS = 1_000
+export const MANY_ANIMALS = 1_000_000
+/** Far above anything a run can send: the limiter counts, but never refuses. */
+const NEVER_REFUSED = '1000000000'
+/** The highest RATE_LIMIT_BAN_THRESHOLD the service accepts: refusals a minute no run reaches. */
+const NO_BAN = '1000000'
+/** The cursor scenario starts this far into the table. */
+const CURSOR_DEPTH = 0.9
+const RSS_MIB = 150
+const P99_MS = 5
+
+const HERE = dirname(fileURLToPath(import.meta.url))
+const PETSTORE = [join(PROJECT_ROOT, 'bin', 'petstore.js'), 'serve']
+const NEW_PET = JSON.stringify({ name: 'Bench', categoryId: 1, status: 'available' })
+
+interface Scenario {
+  id: string
+  scenario: string
+  /** The bare server's row this one is a ratio of. */
+  bare: 'bare-get' | 'bare-post'
+  targets: Target[]
+  /** The load's request against the running server, and the error code each answer must carry. */
+  request: (origin: string) => Promise<{ request: LoadRequest, code?: string }>
+}
+
+export interface Group {
+  section: string
+  server: string
+  /** Seeds what the server needs; how to start it. */
+  prepare: () => Promise<ServerSpec>
+  scenarios: Scenario[]
+}
+
+export interface PlanContext {
+  dir: string
+  signal: AbortSignal
+  /** Starts PostgreSQL and Redis on first use; the caller stops them. */
+  scaleOut: () => Promise<{ databaseUrl: string, redisUrl: string }>
+}
+
+export const SQLITE = 'The reference servers, and the petstore on SQLite'
+export const SCALE_OUT = 'PostgreSQL + Redis'
+
+export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
+  const sqlite = (animals: number): { url: string, file: string, key: () => Promise<string> } => {
+    const file = join(dir, `pets-${animals}.db`)
+    const url = `sqlite:${file}`
+    return { file, url, key: once(async () => { await seedSqlite(file, animals); return await enterpriseKey(url, 'bench', NEVER_REFUSED, NEVER_REFUSED) }) }
+  }
+  const main = sqlite(ANIMALS)
+  const few = sqlite(FEW_ANIMALS)
+  const many = sqlite(MANY_ANIMALS)
+  const postgres = once(async () => {
+    const { databaseUrl, redisUrl } = await scaleOut()
+    await seedPostgres(databaseUrl, ANIMALS)
+    return { databaseUrl, redisUrl, token: await enterpriseKey(databaseUrl, 'bench', NEVER_REFUSED, NEVER_REFUSED) }
+  })
+
+  const get = (origin: string, path: string, token: string | undefined, expect = 200): LoadRequest =>
+    ({ url: origin + path, method: 'GET', headers: token === undefined ? {} : { authorization: `Bearer ${token}` }, expect })
+  const post = (origin: string, token: string | undefined): LoadRequest =>
+    ({ url: `${origin}/v1/pets`, method: 'POST', headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), 'content-type': 'application/json' }, body: NEW_PET, expect: 201 })
+  const rss = Targets.rss(RSS_MIB)
+
+  /** The four operations of a petstore seeded with ANIMALS animals. */
+  const operations = (prefix: string, token: () => Promise<string>, targets: (id: string) => Target[]): Scenario[] => [
+    { id: `${prefix}list`, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: targets('list'), request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) },
+    {
+      id: `${prefix}deep`,
+      scenario: `GET /v1/pets?status=sold&limit=20 from a cursor ${CURSOR_DEPTH * 100} % deep`,
+      bare: 'bare-get',
+      targets: targets('deep'),
+      request: async (origin) => {
+        const { cursor } = await deepCursor(origin, await token(), 'sold', BigInt(ANIMALS * CURSOR_DEPTH), signal)
+        return { request: get(origin, `/v1/pets?status=sold&limit=20&cursor=${encodeURIComponent(cursor)}`, await token()) }
+      }
+    },
+    { id: `${prefix}create`, scenario: 'POST /v1/pets (durable)', bare: 'bare-post', targets: targets('create'), request: async (origin) => ({ request: post(origin, await token()) }) },
+    { id: `${prefix}get`, scenario: 'GET /v1/pets/{id}', bare: 'bare-get', targets: targets('get'), request: async (origin) => ({ request: get(origin, `/v1/pets/${ANIMALS / 2}`, await token()) }) }
+  ]
+  const sqliteTargets: Record<string, Target[]> = {
+    list: [Targets.timesBare(0.40), Targets.timesRow(2, 'list-peer', 'list peer'), Targets.p99(P99_MS), rss],
+    deep: [Targets.timesBare(0.35), rss],
+    create: [Targets.timesBare(0.40), Targets.aheadOf('create-peer', 'group-commit peer'), Targets.p99(P99_MS), rss],
+    get: [Targets.timesBare(0.45), rss]
+  }
+  const refused = [Targets.timesBare(0.60), rss]
+  const petstore = (url: string, env: Record<string, string> = {}): ServerSpec => ({ name: 'petstore', args: PETSTORE, env: { DATABASE_URL: url, ...env } })
+
+  return [
+    {
+      section: SQLITE,
+      server: 'bare node:http',
+      prepare: async () => ({ name: 'bare', args: [join(HERE, 'bare-server.js')], env: {} }),
+      scenarios: [
+        { id: 'bare-get', scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: [], request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', undefined) }) },
+        { id: 'bare-post', scenario: 'POST /v1/pets', bare: 'bare-post', targets: [], request: async (origin) => ({ request: post(origin, undefined) }) }
+      ]
+    },
+    {
+      section: SQLITE,
+      server: 'Fastify minimal (constant 20 pets)',
+      prepare: async () => ({ name: 'fastify-minimal', args: [join(HERE, 'peers', 'fastify-minimal.js')], env: {} }),
+      scenarios: [{ id: 'fastify-minimal', scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: [], request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', undefined) }) }]
+    },
+    {
+      section: SQLITE,
+      server: `list peer (${count(ANIMALS)} animals)`,
+      prepare: async () => ({ name: 'list-peer', args: [join(HERE, 'peers', 'list-peer.js')], env: { PEER_DATABASE: main.file, PEER_TOKEN: await main.key() } }),
+      scenarios: [{ id: 'list-peer', scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: [], request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await main.key()) }) }]
+    },
+    {
+      section: SQLITE,
+      server: 'group-commit peer',
+      prepare: async () => ({ name: 'create-peer', args: [join(HERE, 'peers', 'create-peer.js')], env: { PEER_DATABASE: join(dir, 'create-peer.db'), PEER_TOKEN: await main.key() } }),
+      scenarios: [{ id: 'create-peer', scenario: 'POST /v1/pets (durable)', bare: 'bare-post', targets: [], request: async (origin) => ({ request: post(origin, await main.key()) }) }]
+    },
+    {
+      section: SQLITE,
+      server: `petstore SQLite (${count(ANIMALS)} animals)`,
+      prepare: async () => { await main.key(); return petstore(main.url) },
+      scenarios: [
+        ...operations('', main.key, (id) => sqliteTargets[id] ?? []),
+        {
+          id: '429-banned',
+          scenario: '429 api_key_banned (default config, key banned first)',
+          bare: 'bare-get',
+          targets: refused,
+          request: async (origin) => {
+            const request = get(origin, '/v1/pets?limit=20', await enterpriseKey(main.url, 'bench-banned', '1', '1000'), 429)
+            await spend(request, 'api_key_banned', signal)
+            return { request, code: 'api_key_banned' }
+          }
+        }
+      ]
+    },
+    {
+      section: SQLITE,
+      server: 'petstore SQLite, TRUST_PROXY=127.0.0.1',
+      prepare: async () => { await main.key(); return petstore(main.url, { TRUST_PROXY: '127.0.0.1' }) },
+      scenarios: [
+        {
+          id: '401-unknown',
+          scenario: '401 unknown pet_live_ token, a new X-Forwarded-For each',
+          bare: 'bare-get',
+          targets: refused,
+          request: async (origin) => ({ request: { ...get(origin, '/v1/pets?limit=20', generateToken('production'), 401), forwardedFor: true }, code: 'invalid_api_key' })
+        },
+        {
+          id: '401-garbage',
+          scenario: '401 garbage bearer token, a new X-Forwarded-For each',
+          bare: 'bare-get',
+          targets: refused,
+          request: async (origin) => ({ request: { ...get(origin, '/v1/pets?limit=20', 'not-a-key', 401), forwardedFor: true }, code: 'invalid_api_key' })
+        }
+      ]
+    },
+    {
+      section: SQLITE,
+      server: `petstore SQLite, RATE_LIMIT_BAN_THRESHOLD=${NO_BAN}`,
+      prepare: async () => { await main.key(); return petstore(main.url, { RATE_LIMIT_BAN_THRESHOLD: NO_BAN }) },
+      scenarios: [{
+        id: '429-limited',
+        scenario: '429 rate_limited (key spent first, never banned)',
+        bare: 'bare-get',
+        targets: refused,
+        request: async (origin) => {
+          // Its day spent, not just its minute: a new minute would let one request through.
+          const request = get(origin, '/v1/pets?limit=20', await enterpriseKey(main.url, 'bench-limited', '1', '1'), 429)
+          await spend(request, 'rate_limited', signal)
+          return { request, code: 'rate_limited' }
+        }
+      }]
+    },
+    {
+      section: SQLITE,
+      server: `petstore SQLite (${count(FEW_ANIMALS)} animals)`,
+      prepare: async () => { await few.key(); return petstore(few.url) },
+      scenarios: [{ id: 'list-few', scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: [rss], request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await few.key()) }) }]
+    },
+    {
+      section: SQLITE,
+      server: `petstore SQLite (${count(MANY_ANIMALS)} animals)`,
+      prepare: async () => { await many.key(); return petstore(many.url) },
+      scenarios: [{
+        id: 'list-many',
+        scenario: 'GET /v1/pets?limit=20',
+        bare: 'bare-get',
+        targets: [Targets.p50Within(1.2, 'list-few', `${count(FEW_ANIMALS)}-animal p50`), rss],
+        request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await many.key()) })
+      }]
+    },
+    {
+      section: SCALE_OUT,
+      server: `petstore ${SCALE_OUT} (${count(ANIMALS)} animals)`,
+      prepare: async () => {
+        const { databaseUrl, redisUrl } = await postgres()
+        return petstore(databaseUrl, { REDIS_URL: redisUrl })
+      },
+      scenarios: operations('pg-', async () => (await postgres()).token, () => [])
+    }
+  ]
+}
+
+/** 100000 → "100,000" */
+export function count (n: number): string {
+  return n.toLocaleString('en-US')
+}
+
+function once<T> (make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined
+  return async () => await (made ??= make())
+}

@@ -1,0 +1,76 @@
+// What a scenario needs from a running petstore before it is loaded, taken
+// through its public interface only: a cursor deep in the table (cursors
+// are signed, so the benchmark follows the service's own `Link` headers
+// rather than make one), a key spent or banned, and one request to check
+// that the load will get the answer it expects.
+import { createKey } from '../test/support/process.js'
+import type { LoadRequest } from './load.js'
+
+const PAGE = 100
+const MAX_EXHAUSTING_REQUESTS = 200
+
+/** `petstore keys create --plan enterprise …` against `databaseUrl`; the token. */
+export async function enterpriseKey (databaseUrl: string, name: string, perMinute: string, perDay: string): Promise<string> {
+  const { token } = await createKey({ DATABASE_URL: databaseUrl }, ['--plan', 'enterprise', '--name', name, '--per-minute', perMinute, '--per-day', perDay])
+  return token
+}
+
+/**
+ * Follows `Link: rel="next"` through `?status=STATUS&limit=100`, one page at
+ * a time, until the pages passed reach `fromId`; the cursor found there and
+ * the id it continues after.
+ */
+export async function deepCursor (origin: string, token: string, status: string, fromId: bigint, signal: AbortSignal): Promise<{ cursor: string, afterId: bigint }> {
+  let url = `${origin}/v1/pets?status=${status}&limit=${PAGE}`
+  for (;;) {
+    const response = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal })
+    const text = await response.text()
+    if (response.status !== 200) throw new Error(`paging: GET ${url} answered ${response.status}: ${text}`)
+    const link = nextLink(response.headers.get('link'))
+    const cursor = link === undefined ? null : new URL(link).searchParams.get('cursor')
+    if (cursor === null) throw new Error(`paging: no next page before id ${fromId} (${url})`)
+    // The last id, read as digits: a category id past 2^53 would not survive JSON.parse.
+    const afterId = BigInt([...text.matchAll(/"id":(\d+)/g)].at(-1)?.[1] ?? '0')
+    if (afterId >= fromId) return { cursor, afterId }
+    // Only the cursor is taken from the link: every request goes to our own 127.0.0.1 origin.
+    url = `${origin}/v1/pets?status=${status}&limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`
+  }
+}
+
+/** The target of `Link: <…>; rel="next"`. https://www.rfc-editor.org/rfc/rfc8288 */
+function nextLink (header: string | null): string | undefined {
+  for (const part of header?.split(/,(?=\s*<)/) ?? []) {
+    const match = /^\s*<([^>]*)>(.*)$/.exec(part)
+    if (match?.[1] !== undefined && /;\s*rel="?next"?(;|\s|$)/.test(match[2] ?? '')) return match[1]
+  }
+  return undefined
+}
+
+/** Sends `request` until the petstore answers with error `code` (rate_limited, api_key_banned). */
+export async function spend (request: LoadRequest, code: string, signal: AbortSignal): Promise<void> {
+  for (let i = 0; i < MAX_EXHAUSTING_REQUESTS; i++) {
+    if (await errorCode(request, signal) === code) return
+  }
+  throw new Error(`${request.method} ${request.url} did not answer ${code} within ${MAX_EXHAUSTING_REQUESTS} requests`)
+}
+
+/** One request, before the load: it must get the status the load expects, and, for an error, the code. */
+export async function expectAnswer (request: LoadRequest, code: string | undefined, signal: AbortSignal): Promise<void> {
+  const response = await send(request, signal)
+  const text = await response.text()
+  const answered = response.status === request.expect && (code === undefined || codeOf(text) === code)
+  if (!answered) throw new Error(`${request.method} ${request.url} answered ${response.status}, not ${request.expect}${code === undefined ? '' : ` ${code}`}: ${text.slice(0, 500)}`)
+}
+
+async function errorCode (request: LoadRequest, signal: AbortSignal): Promise<string | undefined> {
+  return codeOf(await (await send(request, signal)).text())
+}
+
+async function send (request: LoadRequest, signal: AbortSignal): Promise<Response> {
+  const headers = request.forwardedFor === true ? { ...request.headers, 'x-forwarded-for': '10.255.0.1' } : request.headers
+  return await fetch(request.url, { method: request.method, headers, body: request.body ?? null, signal })
+}
+
+function codeOf (text: string): string | undefined {
+  return /"code":"([a-z_]+)"/.exec(text)?.[1]
+}

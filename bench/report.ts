@@ -1,0 +1,127 @@
+// The report: one Markdown row per measured server and scenario, each with
+// its ratio to the bare node:http server of the same run and the targets of
+// the performance requirement it is held to, then every target missed with
+// the figure that missed it.
+import type { Measurement } from './load.js'
+
+export interface Row {
+  id: string
+  section: string
+  scenario: string
+  server: string
+  /** The id of the bare server's row this one is a ratio of (its GET or its POST). */
+  bare: string
+  targets: readonly Target[]
+  measurement: Measurement
+  maxRssMiB: number | undefined
+  /** The petstore's log written per response: about 250 bytes when it logs every request, 0 for the others. */
+  logBytesPerResponse: number
+}
+
+type Rows = ReadonlyMap<string, Row>
+
+/** One target: met or not, with the figure that decides; undefined when what it compares with was not measured. */
+export interface Target {
+  label: string
+  check: (row: Row, rows: Rows) => { met: boolean, figure: string } | undefined
+}
+
+export function ratioToBare (row: Row, rows: Rows): number | undefined {
+  const bare = rows.get(row.bare)
+  return bare === undefined ? undefined : row.measurement.requestsPerSecond / bare.measurement.requestsPerSecond
+}
+
+export const Targets = {
+  timesBare: (at: number): Target => ({
+    label: `≥ ${at.toFixed(2)}× bare`,
+    check: (row, rows) => {
+      const ratio = ratioToBare(row, rows)
+      return ratio === undefined ? undefined : { met: ratio >= at, figure: `${ratio.toFixed(3)}× bare` }
+    }
+  }),
+  timesRow: (at: number, id: string, name: string): Target => ({
+    label: `≥ ${at}× ${name}`,
+    check: (row, rows) => {
+      const other = rows.get(id)
+      if (other === undefined) return undefined
+      const ratio = row.measurement.requestsPerSecond / other.measurement.requestsPerSecond
+      return { met: ratio >= at, figure: `${ratio.toFixed(3)}× ${name}` }
+    }
+  }),
+  aheadOf: (id: string, name: string): Target => ({
+    label: `ahead of ${name}`,
+    check: (row, rows) => {
+      const other = rows.get(id)
+      if (other === undefined) return undefined
+      const [own, theirs] = [row, other].map((r) => Math.round(r.measurement.requestsPerSecond))
+      return { met: (own ?? 0) > (theirs ?? 0), figure: `${own ?? '?'} req/s against ${theirs ?? '?'}` }
+    }
+  }),
+  p99: (ms: number): Target => ({
+    label: `p99 ≤ ${ms} ms`,
+    check: (row) => ({ met: row.measurement.latencyMs.p99 <= ms, figure: `p99 ${ms2(row.measurement.latencyMs.p99)} ms` })
+  }),
+  rss: (mib: number): Target => ({
+    label: `RSS < ${mib} MiB`,
+    check: (row) => row.maxRssMiB === undefined ? undefined : { met: row.maxRssMiB < mib, figure: `${row.maxRssMiB.toFixed(1)} MiB` }
+  }),
+  p50Within: (times: number, id: string, name: string): Target => ({
+    label: `p50 ≤ ${times}× ${name}`,
+    check: (row, rows) => {
+      const other = rows.get(id)
+      if (other === undefined) return undefined
+      const quotient = row.measurement.latencyMs.p50 / other.measurement.latencyMs.p50
+      return {
+        met: quotient <= times,
+        figure: `p50 ${ms2(row.measurement.latencyMs.p50)} ms ÷ ${ms2(other.measurement.latencyMs.p50)} ms = ${quotient.toFixed(3)}×`
+      }
+    }
+  })
+}
+
+type Met = 'yes' | 'no' | '—'
+
+function met (row: Row, rows: Rows): Met {
+  if (row.targets.length === 0) return '—'
+  const checks = row.targets.map((t) => t.check(row, rows))
+  if (checks.some((c) => c?.met === false)) return 'no'
+  return checks.some((c) => c === undefined) ? '—' : 'yes'
+}
+
+/** The Markdown table of one section's rows. */
+export function table (section: readonly Row[], rows: Rows): string {
+  const header = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'max RSS MiB', '× bare', 'target', 'met']
+  const right = [false, false, true, true, true, true, true, false, false]
+  const cells = section.map((row) => {
+    const m = row.measurement
+    const ratio = ratioToBare(row, rows)
+    return [
+      row.scenario,
+      row.server,
+      Math.round(m.requestsPerSecond).toString(),
+      ms2(m.latencyMs.p50),
+      ms2(m.latencyMs.p99),
+      row.maxRssMiB === undefined ? '—' : row.maxRssMiB.toFixed(1),
+      ratio === undefined ? '—' : ratio.toFixed(2),
+      row.targets.length === 0 ? '—' : row.targets.map((t) => t.label).join('; '),
+      met(row, rows)
+    ]
+  })
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)))
+  const line = (values: readonly string[]): string =>
+    '| ' + values.map((v, i) => right[i] === true ? v.padStart(widths[i] ?? 0) : v.padEnd(widths[i] ?? 0)).join(' | ') + ' |'
+  const rule = '|' + widths.map((w, i) => right[i] === true ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2)).join('|') + '|'
+  return [line(header), rule, ...cells.map(line)].join('\n') + '\n'
+}
+
+/** Each target missed, with the figure that missed it. */
+export function missed (rows: Rows): string[] {
+  return [...rows.values()].flatMap((row) => row.targets.flatMap((target) => {
+    const check = target.check(row, rows)
+    return check?.met === false ? [`${row.scenario} (${row.server}): ${target.label}, measured ${check.figure}`] : []
+  }))
+}
+
+function ms2 (value: number): string {
+  return Number.isFinite(value) ? value.toFixed(2) : '—'
+}
