@@ -3,11 +3,14 @@
 // status filter it was made for: paging is by key, so every page costs the
 // same whatever its depth.
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import { PET_STATUSES, type PetStatus } from '../domain.js'
 
 const VERSION = 1
 const MAC_BYTES = 12
 const PAYLOAD_BYTES = 1 + 8 + 1
+/** Cursors remembered, made or checked; the least recently used go first. */
+const REMEMBERED = 10_000
 
 export interface CursorPosition {
   afterId: bigint
@@ -17,21 +20,46 @@ export interface CursorPosition {
 export class CursorCodec {
   /** Imported once: a raw key would be imported again for every cursor. */
   readonly #secret: KeyObject
+  /**
+   * Signing was the dearest step of a page after the query. A cursor depends
+   * only on its position, and the one a client sends is most often one just
+   * made (the next page) or one many clients share (the first page of a
+   * filter), so both directions are remembered: the cursor of a position,
+   * and the position of a cursor whose signature was checked.
+   */
+  readonly #cursors = new LRUCache<string, string>({ max: REMEMBERED })
+  readonly #positions = new LRUCache<string, CursorPosition>({ max: REMEMBERED })
 
   constructor (secret: Buffer) {
     this.#secret = createSecretKey(secret)
   }
 
-  encode ({ afterId, status }: CursorPosition): string {
-    const payload = Buffer.alloc(PAYLOAD_BYTES)
-    payload.writeUInt8(VERSION, 0)
-    payload.writeBigUInt64BE(afterId, 1)
-    payload.writeUInt8(status === undefined ? 0 : PET_STATUSES.indexOf(status) + 1, 9)
-    return Buffer.concat([payload, this.#mac(payload)]).toString('base64url')
+  encode (position: CursorPosition): string {
+    const statusIndex = position.status === undefined ? 0 : PET_STATUSES.indexOf(position.status) + 1
+    const key = `${statusIndex}:${position.afterId}`
+    let cursor = this.#cursors.get(key)
+    if (cursor === undefined) {
+      const payload = Buffer.alloc(PAYLOAD_BYTES)
+      payload.writeUInt8(VERSION, 0)
+      payload.writeBigUInt64BE(position.afterId, 1)
+      payload.writeUInt8(statusIndex, 9)
+      cursor = Buffer.concat([payload, this.#mac(payload)]).toString('base64url')
+      this.#cursors.set(key, cursor)
+      this.#positions.set(cursor, { afterId: position.afterId, status: position.status })
+    }
+    return cursor
   }
 
   /** The position a cursor stands for, or undefined when the service did not make it. */
   decode (cursor: string): CursorPosition | undefined {
+    const known = this.#positions.get(cursor)
+    if (known !== undefined) return { ...known }
+    const position = this.#verify(cursor)
+    if (position !== undefined) this.#positions.set(cursor, { ...position })
+    return position
+  }
+
+  #verify (cursor: string): CursorPosition | undefined {
     const bytes = Buffer.from(cursor, 'base64url')
     if (bytes.length !== PAYLOAD_BYTES + MAC_BYTES || bytes.toString('base64url') !== cursor) return undefined
     const payload = bytes.subarray(0, PAYLOAD_BYTES)
