@@ -205,7 +205,6 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
     const own = [...rows.values()].filter((r) => r.section === section)
     if (own.length === 0) continue
     lines.push(`## ${section}`, '')
-    if (section === SCALE_OUT) lines.push('The targets of these rows are yet to be set.', '')
     lines.push(table(own, rows))
   }
   const misses = missed(rows)
