@@ -78,13 +78,18 @@ async function main (): Promise<number> {
     }
 
     const rows = new Map<string, Row>()
-    for (const group of select(plan({ dir, signal, scaleOut }), options)) {
+    const groups = select(plan({ dir, signal, scaleOut }), options)
+    for (const group of groups) {
       for (const row of await measureGroup(group, setup)) rows.set(row.id, row)
     }
+    // The bare server once more: how far the machine itself drifted during
+    // the run, which every ratio carries.
+    const bare = groups.find((g) => g.scenarios.some((s) => s.id === 'bare-get'))
+    const drift = bare === undefined ? [] : (await measureGroup(bare, setup)).map((again) => ({ again, first: rows.get(again.id) }))
 
-    process.stdout.write(report(rows, setup))
+    process.stdout.write(report(rows, setup, drift))
     if (options.json !== undefined) {
-      writeFileSync(options.json, JSON.stringify(jsonReport(rows, setup), null, 2) + '\n')
+      writeFileSync(options.json, JSON.stringify(jsonReport(rows, setup, drift), null, 2) + '\n')
       log(`results written to ${options.json}`)
     }
 
@@ -180,7 +185,20 @@ function machine (): string {
   return `${cores.length} × ${cores[0]?.model.trim() ?? 'unknown CPU'}, ${process.platform} ${process.arch}, Node ${process.version}`
 }
 
-function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup): string {
+/** A bare row measured first and again at the end of the run. */
+interface Drift { first: Row | undefined, again: Row }
+
+function driftLine (drift: readonly Drift[]): string[] {
+  const parts = drift.flatMap(({ first, again }) => {
+    if (first === undefined) return []
+    const [before, after] = [first, again].map((r) => r.measurement.requestsPerSecond)
+    const change = 100 * ((after ?? 0) / (before ?? 1) - 1)
+    return [`${again.scenario.split(' ')[0] ?? ''} ${Math.round(before ?? 0)} req/s first, ${Math.round(after ?? 0)} at the end (${change >= 0 ? '+' : ''}${change.toFixed(1)} %)`]
+  })
+  return parts.length === 0 ? [] : [`- drift: the bare server measured again after every other row: ${parts.join('; ')}; ratios use the first figures`]
+}
+
+function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup, drift: readonly Drift[]): string {
   const scaledOut = [...rows.values()].some((r) => r.section === SCALE_OUT)
   const lines = [
     '# petstore benchmark',
@@ -198,6 +216,7 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
       'the bare server and the peers log nothing per request',
     '- peers: the list peer reads the petstore\'s seeded SQLite file read-only; the group-commit peer writes a file of its own; ' +
       'both look the bearer token up in a Map and count each request against its key',
+    ...driftLine(drift),
     `- max RSS: the server's VmRSS, sampled every ${RSS_SAMPLE_MS} ms during the measured run; × bare: req/s ÷ the bare server's GET or POST req/s`,
     ''
   ]
@@ -212,7 +231,7 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
   return lines.join('\n')
 }
 
-function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup): unknown {
+function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup, drift: readonly Drift[]): unknown {
   return {
     date: new Date().toISOString(),
     machine: machine(),
@@ -222,6 +241,7 @@ function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generat
     warmupSeconds: WARMUP_SECONDS,
     connections: options.connections,
     animals: { main: ANIMALS, few: FEW_ANIMALS, many: MANY_ANIMALS },
+    bareAtTheEnd: drift.map(({ again }) => ({ id: again.id, requestsPerSecond: again.measurement.requestsPerSecond })),
     rows: [...rows.values()].map((row) => ({
       id: row.id,
       section: row.section,
