@@ -109,6 +109,18 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
     get: [Targets.timesBare(0.22), rss]
   }
   const refused = [Targets.timesBare(0.60), rss]
+  /** A 429 row: a key of one request a minute and `perDay` a day, spent until it gets `code`. */
+  const spentKey = (id: string, scenario: string, perDay: string, code: 'rate_limited' | 'api_key_banned'): Scenario => ({
+    id,
+    scenario,
+    bare: 'bare-get',
+    targets: refused,
+    request: async (origin) => {
+      const request = get(origin, '/v1/pets?limit=20', await enterpriseKey(main.url, `bench-${id}`, '1', perDay), 429)
+      await spend(request, code, signal)
+      return { request, code }
+    }
+  })
   const petstore = (url: string, env: Record<string, string> = {}): ServerSpec => ({ name: 'petstore', args: PETSTORE, env: { DATABASE_URL: url, ...env } })
 
   return [
@@ -145,17 +157,7 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
       prepare: async () => { await main.key(); return petstore(main.url) },
       scenarios: [
         ...operations('', main.key, (id) => sqliteTargets[id] ?? []),
-        {
-          id: '429-banned',
-          scenario: '429 api_key_banned (default config, key banned first)',
-          bare: 'bare-get',
-          targets: refused,
-          request: async (origin) => {
-            const request = get(origin, '/v1/pets?limit=20', await enterpriseKey(main.url, 'bench-banned', '1', '1000'), 429)
-            await spend(request, 'api_key_banned', signal)
-            return { request, code: 'api_key_banned' }
-          }
-        }
+        spentKey('429-banned', '429 api_key_banned (default config, key banned first)', '1000', 'api_key_banned')
       ]
     },
     {
@@ -183,18 +185,8 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
       section: SQLITE,
       server: `petstore SQLite, RATE_LIMIT_BAN_THRESHOLD=${NO_BAN}`,
       prepare: async () => { await main.key(); return petstore(main.url, { RATE_LIMIT_BAN_THRESHOLD: NO_BAN }) },
-      scenarios: [{
-        id: '429-limited',
-        scenario: '429 rate_limited (key spent first, never banned)',
-        bare: 'bare-get',
-        targets: refused,
-        request: async (origin) => {
-          // Its day spent, not just its minute: a new minute would let one request through.
-          const request = get(origin, '/v1/pets?limit=20', await enterpriseKey(main.url, 'bench-limited', '1', '1'), 429)
-          await spend(request, 'rate_limited', signal)
-          return { request, code: 'rate_limited' }
-        }
-      }]
+      // Its day spent, not just its minute: a new minute would let one request through.
+      scenarios: [spentKey('429-limited', '429 rate_limited (key spent first, never banned)', '1', 'rate_limited')]
     },
     {
       section: SQLITE,

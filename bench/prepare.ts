@@ -3,7 +3,7 @@
 // are signed, so the benchmark follows the service's own `Link` headers
 // rather than make one), a key spent or banned, and one request to check
 // that the load will get the answer it expects.
-import { createKey } from '../test/support/process.js'
+import { createKey, idsIn, linkTarget } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 
 const PAGE = 100
@@ -26,24 +26,15 @@ export async function deepCursor (origin: string, token: string, status: string,
     const response = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal })
     const text = await response.text()
     if (response.status !== 200) throw new Error(`paging: GET ${url} answered ${response.status}: ${text}`)
-    const link = nextLink(response.headers.get('link'))
+    const link = linkTarget(response.headers.get('link'), 'next')
     const cursor = link === undefined ? null : new URL(link).searchParams.get('cursor')
     if (cursor === null) throw new Error(`paging: no next page before id ${fromId} (${url})`)
     // The last id, read as digits: a category id past 2^53 would not survive JSON.parse.
-    const afterId = BigInt([...text.matchAll(/"id":(\d+)/g)].at(-1)?.[1] ?? '0')
+    const afterId = BigInt(idsIn(text).at(-1) ?? '0')
     if (afterId >= fromId) return { cursor, afterId }
     // Only the cursor is taken from the link: every request goes to our own 127.0.0.1 origin.
     url = `${origin}/v1/pets?status=${status}&limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`
   }
-}
-
-/** The target of `Link: <…>; rel="next"`. https://www.rfc-editor.org/rfc/rfc8288 */
-function nextLink (header: string | null): string | undefined {
-  for (const part of header?.split(/,(?=\s*<)/) ?? []) {
-    const match = /^\s*<([^>]*)>(.*)$/.exec(part)
-    if (match?.[1] !== undefined && /;\s*rel="?next"?(;|\s|$)/.test(match[2] ?? '')) return match[1]
-  }
-  return undefined
 }
 
 /** Sends `request` until the petstore answers with error `code` (rate_limited, api_key_banned). */

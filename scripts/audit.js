@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run audit`: the production dependencies (`npm audit --omit=dev`)
+// `npm run audit:deps`: the production dependencies (`npm audit --omit=dev`)
 // must carry no high or critical advisory. .ci/run runs it after `npm test`.
 //
 // Two outcomes are told apart, since `npm audit` exits 1 for both: the

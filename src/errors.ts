@@ -44,15 +44,16 @@ export class ApiError extends Error {
     // A 4xx is an answer, not a fault: no one reads where it was made, and
     // capturing the stack took a few per cent of each refusal. A 5xx
     // keeps its stack for the log.
+    const status = ERROR_CODES[code].status
     const stackTraceLimit = Error.stackTraceLimit
-    if (ERROR_CODES[code].status < 500) Error.stackTraceLimit = 0
+    if (status < 500) Error.stackTraceLimit = 0
     try {
       super(message)
     } finally {
       Error.stackTraceLimit = stackTraceLimit
     }
     this.code = code
-    this.status = ERROR_CODES[code].status
+    this.status = status
     this.details = options.details
     this.headers = options.headers ?? {}
   }

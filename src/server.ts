@@ -1,6 +1,6 @@
 // The process: configuration, logger, metrics, storage, listen, graceful
 // shutdown.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import { buildAdminApp } from './admin.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
@@ -73,29 +73,26 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
   process.once('SIGINT', () => stop('SIGINT'))
 
   // Metrics first: a load balancer may send traffic as soon as the public port listens.
-  const metricsAddress = admin === undefined ? undefined : await listenAdmin(admin, config, closeStores)
-  let address: string
-  try {
-    address = await app.listen({
-      host: config.host,
-      port: config.port,
-      listenTextResolver: (address) => `listening on ${address}`
-    })
-  } catch (error) {
-    await closeStores()
-    throw new ConfigError(`cannot listen on HOST=${config.host} PORT=${config.port}: ${error instanceof Error ? error.message : String(error)}`)
-  }
+  const metricsAddress = admin === undefined || config.adminPort === undefined
+    ? undefined
+    : `${await listenOn(admin, config.host, ['ADMIN_PORT', config.adminPort], closeStores)}/metrics`
+  const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
+    listenTextResolver: (address) => `listening on ${address}`
+  })
   // Operators' scripts wait for this line, whatever the log level.
   if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
   logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress }, 'petstore started')
 }
 
-/** Listens on ADMIN_PORT; says where metrics are, or why they cannot be served. */
-async function listenAdmin (admin: FastifyInstance, config: Config, closeStores: () => Promise<void>): Promise<string> {
+/** Listens on HOST and the port the variable names, and gives the address; a port that cannot be had ends the start, naming both. */
+async function listenOn (
+  app: FastifyInstance, host: string, [variable, port]: [string, number], closeStores: () => Promise<void>,
+  options: Pick<FastifyListenOptions, 'listenTextResolver'> = {}
+): Promise<string> {
   try {
-    return `${await admin.listen({ host: config.host, port: config.adminPort })}/metrics`
+    return await app.listen({ host, port, ...options })
   } catch (error) {
     await closeStores()
-    throw new ConfigError(`cannot listen on HOST=${config.host} ADMIN_PORT=${config.adminPort}: ${error instanceof Error ? error.message : String(error)}`)
+    throw new ConfigError(`cannot listen on HOST=${host} ${variable}=${port}: ${error instanceof Error ? error.message : String(error)}`)
   }
 }

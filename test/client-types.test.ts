@@ -5,17 +5,11 @@
 // (`npm run generate --workspace petstore-client -- URL`, see client/README.md).
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { generateTypes, parseDocument } from '../client/scripts/generate-types.js'
 import { buildTestApp, type TestApp } from './support/app.js'
-
-/** The project's root, from this file (test/) or its compiled form (dist/test/). */
-function projectRoot (): string {
-  const here = dirname(fileURLToPath(import.meta.url))
-  return here.endsWith(join('dist', 'test')) ? join(here, '..', '..') : join(here, '..')
-}
+import { PROJECT_ROOT } from './support/process.js'
 
 let subject: TestApp
 
@@ -25,7 +19,7 @@ after(async () => { await subject.close() })
 test('When the client\'s types are generated from the document the service serves, then they are the ones committed', async () => {
   // Arrange
   const served = await subject.app.inject({ url: '/v1/openapi.json' })
-  const committed = await readFile(join(projectRoot(), 'client', 'src', 'generated', 'openapi.ts'), 'utf8')
+  const committed = await readFile(join(PROJECT_ROOT, 'client', 'src', 'generated', 'openapi.ts'), 'utf8')
 
   // Act
   const generated = await generateTypes(parseDocument(served.body))

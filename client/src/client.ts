@@ -4,7 +4,8 @@
 import createClient, { type Client } from 'openapi-fetch'
 import type { components, paths } from './generated/openapi.js'
 import { parseJson, stringifyJson } from './json.js'
-import { Transport, linkTarget, type DeprecationNotice, type RateLimit } from './transport.js'
+import type { RateLimit } from './pacer.js'
+import { Transport, linkTarget, type DeprecationNotice } from './transport.js'
 
 type Schemas = components['schemas']
 

@@ -49,10 +49,7 @@ export class Pacer {
     const turn = this.#queue.then(async () => await this.#waitForTurn(deadline))
     this.#queue = turn.catch(() => undefined)
     await turn
-    let released = false
     return () => {
-      if (released) return
-      released = true
       this.#inFlight--
       this.#notify()
     }

@@ -29,8 +29,6 @@ import { parseJson } from './json.js'
 import { Pacer, type RateLimit } from './pacer.js'
 import { sleep, timeoutError } from './timers.js'
 
-export type { RateLimit }
-
 /** What a response that carries `Deprecation` says about its operation. */
 export interface DeprecationNotice {
   /** The request whose response said so. */
@@ -46,7 +44,7 @@ export interface DeprecationNotice {
 
 type Fetch = (request: Request) => Promise<Response>
 
-export interface TransportOptions {
+interface TransportOptions {
   fetch: Fetch
   maxRetries: number
   timeoutMs: number
@@ -206,8 +204,8 @@ function retryAfterMs (headers: Headers): number | undefined {
   const value = headers.get('retry-after')?.trim()
   if (value === undefined || value === '') return undefined
   if (/^\d+$/.test(value)) return Number(value) * 1000
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+  const date = httpDate(value)
+  return date === undefined ? undefined : Math.max(0, date.getTime() - Date.now())
 }
 
 function readRateLimit (headers: Headers): RateLimit | undefined {

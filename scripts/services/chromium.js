@@ -7,7 +7,7 @@
 //   PETSTORE_TEST_CHROMIUM  the browser's executable, e.g. /usr/bin/chromium
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { delimiter, join } from 'node:path'
+import { aptInstall, findOnPath } from './apt.js'
 
 /** Names the browser goes by on PATH (Debian: chromium; some other distributions: chromium-browser). */
 const NAMES = ['chromium', 'chromium-browser']
@@ -25,27 +25,14 @@ export async function start ({ log }) {
 }
 
 function find () {
-  for (const name of NAMES) {
-    for (const folder of (process.env.PATH ?? '').split(delimiter)) {
-      if (folder !== '' && existsSync(join(folder, name))) return join(folder, name)
-    }
-  }
-  return KNOWN.find((path) => existsSync(path))
+  return findOnPath(...NAMES) ?? KNOWN.find((path) => existsSync(path))
 }
 
 function install (log) {
   log('chromium is not on PATH: installing Debian\'s chromium package with apt-get')
   // Its recommends are desktop daemons (udev, upower) that a headless browser does without.
-  for (const args of [['update'], ['install', '-y', '--no-install-recommends', 'chromium']]) {
-    const result = spawnSync('apt-get', args, {
-      // apt-get's progress goes to stderr, so that the test report on stdout stays readable.
-      stdio: ['ignore', process.stderr, process.stderr],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-    })
-    if (result.status !== 0) {
-      throw new Error(`apt-get ${args.join(' ')} failed (${result.error?.message ?? `exit ${result.status}`}): install Chromium yourself, or run npm test as root on Debian`)
-    }
-  }
+  const failure = aptInstall(['--no-install-recommends', 'chromium'])
+  if (failure !== undefined) throw new Error(`${failure}: install Chromium yourself, or run npm test as root on Debian`)
   const executable = find()
   if (executable === undefined) throw new Error('apt-get installed chromium, yet no chromium executable is found')
   log(`installed chromium with apt-get at ${executable}`)

@@ -7,13 +7,14 @@
 //   PETSTORE_TEST_REDIS_URL      redis://127.0.0.1:PORT
 //   PETSTORE_TEST_REDIS_CLUSTER  redis+cluster://127.0.0.1:PORT,127.0.0.1:PORT,127.0.0.1:PORT
 // (the forms REDIS_URL takes, README "Configuration").
-import { execFile, spawn, spawnSync } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { promisify } from 'node:util'
 // Compiled by `npm run build` before the tests run, as postgres.js's cluster is.
 import { freePort } from '../../dist/test/support/ports.js'
+import { aptInstall, findOnPath } from './apt.js'
 
 const run = promisify(execFile)
 
@@ -56,25 +57,14 @@ export async function start ({ dir, log }) {
   }
 }
 
-function onPath (command) {
-  return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0
-}
-
 /** Debian's redis-server package brings redis-tools (redis-cli) with it. */
 function ensureInstalled (log) {
-  if (onPath('redis-server') && onPath('redis-cli')) return
+  const onPath = () => findOnPath('redis-server') !== undefined && findOnPath('redis-cli') !== undefined
+  if (onPath()) return
   log('redis-server or redis-cli is not on PATH: installing Debian\'s redis-server package with apt-get')
-  for (const args of [['update'], ['install', '-y', 'redis-server']]) {
-    const result = spawnSync('apt-get', args, {
-      // apt-get's progress goes to stderr, so that the test report on stdout stays readable.
-      stdio: ['ignore', process.stderr, process.stderr],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-    })
-    if (result.status !== 0) {
-      throw new Error(`apt-get ${args.join(' ')} failed (${result.error?.message ?? `exit ${result.status}`}): install redis-server yourself, or run npm test as root on Debian`)
-    }
-  }
-  if (!onPath('redis-server') || !onPath('redis-cli')) throw new Error('apt-get installed redis-server, yet redis-server or redis-cli is still not on PATH')
+  const failure = aptInstall(['redis-server'])
+  if (failure !== undefined) throw new Error(`${failure}: install redis-server yourself, or run npm test as root on Debian`)
+  if (!onPath()) throw new Error('apt-get installed redis-server, yet redis-server or redis-cli is still not on PATH')
   log('installed redis-server with apt-get')
 }
 

@@ -349,14 +349,17 @@ export class SqliteStorage implements Storage {
  */
 class StatementPerLimit<S> {
   readonly #made: Array<S | undefined> = []
+  readonly #prepare: (limit: number) => S
 
-  constructor (readonly prepare: (limit: number) => S) {}
+  constructor (prepare: (limit: number) => S) {
+    this.#prepare = prepare
+  }
 
   for (limit: number): S {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`a page of ${limit} rows`)
     let statement = this.#made[limit]
     if (statement === undefined) {
-      statement = this.prepare(limit)
+      statement = this.#prepare(limit)
       this.#made[limit] = statement
     }
     return statement

@@ -12,7 +12,7 @@ import type { Duplex } from 'node:stream'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Errors, errorBody, type ApiError } from '../errors.js'
-import { owe, type CountAddress } from './errors.js'
+import { owe, type AnswerRaw, type CountAddress } from './errors.js'
 
 /** Node's own test for the one expectation it meets (lib/_http_server.js). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
@@ -35,7 +35,7 @@ export function isApiPath (url: string): boolean {
 
 interface FramingOptions {
   /** Answers a socket that never became a request (plugins/errors.ts). */
-  answerRaw: (socket: Duplex, error: ApiError) => void
+  answerRaw: AnswerRaw
   /** Counts a request against its client address, giving that limit's headers (plugins/rate-limit.ts). */
   countAddress: CountAddress
 }

@@ -6,6 +6,7 @@ import { Errors } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
 import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
 import { addressSubject } from '../limits/subject.js'
+import type { CountAddress } from './errors.js'
 
 /** What the limiter tells the rest of the service: metrics count it, the log records bans. */
 export interface LimitEvents {
@@ -53,7 +54,7 @@ export function createRateLimiter ({ store, ban, now, events }: RateLimiterOptio
 }
 
 /** Counts against a client address alone: for answers given before there is a request to read a key from. */
-export function createAddressCounter ({ store, now }: Pick<RateLimiterOptions, 'store' | 'now'>): (address: string) => Promise<Record<string, string>> {
+export function createAddressCounter ({ store, now }: Pick<RateLimiterOptions, 'store' | 'now'>): CountAddress {
   return async (address) => {
     const time = now()
     return rateLimitHeaders(await hitAddress(store, address, time), time)

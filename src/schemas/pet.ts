@@ -28,7 +28,7 @@ export const Pet = Type.Object({
 }, { $id: 'Pet', additionalProperties: false, title: 'Pet', description: 'An animal in the store.' })
 export type Pet = Static<typeof Pet>
 
-export const Pets = Type.Array(Pet, { $id: 'Pets', maxItems: 100, title: 'Pets', description: 'A page of animals, ordered by id.' })
+export const Pets = Type.Array(Pet, { $id: 'Pets', maxItems: MAX_PAGE_SIZE, title: 'Pets', description: 'A page of animals, ordered by id.' })
 
 export const ListPetsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, format: 'int32', default: DEFAULT_PAGE_SIZE, description: 'Maximum number of animals to return.' })),

@@ -6,18 +6,14 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { displayWidth } from '../../src/cli/table.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import {
-  createKey, databaseFile, makeTempDir, removeTempDir, runCli, runCliOk, spawnCli, sqliteUrl, withTimeout, type CliResult
+  CLI, PROJECT_ROOT, createKey, databaseFile, makeTempDir, removeTempDir, runCli, runCliOk, spawnCli, sqliteUrl, withTimeout, type CliResult
 } from '../support/process.js'
 
-/** Compiled to dist/test/e2e/: the project root is three folders up. */
-const PROJECT_ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
 /** What a stack trace line looks like; none may reach an operator. */
 const STACK_LINE = /^\s+at /m

@@ -8,16 +8,13 @@
 // stops it. A few cycles in `npm test`, twenty under `npm run test:soak`.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
 import {
   addPet, assertAddedAfter, createUnlimitedKey, loadInFullSwing, range, restartAndList, type PetText
 } from '../support/load.js'
 import { PostgresCluster } from '../support/postgres-cluster.js'
-import type { ExitStatus, ServerProcess } from '../support/process.js'
+import { makeTempDir, removeTempDir, type ExitStatus, type ServerProcess } from '../support/process.js'
 import { iterations } from '../support/soak.js'
 
 const CYCLES = iterations(2, 20)
@@ -73,14 +70,14 @@ interface Cycle {
 }
 
 describe('petstore serve on PostgreSQL, its database stopped at once and itself killed with SIGKILL under write load', { timeout: 90_000 + CYCLES * 30_000 }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-pg-crash-'))
+  const dir = makeTempDir()
   let cluster: PostgresCluster | undefined
   const servers: ServerProcess[] = []
 
   after(async () => {
     await Promise.all(servers.map(async (server) => await server.dispose()))
     await cluster?.stop()
-    rmSync(dir, { recursive: true, force: true })
+    removeTempDir(dir)
   })
 
   it(`When PostgreSQL is stopped with -m immediate and restarted, then the service killed with SIGKILL, during ${CLIENTS} concurrent POSTs, ${CYCLES} times over, then every animal that got a 201 is there as sent after each restart, every other answer is 503, and amcheck finds no corruption`, async (t) => {

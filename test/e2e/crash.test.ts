@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Database } from '../../src/db/sqlite-driver.js'
 import {
-  addPet, assertAddedAfter, createUnlimitedKey, loadInFullSwing, restartAndList, type PetText
+  addPet, assertAddedAfter, createUnlimitedKey, loadInFullSwing, range, restartAndList, type PetText
 } from '../support/load.js'
 import { databaseFile, makeTempDir, removeTempDir, sqliteUrl, type ExitStatus, type ServerProcess } from '../support/process.js'
 import { iterations } from '../support/soak.js'
@@ -92,8 +92,8 @@ describe('petstore serve on SQLite, killed with SIGKILL again and again under wr
     const lost = restarts.flatMap((r, i) => r.lost.map((line) => `restart ${i}: ${line}`))
     const inFlight = kills.map((k) => k.inFlight)
     t.diagnostic(`${CYCLES} kill -9 cycles, ${CLIENTS} clients: ${requests} POSTs, ${acknowledged.size} acknowledged ` +
-      `(${Math.min(...kills.map((k) => k.acknowledged))}–${Math.max(...kills.map((k) => k.acknowledged))} a cycle), ` +
-      `${Math.min(...inFlight)}–${Math.max(...inFlight)} in flight at each kill; lost ${lost.length}; ` +
+      `(${range(kills.map((k) => k.acknowledged))} a cycle), ` +
+      `${range(inFlight)} in flight at each kill; lost ${lost.length}; ` +
       `integrity_check ${[...new Set(restarts.map((r) => String(r.integrity)))].join(', ')} after ${restarts.length} restarts`)
     assert.deepEqual(unexpected, [])
     for (const kill of kills) assert.equal(kill.exit.signal, 'SIGKILL')

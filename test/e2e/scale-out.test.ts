@@ -15,6 +15,7 @@ import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { createKey, idsIn, pollUntil, runCliOk, startServer, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
+import { range } from '../support/load.js'
 import { iterations } from '../support/soak.js'
 
 const REQUEST_TIMEOUT_MS = 10_000
@@ -353,7 +354,6 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
 
     // Assert
     const admitted = (statuses: number[]): number => statuses.filter((status) => status === 200).length
-    const range = (values: number[]): string => `${Math.min(...values)}–${Math.max(...values)}`
     const distinct = (values: number[]): string => [...new Set(values)].join(', ')
     const of = (fault: RedisFaultPhase['fault']): RedisFaultPhase[] => phases.filter((p) => p.fault === fault)
     t.diagnostic(`Redis killed then frozen, ${REDIS_FAULT_CYCLES} time(s), under ${instances.length} instances × ${LOAD_CLIENTS_PER_INSTANCE} clients: ` +

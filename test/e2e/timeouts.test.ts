@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { issueKey } from '../../src/keys/admin.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
+import { range } from '../support/load.js'
 import { iterations } from '../support/soak.js'
 
 /** Everything the socket received until the server closed it, and how long that took. */
@@ -222,7 +223,7 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
 
     // Assert
     const ms = results.map((r) => r.ms)
-    t.diagnostic(`${SLOW_CLIENTS} trickling headers: closed after ${Math.min(...ms)}–${Math.max(...ms)} ms (headers timeout ${timeouts.headersMs} ms); ` +
+    t.diagnostic(`${SLOW_CLIENTS} trickling headers: closed after ${range(ms)} ms (headers timeout ${timeouts.headersMs} ms); ` +
       `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
     assertTimedOutAt(results, timeouts.headersMs)
     assertAnsweredFast(probe)
@@ -246,7 +247,7 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
 
     // Assert
     const ms = results.map((r) => r.ms)
-    t.diagnostic(`${SLOW_CLIENTS} trickling bodies: closed after ${Math.min(...ms)}–${Math.max(...ms)} ms (request timeout ${timeouts.requestMs} ms); ` +
+    t.diagnostic(`${SLOW_CLIENTS} trickling bodies: closed after ${range(ms)} ms (request timeout ${timeouts.requestMs} ms); ` +
       `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
     assertTimedOutAt(results, timeouts.requestMs)
     assertAnsweredFast(probe)
@@ -274,9 +275,9 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
     const held = await server.connections()
 
     // Assert
-    const range = (results: Array<{ ms: number }>): string => `${Math.min(...results.map((r) => r.ms))}–${Math.max(...results.map((r) => r.ms))} ms`
-    t.diagnostic(`${count} idle connections: ${quiet.length} silent ones closed after ${range(quiet)} (headers timeout ${timeouts.headersMs} ms), ` +
-      `${idle.length} idle keep-alive ones ${range(idle)} after their answer (keep-alive timeout ${timeouts.keepAliveMs} ms); ` +
+    const msRange = (results: Array<{ ms: number }>): string => `${range(results.map((r) => r.ms))} ms`
+    t.diagnostic(`${count} idle connections: ${quiet.length} silent ones closed after ${msRange(quiet)} (headers timeout ${timeouts.headersMs} ms), ` +
+      `${idle.length} idle keep-alive ones ${msRange(idle)} after their answer (keep-alive timeout ${timeouts.keepAliveMs} ms); ` +
       `probe: ${probe.count} answers, slowest ${probe.slowestMs} ms`)
     for (const { text, ms } of quiet) {
       assert.match(text, /^HTTP\/1\.1 408 /)

@@ -6,6 +6,7 @@ import type fc from 'fast-check'
 import { isApiPath } from '../../src/plugins/framing.js'
 import { parse } from 'lossless-json'
 import { exactInteger, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
+import type { SentRequest as GeneratedRequest } from './requests.js'
 
 /**
  * `PETSTORE_FUZZ_SEED` (and `PETSTORE_FUZZ_PATH`, from a failure's report)
@@ -72,11 +73,8 @@ export class Figures {
 
 const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']
 
-export interface SentRequest {
-  method: string
-  url: string
-  headers: Record<string, string>
-}
+/** What the rules need of a request, whether generated (requests.ts) or written to a raw socket. */
+type SentRequest = Pick<GeneratedRequest, 'method' | 'url' | 'headers' | 'payload'>
 
 interface RuleOptions {
   /** The router's longest path parameter: a longer one is answered before any route is chosen. */
@@ -162,7 +160,7 @@ function record (value: unknown): Record<string, unknown> {
  * unchanged); GET /pets/{petId} answers that id; a page is in id order,
  * within its limit, and only of the status asked for.
  */
-function outcomeProblems (request: SentRequest & { payload?: string | Buffer }, operation: string | undefined, response: ReceivedResponse, headers: Map<string, string>): string[] {
+function outcomeProblems (request: SentRequest, operation: string | undefined, response: ReceivedResponse, headers: Map<string, string>): string[] {
   const where = `${request.method} ${request.url.slice(0, 120)} → ${response.status}`
   const problems: string[] = []
   const body = exactJson(response.body)
@@ -190,14 +188,14 @@ function outcomeProblems (request: SentRequest & { payload?: string | Buffer }, 
   return problems
 }
 
-export interface Verdict {
+interface Verdict {
   operation: string | undefined
   /** Problems that fail the run. */
   problems: string[]
 }
 
 /** The document's and the rules' verdict on one response. */
-export function judge (checker: OpenApiChecker, request: SentRequest & { payload?: string | Buffer }, response: ReceivedResponse, options: RuleOptions): Verdict {
+export function judge (checker: OpenApiChecker, request: SentRequest, response: ReceivedResponse, options: RuleOptions): Verdict {
   const { operation, problems: documentProblems } = checker.check(request, response)
   const headers = new Map([...response.headers].map(([name, value]) => [name.toLowerCase(), value]))
   const problems = [...documentProblems, ...ruleProblems(request, operation, response, options), ...outcomeProblems(request, operation, response, headers)]

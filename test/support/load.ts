@@ -19,7 +19,7 @@ const REQUEST_TIMEOUT_MS = 10_000
 /** After a 503 a client waits this long before its next try, as the service's Retry-After asks it to (scaled down). */
 const BACKOFF_MS = 50
 
-export interface WriteLoadOptions {
+interface WriteLoadOptions {
   /** http://127.0.0.1:PORT, without /v1. */
   origin: string
   token: string
@@ -35,7 +35,7 @@ export interface WriteLoadOptions {
  * is remembered as acknowledged; a 503 `service_unavailable` (the database
  * is away) is counted and retried after a pause; anything else is unexpected.
  */
-export class WriteLoad {
+class WriteLoad {
   /** id → the animal its 201 promised. */
   readonly acknowledged = new Map<string, PetText>()
   /** Answers other than 201 and a 503 Error body, as `status body`. */
@@ -263,7 +263,7 @@ export async function restartAndList (
   return { server, lost: lostOrChanged(acknowledged, await listEverything(server.origin, token)) }
 }
 
-export interface FullSwingOptions {
+interface FullSwingOptions {
   token: string
   clients: number
   cycle: number

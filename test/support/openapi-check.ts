@@ -34,20 +34,20 @@ export interface ReceivedResponse {
   body: string
 }
 
-export interface CheckedRequest {
+interface CheckedRequest {
   method: string
   /** The request target as sent: origin form (`/v1/pets?limit=1`) or absolute form. */
   url: string
 }
 
-export interface CheckResult {
+interface CheckResult {
   /** `operationId` of the operation the request reached, if any. */
   operation: string | undefined
   /** What does not match the document; empty when all does. */
   problems: string[]
 }
 
-export interface CheckerOptions {
+interface CheckerOptions {
   /**
    * The Error body for statuses that no operation documents (404 for an
    * unknown path, 405, 408, 417, 431…), used when the document has no
@@ -122,12 +122,7 @@ export function exactInteger (literal: string): bigint | undefined {
   return sign === '-' ? -value : value
 }
 
-/** Decodes a JSON text with every number as its literal, so that nothing is rounded before it is checked. */
-function parseExact (text: string): unknown {
-  return parse(text)
-}
-
-/** Every integer literal in a value parsed by parseExact. */
+/** Every integer literal in a value parsed by lossless-json's `parse`, which keeps each number as its literal so that nothing is rounded before it is checked. */
 function * integersIn (node: unknown): Generator<bigint> {
   if (isLosslessNumber(node)) {
     const integer = exactInteger(node.value)
@@ -169,7 +164,7 @@ export class OpenApiChecker {
 
   /** `text`: the document as served, read exactly (its int64 bounds are past 2^53). */
   constructor (text: string, options: CheckerOptions = {}) {
-    const exact = parseExact(text)
+    const exact = parse(text)
     this.#numbers = new BigIntegers(integersIn(exact))
     this.#document = this.#toValidatable(exact)
     if (!isRecord(this.#document)) throw new Error('the OpenAPI document is not an object')
@@ -194,7 +189,7 @@ export class OpenApiChecker {
   }
 
   /** Which operation a request reaches, by method and path; HEAD reaches GET's (RFC 9110 §9.3.2). */
-  operationFor (method: string, url: string): Operation | undefined {
+  #operationFor (method: string, url: string): Operation | undefined {
     const path = pathOf(url)
     if (path === undefined) return undefined
     if (path !== this.#basePath && !path.startsWith(`${this.#basePath}/`)) return undefined
@@ -204,7 +199,7 @@ export class OpenApiChecker {
   }
 
   check (request: CheckedRequest, response: ReceivedResponse): CheckResult {
-    const operation = this.operationFor(request.method, request.url)
+    const operation = this.#operationFor(request.method, request.url)
     const problems: string[] = []
     const headers = new Map<string, string>()
     for (const [name, value] of response.headers) headers.set(name.toLowerCase(), value)
@@ -334,7 +329,7 @@ export class OpenApiChecker {
   #validateBody (schemaRef: string, body: string, where: string, problems: string[]): void {
     let value: unknown
     try {
-      value = this.#toValidatable(parseExact(body))
+      value = this.#toValidatable(parse(body))
     } catch (error) {
       problems.push(`${where}: the body is not JSON (${(error as Error).message}): ${JSON.stringify(clip(body))}`)
       return
@@ -442,8 +437,9 @@ export class OpenApiChecker {
     if (!isRecord(list)) return
     for (const code of Object.keys(list)) {
       const response = this.#follow(`${responses}/${escapePointer(code)}`)
-      const headers = response === undefined ? undefined : this.#at(`${response}/headers`)
-      if (!isRecord(headers) || response === undefined) continue
+      if (response === undefined) continue
+      const headers = this.#at(`${response}/headers`)
+      if (!isRecord(headers)) continue
       for (const name of Object.keys(headers)) {
         const pointer = this.#follow(`${response}/headers/${escapePointer(name)}`)
         if (pointer !== undefined && !this.#knownHeaders.has(name.toLowerCase())) this.#knownHeaders.set(name.toLowerCase(), pointer)

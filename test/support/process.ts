@@ -13,7 +13,7 @@ import { testLogFile } from './test-logs.js'
 
 /** The project root: the nearest directory above this file that holds bin/petstore.js (works from test/ and from dist/test/). */
 export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
-const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
+export const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 
 /** Variables the service reads: the parent's values must not leak into a child, which gets exactly what a test gives it. */
 const SERVICE_VARIABLES = [
