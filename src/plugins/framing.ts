@@ -3,8 +3,8 @@
 // without `Host` (400), an `Expect` other than 100-continue (417), and
 // CONNECT (the connection closed without a word). DECISIONS §12 wants the
 // Error body on these too, so Node is told to pass them on, and they are
-// answered here like any other error: under /v1, after the gate (so with
-// the rate-limit headers), elsewhere at once.
+// answered here like any other error: under the gate (plugins/access.ts),
+// after it, so with the rate-limit headers; elsewhere before the body is read.
 // https://nodejs.org/api/http.html#event-checkexpectation
 import { randomUUID } from 'node:crypto'
 import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -28,7 +28,7 @@ export function unmetFraming (request: FastifyRequest): ApiError | undefined {
   return undefined
 }
 
-/** Paths whose requests pass the gate (plugins/access.ts), which checks framing in its turn. */
+/** Paths whose requests pass the gate (plugins/access.ts): where a request the router cannot take is answered after the gate. */
 export function isApiPath (url: string): boolean {
   return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
 }
@@ -79,7 +79,13 @@ export default fp<FramingOptions>(async function framing (app, { answerRaw, coun
   app.server.on('checkExpectation', take)
   // Without a listener Node closes the connection without a word.
   app.server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })
-  app.addHook('onRequest', (request, _reply, done) => {
-    done(isApiPath(request.url) ? undefined : unmetFraming(request))
+  // Every request is checked here, whatever its scope. A request the gate
+  // checked (under /v1, after its limits) arrives here only if it passed, so
+  // the check is decided by what ran, not by guessing the scope from the URL:
+  // the OpenAPI document and the docs page are under /v1 but not gated.
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const unmet = unmetFraming(request)
+    if (unmet === undefined) done(null, payload)
+    else done(unmet)
   })
 }, { name: 'framing' })

@@ -281,14 +281,16 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.ok(error.message.length > 0)
   })
 
-  it('When an HTTP/1.1 request has no Host header, then /v1 answers 400 with an Error body and the rate-limit headers, and /healthz a 400 Error body', async () => {
+  it('When an HTTP/1.1 request has no Host header, then the API answers 400 with an Error body and the rate-limit headers, and every other path a 400 Error body without them', async () => {
     // Act
     const api = await rawRequest(running().port, `GET /v1/pets HTTP/1.1\r\nAuthorization: Bearer ${token}\r\n\r\n`)
-    const health = await rawRequest(running().port, 'GET /healthz HTTP/1.1\r\n\r\n')
+    // Under /v1, but outside the gate: the OpenAPI document and the docs page.
+    const ungated = await Promise.all(['/healthz', '/v1/openapi.json', '/v1/docs', '/v1/docs/', '/no-such-path']
+      .map(async (path) => ({ path, response: await rawRequest(running().port, `GET ${path} HTTP/1.1\r\n\r\n`) })))
     const http10 = await rawRequest(running().port, 'GET /healthz HTTP/1.0\r\n\r\n')
 
     // Assert
-    for (const response of [api, health]) {
+    for (const response of [api, ...ungated.map(({ response }) => response)]) {
       assert.equal(response.status, 400)
       assert.match(response.headers.get('content-type') ?? '', /^application\/json\b/)
       const error = parseErrorBody(response.body)
@@ -297,13 +299,14 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
       assert.equal(response.headers.get('connection'), 'close')
     }
     assert.match(api.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/)
-    assert.equal(health.headers.get('x-ratelimit-limit'), undefined)
+    for (const { path, response } of ungated) assert.equal(response.headers.get('x-ratelimit-limit'), undefined, path)
     assert.equal(http10.status, 200, 'HTTP/1.0 needs no Host')
   })
 
   it('When a request expects something other than 100-continue, then the answer is 417 with an Error body; 100-continue itself is met', async () => {
     // Act
     const refused = await rawRequest(running().port, `GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nExpect: the-impossible\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+    const ungated = await rawRequest(running().port, 'GET /v1/openapi.json HTTP/1.1\r\nHost: localhost\r\nExpect: the-impossible\r\n\r\n')
     const body = newPetJson({ name: 'Continued' })
     const continued = await rawRequest(running().port, [
       'POST /v1/pets HTTP/1.1', 'Host: localhost', 'Expect: 100-continue', `Authorization: Bearer ${token}`, 'Connection: close',
@@ -315,6 +318,9 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.equal(parseErrorBody(refused.body).code, 'expectation_failed')
     assert.match(refused.headers.get('x-ratelimit-remaining') ?? '', /^\d+$/)
     assert.match(refused.headers.get('x-request-id') ?? '', /.+/)
+    assert.equal(ungated.status, 417)
+    assert.equal(parseErrorBody(ungated.body).code, 'expectation_failed')
+    assert.equal(ungated.headers.get('x-ratelimit-limit'), undefined)
     // A 100 Continue precedes the final answer.
     assert.equal(continued.status, 100)
     assert.match(continued.body, /^HTTP\/1\.1 201 /)
