@@ -9,8 +9,8 @@
 // synchronously, and with sonic-boom 4 a synchronous flush into a closed
 // pipe retries for ever. Here the service flushes itself, asynchronously and
 // with a deadline, at shutdown and on a fatal error.
+import { createRequire } from 'node:module'
 import pino, { type Logger } from 'pino'
-import { prettyFactory } from 'pino-pretty'
 import sonicBoom from 'sonic-boom'
 
 export type LogFormat = 'json' | 'pretty'
@@ -41,8 +41,9 @@ export function createLog ({ level, format }: LogOptions): ServiceLog {
   stream.on('error', () => { gone = true })
 
   const pretty = format === 'pretty'
-    // Coloured only for a person at a terminal.
-    ? prettyFactory({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    // Loaded only when asked for, like the database and Redis clients
+    // (docs/PERFORMANCE.md, RSS). Coloured only for a person at a terminal.
+    ? loadPrettyFactory()({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
     : undefined
   const destination = {
     write (line: string): void {
@@ -69,4 +70,10 @@ export function createLog ({ level, format }: LogOptions): ServiceLog {
   }
 
   return { logger, flush, dropped: () => dropped }
+}
+
+/** pino-pretty, loaded synchronously, since the log exists before anything else starts. */
+function loadPrettyFactory (): typeof import('pino-pretty').prettyFactory {
+  const require = createRequire(import.meta.url)
+  return (require('pino-pretty') as typeof import('pino-pretty')).prettyFactory
 }

@@ -8,7 +8,6 @@ import { openStorage } from './db/open.js'
 import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
 import { createLog, type ServiceLog } from './log.js'
-import { createMetrics } from './metrics.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 
 /** Requests in flight get this long to finish once a stop is asked for. */
@@ -43,9 +42,10 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
   // Every instance on one database shares its counters, and no other deployment's.
   const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
   const limiter = await openRateLimitStore(config.redisUrl, logger, deployment)
+  // prom-client is loaded only when metrics are served.
   const metrics = config.adminPort === undefined
     ? undefined
-    : createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
+    : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
   const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
   const app = await buildApp({ config, storage, limiter, logger, metrics })
   const admin = metrics === undefined ? undefined : await buildAdminApp(metrics)

@@ -9,7 +9,6 @@
 // the server does at its first start, so keys can be made before it.
 import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import pg from 'pg'
 import { redactUrl, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import { SqliteError } from '../db/sqlite-driver.js'
@@ -61,10 +60,17 @@ function reason (error: unknown): string {
  * then, so an invalid URL can only be DATABASE_URL's (node-postgres parses it
  * with `new URL`).
  */
-export function asDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): unknown {
+export async function asDatabaseFailure (url: string, error: unknown, doing: 'open' | 'use'): Promise<unknown> {
   const fromDatabase = error instanceof StorageUnavailableError || error instanceof SqliteError ||
-    error instanceof pg.DatabaseError || isInvalidUrl(error)
+    isInvalidUrl(error) || await isPostgresError(url, error)
   return fromDatabase ? cannot(doing, url, error) : error
+}
+
+/** node-postgres is loaded only for a PostgreSQL database, as the server loads it (db/open.ts). */
+async function isPostgresError (url: string, error: unknown): Promise<boolean> {
+  if (url.startsWith('sqlite:')) return false
+  const { default: pg } = await import('pg')
+  return error instanceof pg.DatabaseError
 }
 
 function cannot (doing: 'open' | 'use', url: string, error: unknown): CommandFailure {

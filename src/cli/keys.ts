@@ -23,7 +23,7 @@ async function withStorage<T> (work: (storage: Storage, config: Config) => Promi
   try {
     return await work(storage, config)
   } catch (error) {
-    throw asDatabaseFailure(config.databaseUrl, error, 'use')
+    throw await asDatabaseFailure(config.databaseUrl, error, 'use')
   } finally {
     await storage.close()
   }

@@ -55,7 +55,7 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
       try {
         await serve(config)
       } catch (error) {
-        throw asDatabaseFailure(config.databaseUrl, error, 'open')
+        throw await asDatabaseFailure(config.databaseUrl, error, 'open')
       }
     })
 

@@ -1,8 +1,8 @@
 // Chooses the rate-limit store from REDIS_URL: in-process when unset, else
 // Redis (one server or a cluster, redis-url.ts) with the in-process store as
-// its fallback when Redis is unreachable.
+// its fallback when Redis is unreachable. The Redis client is loaded only
+// when REDIS_URL is set: an instance without it does not carry its memory.
 import { MemoryStore } from './memory-store.js'
-import { RedisStore } from './redis-store.js'
 import { parseRedisUrl } from './redis-url.js'
 import { ResilientStore, type StoreLogger } from './resilient-store.js'
 import type { RateLimitStore } from './store.js'
@@ -18,6 +18,7 @@ const CONNECT_WAIT_MS = 2000
 /** `namespace`: names this deployment's keys in a Redis that other deployments may share (RedisStoreOptions). */
 export async function openRateLimitStore (redisUrl: string | undefined, logger: StoreLogger, namespace: string): Promise<RateLimitStore> {
   if (redisUrl === undefined) return new MemoryStore()
+  const { RedisStore } = await import('./redis-store.js')
   const redis = new RedisStore(parseRedisUrl(redisUrl), { namespace })
   await redis.whenReady(CONNECT_WAIT_MS)
   return await ResilientStore.open(redis, new MemoryStore(), logger)

@@ -22,7 +22,7 @@ const VARIABLES: Record<RedisKind, string> = {
 }
 
 /** The REDIS_URL of the shared test server or cluster; fails, never skips, when the tests were not started by npm test. */
-function testRedisUrl (kind: RedisKind): string {
+export function testRedisUrl (kind: RedisKind): string {
   const name = VARIABLES[kind]
   const value = process.env[name]
   if (value === undefined || value === '') {
