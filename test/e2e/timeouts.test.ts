@@ -14,6 +14,7 @@ import { openSqlite } from '../../src/db/sqlite.js'
 import { issueKey } from '../../src/keys/admin.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import { range } from '../support/load.js'
+import { pollUntil } from '../support/process.js'
 import { iterations } from '../support/soak.js'
 
 /** Everything the socket received until the server closed it, and how long that took. */
@@ -306,7 +307,7 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
     try {
       await Promise.all(answered)
       const answeredAt = Date.now()
-      await pollUntilZero(server.connections, 10_000)
+      await pollUntil(async () => await server.connections() === 0 ? true : undefined, { ms: 10_000, every: 20, what: 'the server to close the half-open sockets' })
       closedMs = Date.now() - answeredAt
     } finally {
       for (const socket of sockets) socket.destroy()
@@ -317,12 +318,3 @@ describe('slow clients, while a health probe keeps answering', { timeout: 120_00
     assert.ok(closedMs <= 1_000 + SLACK_MS, `the server held the sockets ${closedMs} ms after answering`)
   })
 })
-
-/** Until `count()` is 0, for at most `ms`; fails with the last count. */
-async function pollUntilZero (count: () => Promise<number>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms
-  for (let n = await count(); n !== 0; n = await count()) {
-    if (Date.now() > deadline) throw new Error(`${n} connections still open after ${ms} ms`)
-    await delay(20)
-  }
-}
