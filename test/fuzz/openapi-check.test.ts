@@ -3,9 +3,8 @@
 // it follows the document's `$ref`s to its components.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { ErrorBody } from '../../src/schemas/error.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
-import { OpenApiChecker, exactInteger, type ReceivedResponse } from '../support/openapi-check.js'
+import { exactInteger, serviceChecker, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
@@ -38,7 +37,7 @@ describe('the OpenAPI checker', () => {
   before(async () => {
     subject = await buildTestApp()
     text = (await subject.app.inject({ url: '/v1/openapi.json' })).body
-    checker = new OpenApiChecker(text, { errorSchema: ErrorBody })
+    checker = serviceChecker(text)
   })
 
   after(async () => {
@@ -72,7 +71,7 @@ describe('the OpenAPI checker', () => {
   test('When a header the document marks required is missing, then it says so', () => {
     const document = JSON.parse(text) as { [key: string]: Json }
     const strict = JSON.parse(JSON.stringify(document).replace(/"X-RateLimit-Limit":\{/g, '"X-RateLimit-Limit":{"required":true,')) as { [key: string]: Json }
-    const requiring = new OpenApiChecker(JSON.stringify(strict), { errorSchema: ErrorBody })
+    const requiring = serviceChecker(JSON.stringify(strict))
     const { problems } = requiring.check({ method: 'GET', url: '/v1/pets' }, listing({ headers: [['content-type', 'application/json']] }))
     assert.deepEqual(problems, ['GET /v1/pets → 200: required header x-ratelimit-limit is missing'])
   })

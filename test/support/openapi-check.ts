@@ -16,6 +16,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { isLosslessNumber, parse } from 'lossless-json'
+import { ErrorBody } from '../../src/schemas/error.js'
 
 /** Headers of the transport (RFC 9110 §7, §8, RFC 9112) that a document need not describe. */
 const TRANSPORT_HEADERS = new Set([
@@ -446,6 +447,15 @@ export class OpenApiChecker {
       }
     }
   }
+}
+
+/**
+ * A checker for the service's own document (`text`: /v1/openapi.json as
+ * served), with the service's Error schema for answers that reach no
+ * operation, so that every test checks against the same thing.
+ */
+export function serviceChecker (text: string): OpenApiChecker {
+  return new OpenApiChecker(text, { errorSchema: ErrorBody })
 }
 
 function escapeRegExp (text: string): string {
