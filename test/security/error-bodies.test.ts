@@ -6,16 +6,11 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
-import type { FastifyInstance, InjectOptions } from 'fastify'
-import { buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
-import type { Storage } from '../../src/db/storage.js'
-import { openSqlite } from '../../src/db/sqlite.js'
+import type { InjectOptions } from 'fastify'
 import { ERROR_CODES, type ErrorCode } from '../../src/errors.js'
-import { issueKey } from '../../src/keys/admin.js'
 import { generateToken } from '../../src/keys/tokens.js'
-import { MemoryStore } from '../../src/limits/memory-store.js'
-import { CLOCK_START, bearer, newPetJson } from '../support/fixtures.js'
+import { buildTestApp, type TestApp } from '../support/app.js'
+import { bearer, newPetJson } from '../support/fixtures.js'
 import { RawConnection, parseRawResponse, rawRequest, type RawResponse } from '../support/process.js'
 
 /** What a stack trace or an internal leaves behind in a text. */
@@ -42,39 +37,16 @@ function fromRaw (response: RawResponse): Answer {
   return { status: response.status, contentType: response.headers.get('content-type') ?? '', body: response.body }
 }
 
-/** The app on a real port (for what only a socket can send) with a clock the test moves and a storage it can break. */
-interface Harness {
-  app: FastifyInstance
-  storage: Storage
+/** The shared test app (a clock the test moves, a storage it can break), on a real port too, for what only a socket can send. */
+interface Harness extends TestApp {
   port: number
-  clock: { ms: number }
-  token: (plan?: 'free' | 'pro') => Promise<string>
-  close: () => Promise<void>
 }
 
 async function harness (env: Record<string, string> = {}): Promise<Harness> {
-  const clock = { ms: CLOCK_START }
-  const now = (): number => clock.ms
-  const storage = openSqlite('sqlite::memory:')
-  const limiter = new MemoryStore(now)
-  const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', ...env })
   // Short connection timeouts, so that the parser's 408 comes quickly.
-  const app = await buildApp({ config, storage, limiter, now, timeouts: { headersMs: 300, requestMs: 3_000, checkEveryMs: 50 } })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return {
-    app,
-    storage,
-    clock,
-    port: (app.server.address() as AddressInfo).port,
-    token: async (plan = 'pro') => (await issueKey(storage, {
-      plan, name: 'errors', perMinute: undefined, perDay: undefined, environment: config.environment, now: now()
-    })).token,
-    async close () {
-      await app.close()
-      await storage.close().catch(() => {})
-      await limiter.close()
-    }
-  }
+  const subject = await buildTestApp(env, { timeouts: { headersMs: 300, requestMs: 3_000, checkEveryMs: 50 } })
+  await subject.app.listen({ host: '127.0.0.1', port: 0 })
+  return { ...subject, port: (subject.app.server.address() as AddressInfo).port }
 }
 
 async function inject (t: Harness, options: InjectOptions): Promise<Answer> {
@@ -137,7 +109,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
 
   before(async () => {
     t = await harness({ RATE_LIMIT_BAN_THRESHOLD: '2' })
-    token = await t.token()
+    token = await t.newKey('pro')
   })
   after(async () => { await t.close() })
 
@@ -190,7 +162,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
   it('When an Idempotency-Key is still in flight (409), then the second request gets a bare Error', async () => {
     const slow = await harness()
     try {
-      const key = await slow.token()
+      const key = await slow.newKey('pro')
       const original = slow.storage.createPetOnce.bind(slow.storage)
       let release: () => void = () => {}
       let entered: () => void = () => {}
@@ -213,7 +185,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
   })
 
   it('When limits are spent (429 rate_limited, api_key_banned), then each body is a bare Error', async () => {
-    const free = await t.token('free')
+    const free = await t.newKey('free')
     for (let i = 0; i < 60; i++) await inject(t, { url: '/v1/pets?limit=1', headers: bearer(free) })
     check('the 61st request', await inject(t, { url: '/v1/pets?limit=1', headers: bearer(free) }), 429, 'rate_limited')
     await inject(t, { url: '/v1/pets?limit=1', headers: bearer(free) })
@@ -245,7 +217,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
   it('When the storage throws an unexpected error (500), then the body is code, message and status only', async () => {
     const broken = await harness()
     try {
-      const key = await broken.token()
+      const key = await broken.newKey('pro')
       broken.storage.listPets = async () => { throw internalFault() }
       broken.storage.getPet = async () => { throw internalFault() }
       broken.storage.createPetOnce = async () => { throw internalFault() }
@@ -268,7 +240,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
   it('When the database is closed (503), then the body is code, message and status only', async () => {
     const closed = await harness()
     try {
-      const key = await closed.token()
+      const key = await closed.newKey('pro')
       // One request first, so that the key is cached and the closed database is met by the operation itself.
       await inject(closed, { url: '/v1/pets', headers: bearer(key) })
       await closed.storage.close()

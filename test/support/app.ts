@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { appendFileSync } from 'node:fs'
 import type { FastifyBaseLogger, FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pino from 'pino'
-import { buildApp } from '../../src/app.js'
+import { buildApp, type AppDeps } from '../../src/app.js'
 import { loadConfig, type Config } from '../../src/config.js'
 import { openPostgres } from '../../src/db/postgres.js'
 import { openSqlite } from '../../src/db/sqlite.js'
@@ -63,13 +63,13 @@ async function openTestLimiter (backend: 'memory' | 'redis', clock: TestClock): 
 
 export async function buildTestApp (
   env: Record<string, string> = {},
-  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger, metrics?: Metrics } = {}
+  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger, metrics?: Metrics, timeouts?: AppDeps['timeouts'] } = {}
 ): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
   const clock = new TestClock()
   const storage = options.storage ?? await openTestStorage(options.backend ?? 'sqlite')
   const limiter = options.limiter ?? await openTestLimiter(options.limiterBackend ?? 'memory', clock)
-  const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger, metrics: options.metrics })
+  const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger, metrics: options.metrics, timeouts: options.timeouts })
   await app.ready()
   return {
     app,
