@@ -11,8 +11,10 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_pr
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
+import { pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { freePort } from './ports.js'
+import { PROJECT_ROOT } from './process.js'
 
 const START_TIMEOUT_MS = 30_000
 const STOP_GRACE_MS = 10_000
@@ -40,7 +42,7 @@ export class PostgresCluster {
 
   /** initdb in `dir`, then the server, answering queries when this resolves. */
   static async start ({ dir, log = () => {} }: { dir: string, log?: Log }): Promise<PostgresCluster> {
-    const bin = findBinaries() ?? install(log)
+    const bin = findBinaries() ?? await install(log)
     const owner = process.getuid?.() === 0 ? userIds('postgres') : undefined
     const data = join(dir, 'data')
     mkdirSync(data, { recursive: true })
@@ -185,12 +187,18 @@ function findBinaries (): string | undefined {
   return versions[0] === undefined ? undefined : join(root, versions[0], 'bin')
 }
 
-function install (log: Log): string {
+/** scripts/services/apt.js, which the other services install with too. */
+interface Apt {
+  aptInstall: (args: readonly string[]) => string | undefined
+}
+
+async function install (log: Log): Promise<string> {
   log('initdb not found: installing Debian\'s postgresql package (apt-get)')
-  for (const args of [['update'], ['install', '-y', 'postgresql']]) {
-    const result = spawnSync('apt-get', args, { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
-    if (result.status !== 0) throw new Error(`apt-get ${args.join(' ')} failed: install PostgreSQL (initdb, postgres) to run the tests`)
-  }
+  // Plain JavaScript outside the compiled tree (dist/ holds no scripts/), so
+  // loaded by its path from the project root, from test/ and dist/test/ alike.
+  const { aptInstall } = await import(pathToFileURL(join(PROJECT_ROOT, 'scripts', 'services', 'apt.js')).href) as Apt
+  const failure = aptInstall(['postgresql'])
+  if (failure !== undefined) throw new Error(`Debian's postgresql package cannot be installed (${failure}): install PostgreSQL (initdb, postgres) to run the tests`)
   const bin = findBinaries()
   if (bin === undefined) throw new Error('postgresql was installed, but initdb is still not found')
   return bin
