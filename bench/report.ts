@@ -14,6 +14,8 @@ export interface Row {
   targets: readonly Target[]
   measurement: Measurement
   maxRssMiB: number | undefined
+  /** The server's CPU time (user and system) during the measured run ÷ its responses; undefined where /proc is not. */
+  cpuMicrosPerResponse: number | undefined
   /** The petstore's log written per response: about 250 bytes when it logs every request, 0 for the others. */
   logBytesPerResponse: number
 }
@@ -90,8 +92,8 @@ function met (row: Row, rows: Rows): Met {
 
 /** The Markdown table of one section's rows. */
 export function table (section: readonly Row[], rows: Rows): string {
-  const header = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'max RSS MiB', '× bare', 'target', 'met']
-  const right = [false, false, true, true, true, true, true, false, false]
+  const header = ['scenario', 'server', 'req/s', 'p50 ms', 'p99 ms', 'max RSS MiB', 'CPU µs', '× bare', 'target', 'met']
+  const right = [false, false, true, true, true, true, true, true, false, false]
   const cells = section.map((row) => {
     const m = row.measurement
     const ratio = ratioToBare(row, rows)
@@ -102,6 +104,7 @@ export function table (section: readonly Row[], rows: Rows): string {
       ms2(m.latencyMs.p50),
       ms2(m.latencyMs.p99),
       row.maxRssMiB === undefined ? '—' : row.maxRssMiB.toFixed(1),
+      row.cpuMicrosPerResponse === undefined ? '—' : row.cpuMicrosPerResponse.toFixed(0),
       ratio === undefined ? '—' : ratio.toFixed(2),
       row.targets.length === 0 ? '—' : row.targets.map((t) => t.label).join('; '),
       met(row, rows)

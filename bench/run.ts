@@ -145,7 +145,9 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
       await generator.measure(request, { ...load, seconds: WARMUP_SECONDS })
       server.emptyLog()
       const rss = sampleRss(server)
+      const cpuBefore = server.cpuSeconds()
       const measurement = await generator.measure(request, { ...load, seconds: options.seconds }).finally(rss.stop)
+      const cpuAfter = server.cpuSeconds()
       server.assertRunning()
       const logBytes = server.logBytes()
       server.emptyLog()
@@ -158,6 +160,9 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
         targets: scenario.targets,
         measurement,
         maxRssMiB: rss.max(),
+        cpuMicrosPerResponse: cpuBefore === undefined || cpuAfter === undefined || measurement.responses === 0
+          ? undefined
+          : (cpuAfter - cpuBefore) * 1e6 / measurement.responses,
         logBytesPerResponse: measurement.responses === 0 ? 0 : logBytes / measurement.responses
       })
     }
@@ -217,7 +222,8 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
     '- peers: the list peer reads the petstore\'s seeded SQLite file read-only; the group-commit peer writes a file of its own; ' +
       'both look the bearer token up in a Map and count each request against its key',
     ...driftLine(drift),
-    `- max RSS: the server's VmRSS, sampled every ${RSS_SAMPLE_MS} ms during the measured run; × bare: req/s ÷ the bare server's GET or POST req/s`,
+    `- max RSS: the server's VmRSS, sampled every ${RSS_SAMPLE_MS} ms during the measured run; CPU µs: the server's user and system time ` +
+      'during the measured run ÷ its responses (steadier than req/s when the machine drifts); × bare: req/s ÷ the bare server\'s GET or POST req/s',
     ''
   ]
   for (const section of [SQLITE, SCALE_OUT]) {
@@ -249,6 +255,7 @@ function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generat
       server: row.server,
       ...row.measurement,
       maxRssMiB: row.maxRssMiB ?? null,
+      cpuMicrosPerResponse: row.cpuMicrosPerResponse ?? null,
       ratioToBare: ratioToBare(row, rows) ?? null,
       logBytesPerResponse: row.logBytesPerResponse,
       targets: row.targets.map((t) => ({ target: t.label, ...(t.check(row, rows) ?? { met: null }) }))

@@ -19,6 +19,9 @@ const STOP_GRACE_MS = 10_000
 /** Variables a server inherits: nothing of this shell's configuration (LOG_LEVEL, DATABASE_URL…) leaks into what is measured. */
 const INHERITED = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR']
 
+/** /proc counts CPU time in clock ticks: USER_HZ, 100 on every Linux architecture Node.js runs on. */
+const CLOCK_TICKS_PER_SECOND = 100
+
 export interface ServerSpec {
   /** Names the log files, and the server in messages. */
   name: string
@@ -98,6 +101,25 @@ export class BenchServer {
     try {
       const kB = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${this.pid}/status`, 'utf8'))?.[1]
       return kB === undefined ? undefined : Number(kB) / 1024
+    } catch {
+      return undefined
+    }
+  }
+
+  /**
+   * CPU time the server has used so far, user and system, in seconds, from
+   * /proc (Linux); undefined elsewhere or once exited. Divided by the
+   * requests answered it is the steadiest figure of a run: on a virtual
+   * machine whose speed drifts, it moves far less than requests per second.
+   */
+  cpuSeconds (): number | undefined {
+    if (this.pid === undefined || this.#exit !== undefined) return undefined
+    try {
+      // Fields 14 and 15 (utime, stime), counted after the command name,
+      // which is in parentheses and may itself hold spaces.
+      const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
     } catch {
       return undefined
     }
