@@ -5,7 +5,7 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { generateToken } from '../src/keys/tokens.js'
-import { PROJECT_ROOT } from '../test/support/process.js'
+import { CLI } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 import { deepCursor, enterpriseKey, spend } from './prepare.js'
 import { Targets, type Target } from './report.js'
@@ -25,8 +25,11 @@ const RSS_MIB = 150
 const P99_MS = 5
 
 const HERE = dirname(fileURLToPath(import.meta.url))
-const PETSTORE = [join(PROJECT_ROOT, 'bin', 'petstore.js'), 'serve']
+const PETSTORE = [CLI, 'serve']
 const NEW_PET = JSON.stringify({ name: 'Bench', categoryId: 1, status: 'available' })
+
+/** The four operations every petstore backend is measured on. */
+type Operation = 'list' | 'deep' | 'create' | 'get'
 
 interface Scenario {
   id: string
@@ -78,22 +81,22 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
   const rss = Targets.rss(RSS_MIB)
 
   /** The four operations of a petstore seeded with ANIMALS animals. */
-  const operations = (prefix: string, token: () => Promise<string>, targets: (id: string) => Target[]): Scenario[] => [
-    { id: `${prefix}list`, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: targets('list'), request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) },
+  const operations = (prefix: string, token: () => Promise<string>, targets: Record<Operation, Target[]>): Scenario[] => [
+    { id: `${prefix}list`, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets: targets.list, request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) },
     {
       id: `${prefix}deep`,
       scenario: `GET /v1/pets?status=sold&limit=20 from a cursor ${CURSOR_DEPTH * 100} % deep`,
       bare: 'bare-get',
-      targets: targets('deep'),
+      targets: targets.deep,
       request: async (origin) => {
-        const { cursor } = await deepCursor(origin, await token(), 'sold', BigInt(ANIMALS * CURSOR_DEPTH), signal)
+        const cursor = await deepCursor(origin, await token(), 'sold', BigInt(ANIMALS * CURSOR_DEPTH), signal)
         return { request: get(origin, `/v1/pets?status=sold&limit=20&cursor=${encodeURIComponent(cursor)}`, await token()) }
       }
     },
-    { id: `${prefix}create`, scenario: 'POST /v1/pets (durable)', bare: 'bare-post', targets: targets('create'), request: async (origin) => ({ request: post(origin, await token()) }) },
-    { id: `${prefix}get`, scenario: 'GET /v1/pets/{id}', bare: 'bare-get', targets: targets('get'), request: async (origin) => ({ request: get(origin, `/v1/pets/${ANIMALS / 2}`, await token()) }) }
+    { id: `${prefix}create`, scenario: 'POST /v1/pets (durable)', bare: 'bare-post', targets: targets.create, request: async (origin) => ({ request: post(origin, await token()) }) },
+    { id: `${prefix}get`, scenario: 'GET /v1/pets/{id}', bare: 'bare-get', targets: targets.get, request: async (origin) => ({ request: get(origin, `/v1/pets/${ANIMALS / 2}`, await token()) }) }
   ]
-  const sqliteTargets: Record<string, Target[]> = {
+  const sqliteTargets: Record<Operation, Target[]> = {
     list: [Targets.timesBare(0.40), Targets.timesRow(2, 'list-peer', 'list peer'), Targets.p99(P99_MS), rss],
     deep: [Targets.timesBare(0.35), rss],
     create: [Targets.timesBare(0.40), Targets.aheadOf('create-peer', 'group-commit peer'), Targets.p99(P99_MS), rss],
@@ -102,7 +105,7 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
   // Scaled out, each request also waits on PostgreSQL and Redis over
   // loopback, and both share the machine unpinned: half the ratios asked of
   // SQLite, and twice its p99 (docs/PERFORMANCE.md).
-  const scaleOutTargets: Record<string, Target[]> = {
+  const scaleOutTargets: Record<Operation, Target[]> = {
     list: [Targets.timesBare(0.20), Targets.p99(2 * P99_MS), rss],
     deep: [Targets.timesBare(0.18), rss],
     create: [Targets.timesBare(0.20), Targets.p99(2 * P99_MS), rss],
@@ -156,7 +159,7 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
       server: `petstore SQLite (${count(ANIMALS)} animals)`,
       prepare: async () => { await main.key(); return petstore(main.url) },
       scenarios: [
-        ...operations('', main.key, (id) => sqliteTargets[id] ?? []),
+        ...operations('', main.key, sqliteTargets),
         spentKey('429-banned', '429 api_key_banned (default config, key banned first)', '1000', 'api_key_banned')
       ]
     },
@@ -213,7 +216,7 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
         const { databaseUrl, redisUrl } = await postgres()
         return petstore(databaseUrl, { REDIS_URL: redisUrl })
       },
-      scenarios: operations('pg-', async () => (await postgres()).token, (id) => scaleOutTargets[id] ?? [])
+      scenarios: operations('pg-', async () => (await postgres()).token, scaleOutTargets)
     }
   ]
 }

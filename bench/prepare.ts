@@ -17,10 +17,9 @@ export async function enterpriseKey (databaseUrl: string, name: string, perMinut
 
 /**
  * Follows `Link: rel="next"` through `?status=STATUS&limit=100`, one page at
- * a time, until the pages passed reach `fromId`; the cursor found there and
- * the id it continues after.
+ * a time, until the pages passed reach `fromId`; the cursor found there.
  */
-export async function deepCursor (origin: string, token: string, status: string, fromId: bigint, signal: AbortSignal): Promise<{ cursor: string, afterId: bigint }> {
+export async function deepCursor (origin: string, token: string, status: string, fromId: bigint, signal: AbortSignal): Promise<string> {
   let url = `${origin}/v1/pets?status=${status}&limit=${PAGE}`
   for (;;) {
     const response = await fetch(url, { headers: { authorization: `Bearer ${token}` }, signal })
@@ -31,7 +30,7 @@ export async function deepCursor (origin: string, token: string, status: string,
     if (cursor === null) throw new Error(`paging: no next page before id ${fromId} (${url})`)
     // The last id, read as digits: a category id past 2^53 would not survive JSON.parse.
     const afterId = BigInt(idsIn(text).at(-1) ?? '0')
-    if (afterId >= fromId) return { cursor, afterId }
+    if (afterId >= fromId) return cursor
     // Only the cursor is taken from the link: every request goes to our own 127.0.0.1 origin.
     url = `${origin}/v1/pets?status=${status}&limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`
   }

@@ -55,8 +55,9 @@ export const Targets = {
     check: (row, rows) => {
       const other = rows.get(id)
       if (other === undefined) return undefined
-      const [own, theirs] = [row, other].map((r) => Math.round(r.measurement.requestsPerSecond))
-      return { met: (own ?? 0) > (theirs ?? 0), figure: `${own ?? '?'} req/s against ${theirs ?? '?'}` }
+      const own = Math.round(row.measurement.requestsPerSecond)
+      const theirs = Math.round(other.measurement.requestsPerSecond)
+      return { met: own > theirs, figure: `${own} req/s against ${theirs}` }
     }
   }),
   p99: (ms: number): Target => ({

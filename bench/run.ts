@@ -196,11 +196,12 @@ interface Drift { first: Row | undefined, again: Row }
 function driftLine (drift: readonly Drift[]): string[] {
   const parts = drift.flatMap(({ first, again }) => {
     if (first === undefined) return []
-    const [before, after] = [first, again].map((r) => r.measurement.requestsPerSecond)
-    const change = 100 * ((after ?? 0) / (before ?? 1) - 1)
-    return [`${again.scenario.split(' ')[0] ?? ''} ${Math.round(before ?? 0)} req/s first, ${Math.round(after ?? 0)} at the end (${change >= 0 ? '+' : ''}${change.toFixed(1)} %)`]
+    const before = first.measurement.requestsPerSecond
+    const after = again.measurement.requestsPerSecond
+    const change = 100 * (after / before - 1)
+    return [`${again.scenario.split(' ')[0] ?? ''} ${Math.round(before)} req/s first, ${Math.round(after)} at the end (${change >= 0 ? '+' : ''}${change.toFixed(1)} %)`]
   })
-  return parts.length === 0 ? [] : [`- drift: the bare server measured again after every other row: ${parts.join('; ')}; ratios use the first figures`]
+  return parts.length === 0 ? [] : [`- drift: the bare server measured again once every other row was done: ${parts.join('; ')}; ratios use the first figures`]
 }
 
 function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup, drift: readonly Drift[]): string {

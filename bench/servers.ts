@@ -97,13 +97,9 @@ export class BenchServer {
 
   /** Resident memory now, in MiB, from /proc (Linux); undefined elsewhere or once exited. */
   rssMiB (): number | undefined {
-    if (this.pid === undefined || this.#exit !== undefined) return undefined
-    try {
-      const kB = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${this.pid}/status`, 'utf8'))?.[1]
-      return kB === undefined ? undefined : Number(kB) / 1024
-    } catch {
-      return undefined
-    }
+    const status = this.#proc('status')
+    const kB = status === undefined ? undefined : /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]
+    return kB === undefined ? undefined : Number(kB) / 1024
   }
 
   /**
@@ -113,13 +109,19 @@ export class BenchServer {
    * machine whose speed drifts, it moves far less than requests per second.
    */
   cpuSeconds (): number | undefined {
+    const stat = this.#proc('stat')
+    if (stat === undefined) return undefined
+    // Fields 14 and 15 (utime, stime), counted after the command name,
+    // which is in parentheses and may itself hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
+  }
+
+  /** /proc/PID/`file` while the server runs; undefined where there is no /proc. */
+  #proc (file: string): string | undefined {
     if (this.pid === undefined || this.#exit !== undefined) return undefined
     try {
-      // Fields 14 and 15 (utime, stime), counted after the command name,
-      // which is in parentheses and may itself hold spaces.
-      const stat = readFileSync(`/proc/${this.pid}/stat`, 'utf8')
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
+      return readFileSync(`/proc/${this.pid}/${file}`, 'utf8')
     } catch {
       return undefined
     }

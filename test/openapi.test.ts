@@ -4,17 +4,16 @@
 // docs page, whose every asset is served from here.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, jsonHeaders, type TestApp } from './support/app.js'
 import { INT64_MAX, buildPet } from './support/fixtures.js'
+import { PROJECT_ROOT } from './support/process.js'
 
 const PRODUCTION = 'https://api.petstore.example/v1'
 const STAGING = 'https://staging.petstore.example/v1'
@@ -82,17 +81,6 @@ function dereference<T> (node: T, document: unknown = node): T {
   const { $ref, ...rest } = node as Record<string, unknown>
   if (typeof $ref === 'string') return dereference({ ...(target(document, $ref) as object), ...rest } as T, document)
   return Object.fromEntries(Object.entries(rest).map(([key, value]) => [key, dereference(value, document)])) as T
-}
-
-/** The project's root: the nearest directory up from here with a package.json. */
-function projectRoot (): string {
-  let dir = dirname(fileURLToPath(import.meta.url))
-  while (!existsSync(join(dir, 'package.json'))) {
-    const parent = dirname(dir)
-    if (parent === dir) throw new Error('no package.json above the test file')
-    dir = parent
-  }
-  return dir
 }
 
 function operations (document: OpenApiDocument): Map<string, Operation> {
@@ -337,7 +325,7 @@ describe('the OpenAPI document', () => {
   })
 
   test('passes redocly lint (recommended) with no errors', async () => {
-    const root = projectRoot()
+    const root = PROJECT_ROOT
     await writeFile(join(dir, 'openapi.json'), text)
     await writeFile(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n')
     const result = await run(join(root, 'node_modules', '.bin', 'redocly'),
@@ -350,7 +338,7 @@ describe('the OpenAPI document', () => {
   })
 
   test('passes Spectral with the OWASP ruleset with no errors', async () => {
-    const root = projectRoot()
+    const root = PROJECT_ROOT
     await writeFile(join(dir, 'openapi.json'), text)
     // Resolved from here, since Spectral resolves a ruleset's `extends` from the ruleset's own directory.
     const owasp = createRequire(import.meta.url).resolve('@stoplight/spectral-owasp-ruleset')

@@ -21,14 +21,20 @@ let updated = false
 export function aptInstall (args) {
   if (process.getuid?.() !== 0) return 'not root'
   if (findOnPath('apt-get') === undefined) return 'no apt-get'
-  for (const command of [...(updated ? [] : [['update']]), ['install', '-y', ...args]]) {
-    const result = spawnSync('apt-get', command, {
-      // apt-get's progress goes to stderr, so that the report on stdout stays readable.
-      stdio: ['ignore', process.stderr, process.stderr],
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
-    })
-    if (result.status !== 0) return `apt-get ${command.join(' ')} failed (${result.error?.message ?? `exit ${result.status}`})`
-    if (command[0] === 'update') updated = true
+  if (!updated) {
+    const failure = aptGet(['update'])
+    if (failure !== undefined) return failure
+    updated = true
   }
-  return undefined
+  return aptGet(['install', '-y', ...args])
+}
+
+/** One apt-get command: undefined when it succeeded, else why not. */
+function aptGet (command) {
+  const result = spawnSync('apt-get', command, {
+    // apt-get's progress goes to stderr, so that the report on stdout stays readable.
+    stdio: ['ignore', process.stderr, process.stderr],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+  })
+  return result.status === 0 ? undefined : `apt-get ${command.join(' ')} failed (${result.error?.message ?? `exit ${result.status}`})`
 }

@@ -29,15 +29,13 @@ export default fp<DeprecationOptions>(async function deprecation (app, { baseUrl
   // Callback hooks: nearly every request has nothing to do here, and need not pay for a promise.
   app.addHook('onRequest', (request, reply, done) => {
     const deprecated = request.routeOptions.config.deprecation
-    if (deprecated === undefined) {
-      done()
-      return
+    if (deprecated !== undefined) {
+      reply.headers({
+        deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
+        sunset: deprecated.sunset.toUTCString(),
+        link: `<${baseUrl()}${deprecated.successor}>; rel="successor-version", <${baseUrl()}/docs>; rel="deprecation"; type="text/html"`
+      })
     }
-    reply.headers({
-      deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
-      sunset: deprecated.sunset.toUTCString(),
-      link: `<${baseUrl()}${deprecated.successor}>; rel="successor-version", <${baseUrl()}/docs>; rel="deprecation"; type="text/html"`
-    })
     done()
   })
 

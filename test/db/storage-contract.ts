@@ -10,6 +10,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
 import { StorageUnavailableError } from '../../src/errors.js'
+import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
 import { INT64_MAX } from '../support/fixtures.js'
 
 /** What a backend gives the suite, once per test. */
@@ -71,7 +72,8 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       const first = created.reduce((a, b) => (b.id < a.id ? b : a))
       const afterId = first.id - 1n
       const ours = (pets: Array<{ name: string }>) => pets.filter((p) => p.name.startsWith(`${tag}-`))
-      for (let limit = 1; limit <= 101; limit++) {
+      // Every page size a request can ask for, and the one more row read to see whether another page follows.
+      for (let limit = 1; limit <= MAX_PAGE_SIZE + 1; limit++) {
         const all = await storage.listPets({ afterId, status: undefined, limit })
         assert.equal(ours(all).length, limit, `a page of ${limit}`)
         assert.equal(all[0]?.id, first.id)

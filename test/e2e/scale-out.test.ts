@@ -5,15 +5,12 @@
 // long recovery took, the slowest request) are printed as test diagnostics.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import pg from 'pg'
 import { PostgresCluster } from '../support/postgres-cluster.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
-import { createKey, idsIn, pollUntil, runCliOk, startServer, type ServerProcess } from '../support/process.js'
+import { createKey, idsIn, makeTempDir, pollUntil, removeTempDir, runCliOk, startServer, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
 import { range } from '../support/load.js'
 import { iterations } from '../support/soak.js'
@@ -89,14 +86,14 @@ describe('several instances on one PostgreSQL database', { timeout: 120_000 }, (
 })
 
 describe('an instance while its PostgreSQL server stops or freezes', { timeout: 180_000 }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-pg-outage-'))
+  const dir = makeTempDir()
   let cluster: PostgresCluster | undefined
   let server: ServerProcess | undefined
   let token = ''
   after(async () => {
     await server?.dispose()
     await cluster?.stop()
-    rmSync(dir, { recursive: true, force: true })
+    removeTempDir(dir)
   })
 
   /** The cluster, the service on it and a key, before each outage. */

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict'
 import { connect } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import fc from 'fast-check'
-import { serviceChecker, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
+import { OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 import { createKey, makeTempDir, removeTempDir, sqliteUrl, startServer, withTimeout, type ServerProcess } from '../support/process.js'
 import { iterations } from '../support/soak.js'
 import { Figures, KEEP_GOING, fuzzParameters, judge } from './harness.js'
@@ -254,7 +254,7 @@ describe('fuzzing HTTP framing over raw sockets', { timeout: 600_000 }, () => {
     token = (await createKey(env, ['--plan', 'enterprise', '--per-minute', '1000000000', '--per-day', '1000000000'])).token
     server = await startServer(env)
     const document = await fetch(`${server.origin}/v1/openapi.json`)
-    checker = serviceChecker(await document.text())
+    checker = new OpenApiChecker(await document.text())
   })
 
   after(async () => {

@@ -8,7 +8,7 @@ import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { generateToken } from '../../src/keys/tokens.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
-import { serviceChecker, type OpenApiChecker } from '../support/openapi-check.js'
+import { OpenApiChecker } from '../support/openapi-check.js'
 import { iterations } from '../support/soak.js'
 import { Figures, KEEP_GOING, fuzzParameters, judge } from './harness.js'
 import { materialize, requestSpec, type RunState, type SentRequest } from './requests.js'
@@ -22,7 +22,7 @@ const UNLIMITED = 1_000_000_000
 async function arrange (subject: TestApp): Promise<{ checker: OpenApiChecker, state: RunState }> {
   const document = await subject.app.inject({ url: '/v1/openapi.json' })
   assert.equal(document.statusCode, 200)
-  const checker = serviceChecker(document.body)
+  const checker = new OpenApiChecker(document.body)
   const revoked = await subject.newKey('free')
   const revokedId = (await subject.storage.listApiKeys()).at(-1)?.id
   assert.ok(revokedId !== undefined)

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildTestApp, type TestApp } from '../support/app.js'
-import { exactInteger, serviceChecker, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
+import { exactInteger, OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
@@ -37,7 +37,7 @@ describe('the OpenAPI checker', () => {
   before(async () => {
     subject = await buildTestApp()
     text = (await subject.app.inject({ url: '/v1/openapi.json' })).body
-    checker = serviceChecker(text)
+    checker = new OpenApiChecker(text)
   })
 
   after(async () => {
@@ -71,7 +71,7 @@ describe('the OpenAPI checker', () => {
   test('When a header the document marks required is missing, then it says so', () => {
     const document = JSON.parse(text) as { [key: string]: Json }
     const strict = JSON.parse(JSON.stringify(document).replace(/"X-RateLimit-Limit":\{/g, '"X-RateLimit-Limit":{"required":true,')) as { [key: string]: Json }
-    const requiring = serviceChecker(JSON.stringify(strict))
+    const requiring = new OpenApiChecker(JSON.stringify(strict))
     const { problems } = requiring.check({ method: 'GET', url: '/v1/pets' }, listing({ headers: [['content-type', 'application/json']] }))
     assert.deepEqual(problems, ['GET /v1/pets → 200: required header x-ratelimit-limit is missing'])
   })

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildTestApp, jsonHeaders, type TestApp } from '../support/app.js'
-import { serviceChecker, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
+import { OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 import type { LightMyRequestResponse } from 'fastify'
 import type { AddressInfo } from 'node:net'
 import { RawConnection, parseErrorBody, parseRawResponse } from '../support/process.js'
@@ -22,7 +22,7 @@ describe('regressions found by fuzzing', () => {
 
   before(async () => {
     subject = await buildTestApp()
-    checker = serviceChecker((await subject.app.inject({ url: '/v1/openapi.json' })).body)
+    checker = new OpenApiChecker((await subject.app.inject({ url: '/v1/openapi.json' })).body)
     key = await subject.newKey('enterprise', { perMinute: 1000, perDay: 1000 })
   })
 

@@ -2,8 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { CursorCodec } from '../../src/pets/cursor.js'
-
-const INT64_MAX = 9223372036854775807n
+import { INT64_MAX } from '../support/fixtures.js'
 
 /** The same cursor with one character of its signature changed. */
 function tampered (cursor: string): string {

@@ -2,6 +2,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { INT64_MAX, buildPet, bearer } from '../support/fixtures.js'
+import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
 
 // Every operation, on each configuration: one instance on its own, and scaled out.
 for (const configuration of CONFIGURATIONS) {
@@ -165,7 +166,7 @@ for (const configuration of CONFIGURATIONS) {
     const post = (body: unknown, key: string, who = token) => t.app.inject({
       method: 'POST', url: '/v1/pets', headers: jsonHeaders(who, { 'idempotency-key': key }), payload: JSON.stringify(body)
     })
-    const count = async () => (await t.storage.listPets({ afterId: 0n, status: undefined, limit: 101 })).length
+    const count = async () => (await t.storage.listPets({ afterId: 0n, status: undefined, limit: MAX_PAGE_SIZE + 1 })).length
 
     it('When the same request is retried, then the first response comes back and nothing is added', async () => {
       const first = await post(buildPet({ name: 'Once' }), 'retry-1')

@@ -16,7 +16,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
 import { isLosslessNumber, parse } from 'lossless-json'
-import { ErrorBody } from '../../src/schemas/error.js'
 
 /** Headers of the transport (RFC 9110 §7, §8, RFC 9112) that a document need not describe. */
 const TRANSPORT_HEADERS = new Set([
@@ -48,16 +47,8 @@ interface CheckResult {
   problems: string[]
 }
 
-interface CheckerOptions {
-  /**
-   * The Error body for statuses that no operation documents (404 for an
-   * unknown path, 405, 408, 417, 431…), used when the document has no
-   * `components.schemas.Error`.
-   */
-  errorSchema?: object
-  /** Headers HTTP itself requires on answers that reach no operation (`Allow` on a 405). */
-  unmatchedHeaders?: readonly string[]
-}
+/** Headers HTTP itself requires on answers that reach no operation (`Allow` on a 405). */
+const UNMATCHED_HEADERS = new Set(['allow'])
 
 interface Operation {
   id: string
@@ -160,11 +151,9 @@ export class OpenApiChecker {
   readonly #validators = new Map<string, ValidateFunction>()
   /** Every header the document describes anywhere, by lower-case name: pointer to its Header Object. */
   readonly #knownHeaders = new Map<string, string>()
-  readonly #unmatchedHeaders: Set<string>
-  readonly #hasErrorComponent: boolean
 
   /** `text`: the document as served, read exactly (its int64 bounds are past 2^53). */
-  constructor (text: string, options: CheckerOptions = {}) {
+  constructor (text: string) {
     const exact = parse(text)
     this.#numbers = new BigIntegers(integersIn(exact))
     this.#document = this.#toValidatable(exact)
@@ -179,12 +168,10 @@ export class OpenApiChecker {
     })
     addFormats.default(this.#ajv)
     this.#ajv.addSchema({ ...this.#document, $id: DOCUMENT_ID })
-    if (options.errorSchema !== undefined) this.#ajv.addSchema(options.errorSchema, 'fallback-error')
-    this.#hasErrorComponent = this.#at('/components/schemas/Error') !== undefined
-    if (!this.#hasErrorComponent && options.errorSchema === undefined) {
-      throw new Error('the document has no components.schemas.Error: give an errorSchema for answers that reach no operation')
+    // The Error body of statuses no operation documents (404 for an unknown path, 405, 408, 417, 431…).
+    if (this.#at('/components/schemas/Error') === undefined) {
+      throw new Error('the document has no components.schemas.Error, the body of answers that reach no operation')
     }
-    this.#unmatchedHeaders = new Set((options.unmatchedHeaders ?? ['allow']).map((h) => h.toLowerCase()))
     this.#basePath = basePathOf(this.#document)
     this.#operations = this.#findOperations()
   }
@@ -230,7 +217,7 @@ export class OpenApiChecker {
       return
     }
     for (const [name, value] of headers) {
-      if (TRANSPORT_HEADERS.has(name) || this.#unmatchedHeaders.has(name)) continue
+      if (TRANSPORT_HEADERS.has(name) || UNMATCHED_HEADERS.has(name)) continue
       const pointer = this.#knownHeaders.get(name)
       if (pointer === undefined) {
         problems.push(`${where}: header ${name} is documented nowhere in the document`)
@@ -250,7 +237,7 @@ export class OpenApiChecker {
       .find((pointer) => pointer !== undefined && this.#at(`${pointer}/content/application~1json/schema`) !== undefined)
     const schema = documented !== undefined
       ? `${DOCUMENT_ID}#${documented}/content/application~1json/schema`
-      : this.#hasErrorComponent ? `${DOCUMENT_ID}#/components/schemas/Error` : 'fallback-error'
+      : `${DOCUMENT_ID}#/components/schemas/Error`
     this.#validateBody(schema, response.body, where, problems)
   }
 
@@ -447,15 +434,6 @@ export class OpenApiChecker {
       }
     }
   }
-}
-
-/**
- * A checker for the service's own document (`text`: /v1/openapi.json as
- * served), with the service's Error schema for answers that reach no
- * operation, so that every test checks against the same thing.
- */
-export function serviceChecker (text: string): OpenApiChecker {
-  return new OpenApiChecker(text, { errorSchema: ErrorBody })
 }
 
 function escapeRegExp (text: string): string {
