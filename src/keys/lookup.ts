@@ -19,10 +19,9 @@
 // positive only costs the lookup the gate made before this index existed,
 // and its answer (no key) is cached like any other. Revoked keys stay in
 // the filter (a filter cannot forget): they too only cost a lookup, which
-// refuses them. Once the keys outnumber what the filter was sized for, the
-// next refresh builds a new one from all of them (each time their number
-// doubles); until that read ends, the old filter answers and new keys wait
-// for it.
+// refuses them. Once the keys outnumber what the filter was sized for (each
+// time their number doubles), a larger one is built from all of them,
+// while the old one goes on answering and taking new keys.
 //
 // Written by hand rather than taken from npm: the input is already a
 // SHA-256 (tokens.ts hashToken), so the filter is a bit array and the
@@ -112,7 +111,7 @@ export function createKeyLookup ({ storage, environment, clock = () => performan
     perf: { now: clock },
     ttlResolution: 0
   })
-  const index = new KeyIndex(storage, clock)
+  const index = new KeyIndex(storage, clock, onRefreshError)
   let timer: NodeJS.Timeout | undefined
   let closed = false
 
@@ -180,11 +179,15 @@ interface IndexState {
 class KeyIndex {
   readonly #storage: Pick<Storage, 'listApiKeyHashes' | 'countApiKeys'>
   readonly #clock: () => number
+  readonly #onError: (error: unknown) => void
   #state: IndexState | undefined
+  /** A larger filter being read, once the keys outnumber what this one was sized for. */
+  #rebuilding: Promise<void> | undefined
 
-  constructor (storage: Pick<Storage, 'listApiKeyHashes' | 'countApiKeys'>, clock: () => number) {
+  constructor (storage: Pick<Storage, 'listApiKeyHashes' | 'countApiKeys'>, clock: () => number, onError: (error: unknown) => void) {
     this.#storage = storage
     this.#clock = clock
+    this.#onError = onError
   }
 
   mayExist (tokenHash: string): boolean {
@@ -198,9 +201,14 @@ class KeyIndex {
 
   async refresh (): Promise<void> {
     const state = this.#state
-    if (state === undefined || state.count > state.filter.capacity) {
+    if (state === undefined) {
       await this.#load()
       return
+    }
+    // A full read takes seconds at a million keys: meanwhile the old
+    // filter goes on answering, and taking the new keys, as before.
+    if (state.count > state.filter.capacity) {
+      this.#rebuilding ??= this.#load().catch(this.#onError).finally(() => { this.#rebuilding = undefined })
     }
     await this.#read(state, Math.min(state.highest, lowest(state.gaps.keys()) - 1))
   }

@@ -171,7 +171,19 @@ class CommitsInAnyOrder implements LookupStorage {
   }
 
   async countApiKeys (): Promise<number> {
+    await this.#held
     return this.committed.length
+  }
+
+  #held: Promise<void> | undefined
+  /** Makes the next counts wait until the function returned is called. */
+  hold (): () => void {
+    let release = (): void => {}
+    this.#held = new Promise((resolve) => { release = resolve })
+    return () => {
+      this.#held = undefined
+      release()
+    }
   }
 }
 
@@ -214,21 +226,47 @@ describe('the index of token hashes, when keys commit out of id order (PostgreSQ
 })
 
 describe('the index of token hashes, when keys outgrow the filter', () => {
-  it('When more keys than the filter was sized for have been added, then the next refresh builds a larger one from every key', async () => {
-    // Arrange: an empty database gets the smallest filter, sized for 10,000 keys.
+  /** A database with more keys than the smallest filter is sized for (10,000), read once when it had none. */
+  async function outgrown (): Promise<{ storage: CommitsInAnyOrder, lookup: KeyLookup, hashes: string[] }> {
     const storage = new CommitsInAnyOrder()
     const lookup = createKeyLookup({ storage, environment: 'production', clock: testClock().now })
     await lookup.refresh()
     const hashes = Array.from({ length: 10_001 }, (_, i) => storage.commit(i + 1))
     await lookup.refresh()
+    storage.listCalls = []
+    return { storage, lookup, hashes }
+  }
+
+  it('When more keys than the filter was sized for have been added, then a larger one is built from every key', async () => {
+    // Arrange
+    const { storage, lookup, hashes } = await outgrown()
 
     // Act
     await lookup.refresh()
+    await settled()
     await lookup.refresh()
 
-    // Assert: the new keys, paged; all of them again, paged; then only what is new.
-    assert.deepEqual(storage.listCalls, [0, 0, 10_000, 0, 10_000, 10_001])
+    // Assert: what is new, and every key (in two pages) for the new filter; then what is new since the full read.
+    assert.deepEqual(storage.listCalls, [10_001, 0, 10_000, 10_001])
     assert.deepEqual(hashes.filter((hash) => !lookup.mayExist(hash)), [])
+  })
+
+  it('When a key is made while the larger filter is being built, then the next refresh brings it all the same', async () => {
+    // Arrange: the full read waits at its first query.
+    const { storage, lookup } = await outgrown()
+    const release = storage.hold()
+    await lookup.refresh()
+    const late = storage.commit(10_002)
+
+    // Act
+    await lookup.refresh()
+
+    // Assert
+    const whileBuilding = lookup.mayExist(late)
+    release()
+    await settled()
+    assert.equal(whileBuilding, true)
+    assert.equal(lookup.mayExist(late), true)
   })
 })
 
