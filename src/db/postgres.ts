@@ -19,7 +19,7 @@ import pg from 'pg'
 import { StorageUnavailableError } from '../errors.js'
 import { migratePostgres } from './postgres-schema.js'
 import type {
-  ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   PetRecord, PoolUse, Storage
 } from './storage.js'
 import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
@@ -212,6 +212,17 @@ export class PostgresStorage implements Storage {
   async revokeApiKey (id: number, at: number): Promise<boolean> {
     const result = await this.#run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id])
     return (result.rowCount ?? 0) > 0
+  }
+
+  async listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]> {
+    const rows = await this.#query<{ id: bigint, token_hash: string }>(
+      'SELECT id, token_hash FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit])
+    return rows.map((row) => ({ id: Number(row.id), tokenHash: row.token_hash }))
+  }
+
+  async countApiKeys (): Promise<number> {
+    const rows = await this.#query<{ n: bigint }>('SELECT count(*) AS n FROM api_keys')
+    return Number(rows[0]?.n ?? 0n)
   }
 
   async secret (name: string): Promise<Buffer> {

@@ -25,7 +25,7 @@ import type { PetStatus } from '../domain.js'
 import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
-  ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   PetRecord, Storage
 } from './storage.js'
 import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
@@ -274,6 +274,18 @@ export class SqliteStorage implements Storage {
 
   async revokeApiKey (id: number, at: number): Promise<boolean> {
     return this.#write(() => this.#revokeKey.run(BigInt(at), BigInt(id)).changes > 0)
+  }
+
+  async listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]> {
+    // Prepared per call, as rarely as it is called (an index of tokens refreshing itself).
+    const rows = this.#read(() => this.#db.prepare<[bigint, number], [bigint, string]>(
+      'SELECT id, token_hash FROM api_keys WHERE id > ? ORDER BY id LIMIT ?').raw(true).all(BigInt(afterId), limit))
+    return rows.map(([id, tokenHash]) => ({ id: Number(id), tokenHash }))
+  }
+
+  async countApiKeys (): Promise<number> {
+    const row = this.#read(() => this.#db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_keys').get())
+    return Number(row?.n ?? 0n)
   }
 
   async secret (name: string): Promise<Buffer> {

@@ -65,6 +65,12 @@ export interface NewApiKeyRecord {
   createdAt: number
 }
 
+/** A key's id and token hash: what an in-memory index of every token that may be valid is built from. */
+export interface ApiKeyHash {
+  id: number
+  tokenHash: string
+}
+
 export interface PoolUse {
   /** Connections open, idle or not. */
   open: number
@@ -93,6 +99,14 @@ export interface Storage {
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined>
   listApiKeys (): Promise<ApiKeyRecord[]>
   revokeApiKey (id: number, at: number): Promise<boolean>
+  /**
+   * The keys with an id above `afterId`, lowest id first, at most `limit`
+   * of them: every environment, revoked ones too. Ids only grow, so a
+   * reader that remembers the highest it has seen asks for new keys alone.
+   */
+  listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]>
+  /** How many keys there are, revoked ones too. */
+  countApiKeys (): Promise<number>
 
   /** The connection pool's use, for metrics; undefined where there is no pool (SQLite). */
   poolUse (): PoolUse | undefined

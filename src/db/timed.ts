@@ -31,6 +31,8 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     findApiKeyByTokenHash: timed('findApiKeyByTokenHash', storage.findApiKeyByTokenHash),
     listApiKeys: timed('listApiKeys', storage.listApiKeys),
     revokeApiKey: timed('revokeApiKey', storage.revokeApiKey),
+    listApiKeyHashes: timed('listApiKeyHashes', storage.listApiKeyHashes),
+    countApiKeys: timed('countApiKeys', storage.countApiKeys),
     secret: timed('secret', storage.secret),
     ping: timed('ping', storage.ping),
     poolUse: () => storage.poolUse(),
