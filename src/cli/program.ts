@@ -7,18 +7,26 @@ import { asDatabaseFailure } from './database.js'
 import { addKeysCommands } from './keys.js'
 
 const SERVE_ENVIRONMENT = `
-Environment (all of it, with defaults: README.md, "Configuration"):
-  HOST, PORT                 address and port to listen on (127.0.0.1, 8080; PORT=0: any free port)
+Environment (default in brackets; more in README.md, "Configuration"):
+  HOST                       address to listen on [127.0.0.1]
+  PORT                       port to listen on; 0: any free port, printed at start [8080]
   DATABASE_URL               sqlite:PATH, sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DATABASE
-                             (sqlite:./data/petstore.db)
-  DATABASE_POOL_SIZE         PostgreSQL connections this instance may hold (10)
-  REDIS_URL                  redis://… or redis+cluster://…: rate limits shared by every instance
-                             (unset: in-process)
-  PETSTORE_ENV               production or staging: which keys are accepted (production)
-  PUBLIC_BASE_URL, STAGING_BASE_URL
-                             the environments' addresses, ending in /v1
-  LOG_LEVEL                  fatal, error, warn, info, debug, trace or silent (info)
-  and TRUST_PROXY, CORS_ORIGINS, RATE_LIMIT_BAN_THRESHOLD, RATE_LIMIT_BAN_SECONDS, …`
+                             [sqlite:./data/petstore.db]
+  DATABASE_POOL_SIZE         PostgreSQL connections this instance may hold [10]
+  REDIS_URL                  redis://… or redis+cluster://…: rate limits and bans shared by every
+                             instance [unset: in-process]
+  PETSTORE_ENV               production or staging: which keys are accepted [production]
+  PUBLIC_BASE_URL            production address, ending in /v1 [http://HOST:PORT/v1]
+  STAGING_BASE_URL           staging address, ending in /v1 [unset]
+  TRUST_PROXY                true, a number of hops, or a comma list of proxy addresses/CIDRs whose
+                             X-Forwarded-For is believed [unset]
+  CORS_ORIGINS               comma list of origins allowed to call the API from a browser [unset: no CORS]
+  RATE_LIMIT_BAN_THRESHOLD   refused requests inside one UTC minute that get a key banned [30]
+  RATE_LIMIT_BAN_SECONDS     length of a ban, in seconds [900]
+  LOG_LEVEL                  fatal, error, warn, info, debug, trace or silent [info]
+  LOG_FORMAT                 json (one object per line) or pretty [json]
+  ADMIN_PORT                 port on HOST for Prometheus metrics at /metrics; never PORT; 0: any free
+                             port [unset: off]`
 
 const EXIT_STATUS = `
 Exit status: 0 on success, 1 when the command could not do its work (configuration, database, no such key), 2 on bad usage.`

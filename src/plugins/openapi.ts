@@ -29,6 +29,43 @@ interface OpenApiOptions {
   baseUrl: () => string
 }
 
+/** What the docs page's own scripts find in the browser. */
+interface DocsPageGlobals {
+  location: { href: string }
+  SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => ReturnType<SwaggerUiPlugin> } }
+}
+type SwaggerUiPlugin = NonNullable<NonNullable<Parameters<typeof swaggerUi>[1]['uiConfig']>['plugins']>[number]
+
+/**
+ * Swagger UI plugins, run in the browser: each is sent as its source text,
+ * so it may use nothing from this module. @fastify/swagger-ui has the page
+ * load, and link under its title, its own copy of the document at
+ * /v1/docs/json, and sets `url` after `uiConfig`, so `url` cannot be given;
+ * these make the page load and link /v1/openapi.json, the address the
+ * README gives. The address is taken relative to the page's, so that it
+ * holds behind a proxy that adds a path prefix. Setting `plugins` replaces
+ * the defaults, so DownloadUrl, which fetches the document, is listed again.
+ */
+const DOCS_PAGE_PLUGINS: SwaggerUiPlugin[] = [
+  function downloadUrl (system) {
+    return (globalThis as unknown as DocsPageGlobals).SwaggerUIBundle.plugins.DownloadUrl(system)
+  },
+  function documentAtItsOwnAddress () {
+    const base = (globalThis as unknown as DocsPageGlobals).location.href.split('#', 1)[0]?.split('?', 1)[0] ?? ''
+    const documentUrl = new URL('../openapi.json', base.endsWith('/') ? base : `${base}/`).href
+    return {
+      statePlugins: {
+        spec: {
+          wrapActions: {
+            updateUrl: (original: (url: string) => unknown) => () => original(documentUrl),
+            download: (original: (url: string) => unknown) => () => original(documentUrl)
+          }
+        }
+      }
+    }
+  }
+]
+
 export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl }) {
   // Both environments are public (their keys differ: `pet_live_…`, `pet_test_…`),
   // which `x-internal: false` says to tools that sort servers by audience.
@@ -107,7 +144,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
       .replace(/ ?upgrade-insecure-requests;?/, '')
       .replace(/ https:/g, '')
       .replace(/ validator\.swagger\.io/g, ''),
-    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout' },
+    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0, layout: 'BaseLayout', plugins: DOCS_PAGE_PLUGINS },
     theme: { title: 'Animal Adoption Store API' },
     transformSpecificationClone: false,
     // Serves /v1/docs/json and /v1/docs/yaml: the JSON as exact text; the

@@ -105,6 +105,22 @@ describe('The docs page, in Chromium', { timeout: 180_000 }, () => {
     await page.close()
   })
 
+  it('When /v1/docs is opened, then the link under its title is /v1/openapi.json, the document the page was built from', async () => {
+    // Arrange
+    const documentUrl = `${running().origin}/v1/openapi.json`
+
+    // Act
+    const page = await openDocs()
+
+    // Assert
+    const link = page.locator('.info .main a:has(.url)')
+    assert.equal(await link.getAttribute('href'), documentUrl)
+    assert.equal((await link.innerText()).trim(), documentUrl)
+    assert.ok(requested.includes(documentUrl), requested.join('\n'))
+    assert.deepEqual(requested.filter((url) => new URL(url).pathname === '/v1/docs/json'), [])
+    await page.close()
+  })
+
   it('When a key is entered under Authorize and listPets is executed from the page, then the page shows the 200 and its rate-limit headers', async (t: TestContext) => {
     // Arrange
     const page = await openDocs()
