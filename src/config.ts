@@ -28,8 +28,13 @@ export interface Config {
   readonly logLevel: string
   /** `json` for machines, `pretty` for people. */
   readonly logFormat: LogFormat
-  /** Where Prometheus metrics are served, on HOST; undefined: nowhere. */
+  /** Where Prometheus metrics are served, on `adminHost`; undefined: nowhere. */
   readonly adminPort: number | undefined
+  /**
+   * The operators' listener's address: loopback unless set, whatever HOST
+   * is, so that opening the public port to the world does not open this one.
+   */
+  readonly adminHost: string
 }
 
 export class ConfigError extends Error {
@@ -64,7 +69,8 @@ export function loadConfig (env: Env = process.env): Config {
     banSeconds: integer(env, 'RATE_LIMIT_BAN_SECONDS', 900, 1, 31_536_000),
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
-    adminPort: adminPort(env, port)
+    adminPort: adminPort(env, port),
+    adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1'
   })
 }
 

@@ -75,7 +75,7 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
   // Metrics first: a load balancer may send traffic as soon as the public port listens.
   const metricsAddress = admin === undefined || config.adminPort === undefined
     ? undefined
-    : `${await listenOn(admin, config.host, ['ADMIN_PORT', config.adminPort], closeStores)}/metrics`
+    : `${await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)}/metrics`
   const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
     listenTextResolver: (address) => `listening on ${address}`
   })

@@ -62,6 +62,11 @@ describe('configuration', () => {
     assert.equal(loadConfig({ ADMIN_PORT: '9100' }).adminPort, 9100)
   })
 
+  it('When HOST opens the public port to every address, then the admin listener stays on loopback unless ADMIN_HOST says otherwise', () => {
+    assert.equal(loadConfig({ HOST: '0.0.0.0', ADMIN_PORT: '9100' }).adminHost, '127.0.0.1')
+    assert.equal(loadConfig({ HOST: '0.0.0.0', ADMIN_PORT: '9100', ADMIN_HOST: '10.0.0.5' }).adminHost, '10.0.0.5')
+  })
+
   it('When REDIS_URL names one server or a cluster, then it is kept as given', () => {
     for (const url of ['redis://127.0.0.1:6379', 'rediss://:secret@redis.example.test/2', 'redis+cluster://u:p@10.0.0.1:7000,10.0.0.2:7000,[::1]:7002']) {
       assert.equal(loadConfig({ REDIS_URL: url }).redisUrl, url)

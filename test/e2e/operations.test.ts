@@ -88,6 +88,21 @@ describe('operating the service', { timeout: 90_000 }, () => {
     assert.doesNotMatch(publicMetrics.text, /petstore_/)
   })
 
+  it('When ADMIN_HOST is set, then metrics are served on that address and not on HOST', async () => {
+    // Arrange: two loopback addresses, so that the two listeners can be told apart.
+    const server = track(await startServer(freshEnv({ ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.2' })))
+
+    // Act
+    await server.waitForStdout((out) => out.includes('petstore started'), 5_000, 'the started line')
+    const metricsUrl = /"metrics":"(http:\/\/[^"]+\/metrics)"/.exec(server.stdout)?.[1] ?? ''
+    const metrics = await get(metricsUrl)
+
+    // Assert
+    assert.match(metricsUrl, /^http:\/\/127\.0\.0\.2:\d+\/metrics$/)
+    assert.equal(metrics.status, 200)
+    assert.match(server.origin, /^http:\/\/127\.0\.0\.1:/)
+  })
+
   it('When LOG_FORMAT=pretty, then the log is written for people, listening line included', async () => {
     const server = track(await startServer(freshEnv({ LOG_FORMAT: 'pretty' })))
 

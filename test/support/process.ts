@@ -19,7 +19,7 @@ export const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 const SERVICE_VARIABLES = [
   'HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'PETSTORE_ENV', 'PUBLIC_BASE_URL', 'STAGING_BASE_URL',
   'TRUST_PROXY', 'CORS_ORIGINS', 'RATE_LIMIT_BAN_THRESHOLD', 'RATE_LIMIT_BAN_SECONDS', 'LOG_LEVEL',
-  'LOG_FORMAT', 'ADMIN_PORT', 'DATABASE_POOL_SIZE',
+  'LOG_FORMAT', 'ADMIN_PORT', 'ADMIN_HOST', 'DATABASE_POOL_SIZE',
   // Set by `node --test` for its own children; the service is not a test file.
   'NODE_TEST_CONTEXT'
 ]
