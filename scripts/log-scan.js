@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Scans the logs that a test run produced for secrets: API tokens and
-// Authorization header values must never be logged (DECISIONS §2). The
+// Authorization header values must never be logged (README: API keys). The
 // tests' servers and in-process loggers write their logs to the run's folder
 // (test/support/test-logs.ts); scripts/run-tests.js calls this once the test
 // runner has ended. Only the service's logs are there: the `petstore keys
@@ -8,19 +8,42 @@
 //
 // `node scripts/log-scan.js DIR`: exit 1, naming each file and line, if
 // anything is found.
-import { readFileSync, readdirSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+// What a token looks like is known in one place, src/keys/tokens.ts, used
+// here compiled: every run of this scan (scripts/run-tests.js, after the
+// build that made the tests it runs) has dist/ built. Without it, this stops
+// with a message rather than scanning with a guess of its own.
+const TOKENS = fileURLToPath(new URL('../dist/src/keys/tokens.js', import.meta.url))
+if (!existsSync(TOKENS)) {
+  console.error(`log scan: ${TOKENS} is missing: run \`npm run build\` first`)
+  process.exit(2)
+}
+const { findTokens } = await import(pathToFileURL(TOKENS).href)
+
+/** 20 characters of a token's secret already give a key away; fewer is prose about tokens (`pet_live_…`). */
+const TOKEN_MARGIN = 20
+
+/** The start of a token, percent-encoded or not, with its prefix or without: enough to find it, too little to use it. */
+function findToken (line) {
+  const found = findTokens(line).find((t) => t.secretLength >= TOKEN_MARGIN)
+  if (found === undefined) return undefined
+  return line.slice(found.start, found.start + (found.prefixed ? 14 : 5))
+}
+
+/** A rule's finding: the start of what it found, which the report shows. */
+const matching = (pattern) => (line) => pattern.exec(line)?.[0].slice(0, 14)
 
 const RULES = [
-  // The token format of src/keys/tokens.ts, with a margin: 20 characters of it already give a key away.
-  { name: 'an API token', pattern: /pet_(?:live|test)_[0-9A-Za-z]{20,}/ },
+  { name: 'an API token', find: findToken },
   // A header logged as JSON (pino) that the redaction missed.
-  { name: 'an Authorization field', pattern: /"authorization"\s*:\s*"(?!\[redacted\]")/i },
+  { name: 'an Authorization field', find: matching(/"authorization"\s*:\s*"(?!\[redacted\]")/i) },
   // A header written as text, in an error message or a dump of a raw request.
-  { name: 'an Authorization header', pattern: /\bauthorization\s*:\s*(?:bearer|basic|token)\s+[^\s<]/i },
+  { name: 'an Authorization header', find: matching(/\bauthorization\s*:\s*(?:bearer|basic|token)\s+[^\s<]/i) },
   // A credential after its scheme anywhere else: a long b64token (RFC 6750 §2.1), which no prose has.
-  { name: 'a bearer credential', pattern: /\bbearer +[A-Za-z0-9\-._~+/]{16,}/i }
+  { name: 'a bearer credential', find: matching(/\bbearer +[A-Za-z0-9\-._~+/]{16,}/i) }
 ]
 
 /**
@@ -36,8 +59,8 @@ export function scanLogs (dir) {
     text.split('\n').forEach((line, index) => {
       lines++
       for (const rule of RULES) {
-        const match = rule.pattern.exec(line)
-        if (match !== null) findings.push({ file: name, line: index + 1, rule: rule.name, excerpt: `${match[0].slice(0, 14)}…` })
+        const excerpt = rule.find(line)
+        if (excerpt !== undefined) findings.push({ file: name, line: index + 1, rule: rule.name, excerpt: `${excerpt}…` })
       }
     })
   }

@@ -87,6 +87,9 @@ export const Errors = {
   invalidIdempotencyKey: () => new ApiError('invalid_request', 'Idempotency-Key must be 1 to 255 printable ASCII characters.', {
     details: [{ field: 'header.idempotency-key', reason: 'must be 1 to 255 printable ASCII characters' }]
   }),
+  repeatedIdempotencyKey: () => new ApiError('invalid_request', 'Idempotency-Key must be sent once; this request has it more than once.', {
+    details: [{ field: 'header.idempotency-key', reason: 'must be sent once' }]
+  }),
   invalidJson: (reason: string) => new ApiError('invalid_json', `The body is not valid JSON: ${reason}`),
   invalidHttp: () => new ApiError('invalid_request', 'The request is not valid HTTP/1.1.'),
   // As Node does when it refuses one: a client this confused gets a fresh connection.
@@ -123,6 +126,7 @@ export const Errors = {
   expectationFailed: () => new ApiError('expectation_failed', 'The only expectation this service meets is Expect: 100-continue.'),
   notJson: () => new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.'),
   notUtf8: (charset: string) => new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`),
+  encodedBody: (encoding: string) => new ApiError('unsupported_media_type', `The body must be sent uncompressed, not with Content-Encoding: ${clip(encoding, 50)}.`),
   idempotencyKeyReused: () => new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.'),
   rateLimited: (retryAfterSeconds: number) => new ApiError('rate_limited', 'Too many requests: wait for the number of seconds in Retry-After, then back off exponentially.', {
     headers: { 'retry-after': String(retryAfterSeconds) }

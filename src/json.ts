@@ -13,9 +13,11 @@ export class JsonBodyError extends Error {
 }
 
 /**
- * Parses a request body. Integral numbers become `bigint`; other numbers stay
- * `number` when a double holds them exactly, and are otherwise left as a
- * `LosslessNumber`, which no schema accepts: a value is refused, never changed.
+ * Parses a request body. A number whose exact value is an integer (`7`,
+ * `7.0`, `7e0`, `70e-1`) becomes that `bigint`; a fraction becomes the
+ * nearest double; what neither holds (1e400, or an integer too long to
+ * build) is left as a `LosslessNumber`, which no schema accepts: a value is
+ * refused, never changed.
  */
 export function parseJsonBody (text: string): unknown {
   try {
@@ -27,15 +29,53 @@ export function parseJsonBody (text: string): unknown {
   }
 }
 
+/**
+ * A JSON number's parts (RFC 8259 §6); lossless-json has checked the grammar.
+ * Written by hand: no maintained library says whether a decimal literal is an
+ * integer without going through a double, which is the bug this avoids.
+ */
+const NUMBER_PARTS = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
+
+/**
+ * An integer longer than this is past every range the API takes; building
+ * 10^exponent for an exponent a client chose would cost memory and time
+ * without bound, so it is left unconverted, and refused like any number out
+ * of range.
+ */
+const MAX_INTEGER_DIGITS = 1024
+
 function parseNumber (literal: string): unknown {
   if (/^-?\d+$/.test(literal)) return BigInt(literal)
-  const value = Number(literal)
-  if (Number.isInteger(value)) {
-    // 1.0 or 1e3: an integer in JSON's data model, kept exactly when it is small.
-    return Number.isSafeInteger(value) ? BigInt(value) : new LosslessNumber(literal)
-  }
+  const integer = exactInteger(literal)
+  if (integer !== undefined) return integer
   // A fraction: the double nearest to it is what any JSON client means by it.
+  const value = Number(literal)
   return Number.isFinite(value) ? value : new LosslessNumber(literal)
+}
+
+/**
+ * The exact integer a literal such as `1.0`, `1e3` or `1.5e1` denotes, from
+ * its digits alone; undefined when its exact value has a fraction. A double
+ * cannot decide this: 0.99999999999999999 and 1.000000000000000000001 both
+ * round to 1.
+ */
+function exactInteger (literal: string): bigint | LosslessNumber | undefined {
+  const parts = NUMBER_PARTS.exec(literal)
+  if (parts === null) return undefined
+  const [, sign = '', whole = '', fraction = '', exponent = '0'] = parts
+  // value = significant × 10^scale, without leading or trailing zeros.
+  const digits = whole + fraction
+  let first = 0
+  while (first < digits.length && digits[first] === '0') first++
+  if (first === digits.length) return 0n // 0.0, -0.0, 0e5: zero has no sign in JSON's data model.
+  let end = digits.length
+  while (digits[end - 1] === '0') end--
+  const significant = digits.slice(first, end)
+  const scale = BigInt(exponent) - BigInt(fraction.length) + BigInt(digits.length - end)
+  if (scale < 0n) return undefined
+  if (BigInt(significant.length) + scale > BigInt(MAX_INTEGER_DIGITS)) return new LosslessNumber(literal)
+  const magnitude = BigInt(significant) * 10n ** scale
+  return sign === '-' ? -magnitude : magnitude
 }
 
 function rejectForbiddenKeys (key: string, value: unknown): unknown {

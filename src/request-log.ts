@@ -9,21 +9,30 @@
 // (incoming, completed) become this one, and the first is kept at `debug`.
 // https://fastify.dev/docs/latest/Reference/Server/#logcontroller
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
+import { findTokens } from './keys/tokens.js'
 
 /**
  * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
- * §2.3 has it, or a path), is kept out of the log like any other token
- * (DECISIONS §2). An underscore may come percent-encoded.
+ * §2.3 has it, or a path) or in `X-Request-Id`, is kept out of the log like
+ * any other token (README: API keys), percent-encoded or not, with or
+ * without its prefix: src/keys/tokens.ts knows what one looks like.
  */
-const TOKEN_IN_URL = /pet(?:_|%5f)(?:live|test)(?:_|%5f)[0-9a-z]+/gi
-
-/** Whether a client's text may hold a token: then it is not logged as sent. */
 export function mayHoldToken (text: string): boolean {
-  return /pet(?:_|%5f)(?:live|test)(?:_|%5f)/i.test(text)
+  return findTokens(text).length > 0
 }
 
 function loggableUrl (url: string): string {
-  return url.replace(TOKEN_IN_URL, '[redacted]')
+  const found = findTokens(url)
+  if (found.length === 0) return url
+  let out = ''
+  let written = 0
+  // Sorted by start; overlapping finds (a token and its own secret) become one.
+  for (const { start, end } of found) {
+    if (end <= written) continue
+    out += url.slice(written, Math.max(start, written)) + (start >= written ? '[redacted]' : '')
+    written = end
+  }
+  return out + url.slice(written)
 }
 
 export class RequestLog extends LogController {

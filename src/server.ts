@@ -1,5 +1,7 @@
 // The process: configuration, logger, metrics, storage, listen, graceful
 // shutdown.
+import { setTimeout as delay } from 'node:timers/promises'
+import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import { buildAdminApp } from './admin.js'
 import { buildApp } from './app.js'
@@ -28,60 +30,93 @@ export async function serve (config: Config = loadConfig()): Promise<void> {
 
 async function start (config: Config, log: ServiceLog): Promise<void> {
   const { logger } = log
-  const exit = (code: number): void => {
-    log.flush(LOG_FLUSH_MS).finally(() => process.exit(code)).catch(() => {})
-  }
-  // An error nothing caught leaves the process in an unknown state: say
-  // what it was, write the log out, and let the process manager restart it.
-  process.once('uncaughtException', (error) => {
-    logger.fatal({ err: error }, 'uncaught exception: exiting')
-    exit(1)
-  })
-
-  const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
-  // Every instance on one database shares its counters, and no other deployment's.
-  const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
-  const limiter = await openRateLimitStore(config.redisUrl, logger, deployment)
-  // prom-client is loaded only when metrics are served.
-  const metrics = config.adminPort === undefined
-    ? undefined
-    : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
-  const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
-  const app = await buildApp({ config, storage, limiter, logger, metrics })
-  const admin = metrics === undefined ? undefined : await buildAdminApp(metrics)
-  const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
-  const closeStores = async (): Promise<void> => { await Promise.all([storage.close(), limiter.close()]) }
-
-  let stopping = false
-  const stop = (signal: string): void => {
-    if (stopping) return
-    stopping = true
+  // Set once there is something to close; a stop asked for before that has nothing to finish.
+  let stop: (() => Promise<void>) | undefined
+  // close-with-grace (https://github.com/mcollina/close-with-grace) runs the
+  // close once, on SIGTERM or SIGINT, or on an error nothing caught, and
+  // exits: 0 after a stop; 1 after an error, a failed close or its deadline.
+  const exit = closeWithGrace({
+    // Its own deadline only backs ours up (below): the log gets its flush first.
+    delay: SHUTDOWN_MS + 2 * LOG_FLUSH_MS,
+    // Everything worth saying is said in the service's log.
+    logger: false,
+    // Other signals keep their default action, and an idle event loop is no reason to close.
+    skip: ['SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV', 'SIGUSR2', 'beforeExit'],
+    // Past these, it exits at once: the line is written only if the log's buffer drains first.
+    onSecondSignal: (signal) => { logger.error({ signal }, 'second signal while shutting down: exiting') },
+    onSecondError: (error) => { logger.fatal({ err: error }, 'uncaught exception while shutting down: exiting') },
+    onTimeout: () => { logger.error('shutdown did not finish: exiting') }
+  }, async ({ signal, err }) => {
+    if (err !== undefined) {
+      // An error nothing caught leaves the process in an unknown state: say
+      // what it was, write the log out, and let the process manager restart it.
+      logger.fatal({ err }, 'uncaught exception: exiting')
+      await log.flush(LOG_FLUSH_MS)
+      return
+    }
     logger.info({ signal }, 'shutting down: finishing requests in flight')
-    const forced = setTimeout(() => {
-      logger.error(`requests in flight did not finish within ${SHUTDOWN_MS / 1000} s; exiting`)
-      exit(1)
-    }, SHUTDOWN_MS)
-    forced.unref()
-    stopPurging()
-    // Stops accepting, waits for requests in flight, then closes the stores.
-    Promise.all([app.close(), admin?.close()])
-      .then(closeStores)
-      .then(() => { logger.info('stopped'); exit(0) })
-      .catch((error: unknown) => { logger.error({ err: error }, 'shutdown failed'); exit(1) })
-  }
-  process.once('SIGTERM', () => stop('SIGTERM'))
-  process.once('SIGINT', () => stop('SIGINT'))
-
-  // Metrics first: a load balancer may send traffic as soon as the public port listens.
-  const metricsAddress = admin === undefined || config.adminPort === undefined
-    ? undefined
-    : `${await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)}/metrics`
-  const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
-    listenTextResolver: (address) => `listening on ${address}`
+    const outcome = await within(SHUTDOWN_MS, stop?.() ?? Promise.resolve())
+    if (outcome === 'done') logger.info('stopped')
+    else if (outcome === 'late') logger.error(`requests in flight did not finish within ${SHUTDOWN_MS / 1000} s; exiting`)
+    else logger.error({ err: outcome.failed }, 'shutdown failed')
+    await log.flush(LOG_FLUSH_MS)
+    // close-with-grace exits 1 when the close throws.
+    if (outcome !== 'done') throw new Error('shutdown did not complete')
   })
-  // Operators' scripts wait for this line, whatever the log level.
-  if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress }, 'petstore started')
+
+  try {
+    const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
+    // Every instance on one database shares its counters, and no other deployment's.
+    const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
+    const limiter = await openRateLimitStore(config.redisUrl, logger, deployment)
+    // prom-client is loaded only when metrics are served.
+    const metrics = config.adminPort === undefined
+      ? undefined
+      : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
+    const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
+    const app = await buildApp({ config, storage, limiter, logger, metrics })
+    const admin = metrics === undefined ? undefined : await buildAdminApp(metrics)
+    const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
+    const closeStores = async (): Promise<void> => { await Promise.all([storage.close(), limiter.close()]) }
+    stop = async () => {
+      stopPurging()
+      // Stops accepting, waits for requests in flight, then closes the stores.
+      await Promise.all([app.close(), admin?.close()])
+      await closeStores()
+    }
+
+    // Metrics first: a load balancer may send traffic as soon as the public port listens.
+    const metricsAddress = admin === undefined || config.adminPort === undefined
+      ? undefined
+      : `${await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)}/metrics`
+    const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
+      listenTextResolver: (address) => `listening on ${address}`
+    })
+    // Operators' scripts wait for this line, whatever the log level.
+    if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
+    logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress }, 'petstore started')
+  } catch (error) {
+    // A start that failed is reported by the caller, which exits.
+    exit.uninstall()
+    throw error
+  }
+}
+
+/**
+ * Whether `closing` ended within `ms`. Written here, not left to
+ * close-with-grace's own deadline, because that one exits at once, and the
+ * line saying why would stay in the log's buffer.
+ */
+async function within (ms: number, closing: Promise<void>): Promise<'done' | 'late' | { failed: unknown }> {
+  const deadline = new AbortController()
+  try {
+    return await Promise.race([
+      closing.then(() => 'done' as const, (error: unknown) => ({ failed: error })),
+      delay(ms, 'late' as const, { signal: deadline.signal })
+    ])
+  } finally {
+    deadline.abort()
+  }
 }
 
 /** Listens on HOST and the port the variable names, and gives the address; a port that cannot be had ends the start, naming both. */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { setImmediate as tick } from 'node:timers/promises'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry } from './support/app.js'
 import { bearer, buildPet } from './support/fixtures.js'
+import { generateToken } from '../src/keys/tokens.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
@@ -120,6 +121,105 @@ describe('request ids and the log line of each request', () => {
       assert.equal(bans[0]?.level, 40)
       assert.equal(bans[0]?.bannedUntil, new Date(t.clock.now() + 60_000).toISOString())
       assert.equal(typeof bans[0]?.keyId, 'number')
+    } finally {
+      await t.close()
+    }
+  })
+})
+
+/** Every character percent-encoded, as some clients and proxies do. */
+const encodeAll = (text: string): string => [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('')
+/** One character of the secret (after the 9-character prefix) percent-encoded. */
+const encodeOne = (token: string, at: number): string => token.slice(0, at) + encodeAll(token[at] ?? '') + token.slice(at + 1)
+/** Undoes percent-encoding however many times it was applied, so that the assertions look for the token in any form. */
+function decodedFully (text: string): string {
+  let out = text
+  for (let i = 0; i < 5; i++) out = out.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+  return out
+}
+
+// Regression: "token redaction misses encoded forms". Only `pet_live_`
+// (with `_` possibly as %5F) was looked for: a token with another
+// character percent-encoded, or its secret sent without the prefix, was
+// logged as sent, in the URL and as the request id.
+describe('token redaction misses encoded forms', () => {
+  const token = generateToken('production')
+  const secret = token.slice('pet_live_'.length)
+  const forms: Array<[string, string]> = [
+    ['as sent', token],
+    ['with its prefix percent-encoded', encodeAll('pet_live_') + secret],
+    ['with one letter of the prefix percent-encoded', `%70${token.slice(1)}`],
+    ['with one character of the secret percent-encoded', encodeOne(token, 20)],
+    ['with its last character percent-encoded', encodeOne(token, token.length - 1)],
+    ['wholly percent-encoded', encodeAll(token)],
+    ['percent-encoded twice', encodeAll(encodeAll('pet_live_')) + secret],
+    ['as its secret without the prefix', secret],
+    ['as its secret without the prefix, percent-encoded', encodeAll(secret)],
+    ['after a malformed % sequence', `%zz%${token}%`],
+    ['as a staging token\'s secret', generateToken('staging').slice('pet_test_'.length)]
+  ]
+
+  for (const [form, sent] of forms) {
+    it(`When a token is in the URL ${form}, then the request's log line carries [redacted] in its place`, async () => {
+      // Arrange
+      const { logger, entries } = capturingLogger()
+      const t = await buildTestApp({}, { logger })
+      try {
+        // Act
+        await t.app.inject({ url: `/v1/pets?limit=1&access_token=${sent}&status=sold`, headers: { 'x-request-id': 'in-url' } })
+
+        // Assert
+        const [line] = await linesOf(entries, 'in-url')
+        assert.equal(line?.url, '/v1/pets?limit=1&access_token=' + (form.startsWith('after a malformed') ? '%zz%[redacted]%' : '[redacted]') + '&status=sold')
+        const secretOf = decodedFully(sent).slice(-36)
+        assert.ok(!decodedFully(JSON.stringify(entries())).includes(secretOf.slice(0, 20)), 'a token reached the log')
+      } finally {
+        await t.close()
+      }
+    })
+
+    it(`When X-Request-Id holds a token ${form}, then the service makes its own id`, async () => {
+      // Arrange
+      const { logger, entries } = capturingLogger()
+      const t = await buildTestApp({}, { logger })
+      try {
+        // Act
+        const response = await t.app.inject({ url: '/v1/pets', headers: { 'x-request-id': `retry-of-${sent}` } })
+
+        // Assert
+        const made = String(response.headers['x-request-id'])
+        assert.match(made, UUID)
+        assert.equal((await linesOf(entries, made)).length, 1)
+        assert.ok(!decodedFully(JSON.stringify(entries())).includes(decodedFully(sent).slice(-36, -16)), 'a token reached the log')
+      } finally {
+        await t.close()
+      }
+    })
+  }
+
+  it('When a URL holds only a malformed % sequence and no token, then it is logged as sent', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { logger })
+    try {
+      await t.app.inject({ url: '/v1/pets?q=%E0%A4%A&x=%%41', headers: { 'x-request-id': 'malformed' } })
+
+      const [line] = await linesOf(entries, 'malformed')
+      assert.equal(line?.url, '/v1/pets?q=%E0%A4%A&x=%%41')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When a URL holds a 36-character base62 run whose checksum does not hold, then it is logged as sent', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({}, { logger })
+    try {
+      const lookalike = secret.slice(0, 30) + (secret.endsWith('0') ? '1' : '0').repeat(6)
+
+      await t.app.inject({ url: `/v1/pets?q=${lookalike}`, headers: { 'x-request-id': 'lookalike' } })
+
+      const [line] = await linesOf(entries, 'lookalike')
+      assert.equal(line?.url, `/v1/pets?q=${lookalike}`)
     } finally {
       await t.close()
     }

@@ -16,7 +16,7 @@
 // other SQLite error (a constraint, a bad statement, misuse) is a fault on
 // our side and is thrown as it is (500); readiness does not change.
 import { randomBytes } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import { Database, SqliteError } from './sqlite-driver.js'
@@ -69,7 +69,16 @@ export interface SqliteOptions {
 
 export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS }: SqliteOptions = {}): SqliteStorage {
   const path = sqlitePath(url)
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  if (path !== ':memory:') {
+    // The file holds the key hashes and the cursor secret: no other local
+    // user may read it. A folder and a file made here are the owner's alone;
+    // SQLite gives the -wal and -shm files the database file's mode
+    // (findCreateFileMode in https://sqlite.org/src/file?name=src/os_unix.c),
+    // and an empty file is an empty database. Existing ones keep the mode an
+    // operator gave them.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+    closeSync(openSync(path, 'a', 0o600))
+  }
   // Opening and migrating may wait for another instance doing the same.
   const db = new Database(path, { timeout: busyBudgetMs })
   // Every connection: the settings are per connection, and better-sqlite3

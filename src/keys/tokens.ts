@@ -3,6 +3,10 @@
 // GitHub's tokens have: a mistyped token is refused without a database
 // lookup, and secret scanners can recognise a leaked one.
 // https://github.blog/engineering/platform-security/behind-githubs-new-authentication-token-formats/
+//
+// This file is the one place that knows the token's shape: the request log
+// (src/request-log.ts) and the scan of the tests' logs (scripts/log-scan.js)
+// find tokens with `findTokens`.
 import { createHash, randomInt } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 import type { Environment } from '../domain.js'
@@ -17,6 +21,7 @@ const TOKEN_PREFIX: Record<Environment, string> = {
 }
 
 const TOKEN_SHAPE = /^pet_(live|test)_([0-9A-Za-z]{30})([0-9A-Za-z]{6})$/
+const SECRET_LENGTH = RANDOM_LENGTH + CHECKSUM_LENGTH
 
 export function generateToken (environment: Environment): string {
   let random = ''
@@ -55,4 +60,123 @@ function checksum (text: string): string {
     value = Math.floor(value / 62)
   }
   return out
+}
+
+/**
+ * A prefix, in any case, and the base62 run after it, however short: what a
+ * log must not show even when the rest was cut off or mistyped.
+ */
+const PREFIXED = /pet_(?:live|test)_[0-9a-z]*/gi
+
+/**
+ * Percent-encoding is undone this many times: once for a client's own
+ * encoding, and again for each layer (a proxy, a redirect) that encoded the
+ * `%` once more. Each round is linear in the text.
+ */
+const DECODING_ROUNDS = 3
+
+export interface TokenSighting {
+  /** Where it is in the text as written, before any decoding: `text.slice(start, end)`. */
+  start: number
+  end: number
+  /** Whether it begins with `pet_live_`/`pet_test_`; otherwise it is a bare secret whose checksum holds. */
+  prefixed: boolean
+  /** How many characters of the secret (random part and checksum) were seen. */
+  secretLength: number
+}
+
+/**
+ * Every token, or part of one, in a client's text (a URL, a header) or a log
+ * line: `pet_live_…`/`pet_test_…`, however short, and a 36-character base62
+ * run whose last 6 are the checksum of either prefix and its first 30 (the
+ * secret without its prefix). Any part of either may be percent-encoded,
+ * twice or three times over: the text is decoded first, and a malformed `%`
+ * sequence is kept as it is. Linear in the text's length.
+ */
+export function findTokens (text: string): TokenSighting[] {
+  let decoded = text
+  // Where each decoded character was written in `text`; undefined while nothing was decoded.
+  let origin: number[] | undefined
+  for (let round = 0; round < DECODING_ROUNDS && decoded.includes('%'); round++) {
+    const next = percentDecode(decoded)
+    if (next.text.length === decoded.length) break
+    const previous = origin
+    origin = previous === undefined ? next.origin : next.origin.map((at) => previous[at] ?? text.length)
+    decoded = next.text
+  }
+  const at = (index: number): number => origin === undefined ? index : origin[index] ?? text.length
+  const found: TokenSighting[] = []
+  for (const match of decoded.matchAll(PREFIXED)) {
+    const start = match.index
+    const end = start + match[0].length
+    found.push({ start: at(start), end: at(end), prefixed: true, secretLength: match[0].length - TOKEN_PREFIX.production.length })
+  }
+  for (const start of checksummedSecrets(decoded)) {
+    found.push({ start: at(start), end: at(start + SECRET_LENGTH), prefixed: false, secretLength: SECRET_LENGTH })
+  }
+  return found.sort((a, b) => a.start - b.start)
+}
+
+/**
+ * Where a secret with a valid checksum starts: a base62 run of 36, or the
+ * first or last 36 of a longer run. A secret pasted into a URL or a header
+ * sits next to a separator or an end; trying every window of a long run
+ * instead would let one long URL cost milliseconds of checksums.
+ * Written as a loop, not a regular expression: the checksum is no pattern.
+ */
+function checksummedSecrets (text: string): number[] {
+  const starts: number[] = []
+  let runStart = 0
+  for (let i = 0; i <= text.length; i++) {
+    if (i < text.length && isBase62(text.charCodeAt(i))) continue
+    if (i - runStart >= SECRET_LENGTH) {
+      if (isSecret(text, runStart)) starts.push(runStart)
+      if (i - SECRET_LENGTH > runStart && isSecret(text, i - SECRET_LENGTH)) starts.push(i - SECRET_LENGTH)
+    }
+    runStart = i + 1
+  }
+  return starts
+}
+
+function isSecret (text: string, start: number): boolean {
+  const random = text.slice(start, start + RANDOM_LENGTH)
+  const sum = text.slice(start + RANDOM_LENGTH, start + SECRET_LENGTH)
+  return checksum(TOKEN_PREFIX.production + random) === sum || checksum(TOKEN_PREFIX.staging + random) === sum
+}
+
+function isBase62 (code: number): boolean {
+  return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a)
+}
+
+/**
+ * One round of percent-decoding of ASCII (`%5F` is `_`); every other
+ * sequence, malformed (`%zz`, a lone `%`) or not ASCII, is kept as written,
+ * so this never throws, unlike `decodeURIComponent`. A token is ASCII: no
+ * other byte needs decoding to find one.
+ */
+function percentDecode (text: string): { text: string, origin: number[] } {
+  let out = ''
+  const origin: number[] = []
+  let i = 0
+  while (i < text.length) {
+    const code = text[i] === '%' && isHexPair(text, i + 1) ? Number.parseInt(text.slice(i + 1, i + 3), 16) : 0x80
+    origin.push(i)
+    if (code < 0x80) {
+      out += String.fromCharCode(code)
+      i += 3
+    } else {
+      out += text[i]
+      i++
+    }
+  }
+  origin.push(text.length)
+  return { text: out, origin }
+}
+
+function isHexPair (text: string, at: number): boolean {
+  return isHex(text.charCodeAt(at)) && isHex(text.charCodeAt(at + 1))
+}
+
+function isHex (code: number): boolean {
+  return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x46) || (code >= 0x61 && code <= 0x66)
 }

@@ -15,6 +15,14 @@ export default fp(async function jsonBody (app) {
   app.removeAllContentTypeParsers()
   const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (request, body, done) => {
+    // Bodies are taken uncompressed only (RFC 9110 §8.4, §15.5.16): a gzip
+    // body read as text gets a misleading invalid_json, and a body that says
+    // gzip but is not would be parsed as if the header were not there.
+    const encoding = request.headers['content-encoding']
+    if (encoding !== undefined && !isIdentity(encoding)) {
+      done(Errors.encodedBody(encoding), undefined)
+      return
+    }
     const charset = CHARSET.exec(request.headers['content-type'] ?? '')?.[1]?.toLowerCase()
     if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
       done(Errors.notUtf8(charset), undefined)
@@ -35,3 +43,11 @@ export default fp(async function jsonBody (app) {
     }
   })
 }, { name: 'json-body' })
+
+/** `identity` (or nothing) in every coding listed: the body is as sent. */
+function isIdentity (header: string): boolean {
+  return header.split(',').every((coding) => {
+    const name = coding.trim().toLowerCase()
+    return name === '' || name === 'identity'
+  })
+}

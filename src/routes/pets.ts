@@ -73,7 +73,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
   }, async (request, reply) => {
     const { pet, replayed } = await pets.create(request.body, {
       apiKeyId: (request.caller as NonNullable<typeof request.caller>).key.id,
-      idempotencyKey: idempotencyKey(request.headers['idempotency-key'])
+      idempotencyKey: idempotencyKey(request.headers['idempotency-key'], request.raw.rawHeaders)
     })
     if (replayed) reply.header('idempotent-replayed', 'true')
     return reply.code(201).send(pet)
@@ -96,9 +96,19 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
   }, async (request) => pets.get(request.params.petId))
 }
 
-/** The IETF draft sends the key as a structured-field string ("…"); a bare token is accepted too. */
-function idempotencyKey (header: string | undefined): string | undefined {
+/**
+ * The IETF draft sends the key as a structured-field string ("…"); a bare
+ * token is accepted too. Node joins a header sent twice with ", ", which a
+ * key may itself hold, so the raw headers are counted: two keys are refused,
+ * never merged into a third.
+ */
+function idempotencyKey (header: string | undefined, rawHeaders: string[]): string | undefined {
   if (header === undefined) return undefined
+  let sent = 0
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]?.toLowerCase() === 'idempotency-key') sent++
+  }
+  if (sent > 1) throw Errors.repeatedIdempotencyKey()
   const match = /^"((?:[^"\\]|\\["\\])*)"$/.exec(header)
   const key = match?.[1] === undefined ? header : match[1].replace(/\\(["\\])/g, '$1')
   if (key.length < 1 || key.length > 255) {

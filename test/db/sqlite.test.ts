@@ -1,6 +1,6 @@
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Database, SqliteError } from '../../src/db/sqlite-driver.js'
@@ -315,6 +315,34 @@ describe('SQLite errors', () => {
     } finally {
       other.close()
       await t.close()
+    }
+  })
+})
+
+// Regression: "the SQLite file and its folder are readable by every local
+// user". They were made with the process's umask (0644 and 0755 under the
+// usual 022), and they hold the key hashes and the cursor secret.
+describe('the SQLite file and its folder are readable by every local user', () => {
+  it('When the service makes the folder and the database under a permissive umask, then the folder is 0700 and the file, its -wal and -shm are 0600', async () => {
+    // Arrange
+    const parent = mkdtempSync(join(tmpdir(), 'petstore-modes-'))
+    const previous = process.umask(0o022)
+    const folder = join(parent, 'data', 'petstore')
+    const file = join(folder, 'petstore.db')
+    try {
+      // Act
+      const storage = openSqlite(`sqlite:${file}`)
+      await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+
+      // Assert: while the connection is open, so that the -wal and -shm files exist.
+      const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8)
+      assert.deepEqual(
+        [folder, join(parent, 'data'), file, `${file}-wal`, `${file}-shm`].map(mode),
+        ['700', '700', '600', '600', '600'])
+      await storage.close()
+    } finally {
+      process.umask(previous)
+      rmSync(parent, { recursive: true, force: true })
     }
   })
 })

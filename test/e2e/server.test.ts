@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { get as httpGet, type IncomingHttpHeaders } from 'node:http'
 import {
-  RawConnection, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCli, runCliOk, sqliteUrl, startServer, type ServerProcess
+  CLI, RawConnection, createKey, idsIn, isCompleteResponse, linkTarget, makeTempDir, parseErrorBody, parseRawResponse, pollUntil, rawRequest, removeTempDir, runCli, runCliOk, sqliteUrl, startServer, type ServerProcess
 } from '../support/process.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { FIRST_UNSAFE_INTEGER, INT64_MAX, bearer, newPetJson, type NewPetInput } from '../support/fixtures.js'
@@ -376,14 +376,50 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
     assert.match(error.message, /staging/)
     assert.match(error.message, /production/)
   })
+})
 
-  it('When the server receives SIGTERM, then it exits with code 0', async () => {
+// Each with a server of its own: a signal sent to the one shared above
+// would end every test that came after it.
+describe('petstore serve, stopped by a signal or an error nothing caught', { timeout: 60_000 }, () => {
+  let dir: string | undefined
+  const servers: ServerProcess[] = []
+
+  before(() => { dir = makeTempDir() })
+  after(async () => {
+    await Promise.all(servers.map(async (server) => { await server.dispose() }))
+    removeTempDir(dir)
+  })
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`When the server receives ${signal}, then it logs its stop and exits with code 0`, async () => {
+      // Arrange
+      const server = await startServer({ DATABASE_URL: sqliteUrl(dir ?? '') })
+      servers.push(server)
+
+      // Act
+      server.signal(signal)
+      const status = await server.waitForExit(10_000)
+
+      // Assert
+      assert.deepEqual(status, { code: 0, signal: null })
+      assert.match(server.stdout, new RegExp(`"signal":"${signal}".*"msg":"shutting down: finishing requests in flight"`))
+      assert.match(server.stdout, /"msg":"stopped"/)
+    })
+  }
+
+  it('When an exception nothing catches is thrown, then it is logged at fatal and the process exits with code 1', async () => {
+    // Arrange: the service, with a module loaded first that throws, outside any request, on SIGUSR2.
+    const thrower = 'data:text/javascript,process.on("SIGUSR2",()=>setImmediate(()=>{throw new Error("nothing caught this")}))'
+    const server = await startServer({ DATABASE_URL: sqliteUrl(dir ?? '') }, 15_000, ['--import', thrower, CLI, 'serve'])
+    servers.push(server)
+
     // Act
-    running().signal('SIGTERM')
-    const status = await running().waitForExit(10_000)
+    server.signal('SIGUSR2')
+    const status = await server.waitForExit(10_000)
 
     // Assert
-    assert.deepEqual(status, { code: 0, signal: null })
+    assert.deepEqual(status, { code: 1, signal: null })
+    assert.match(server.stdout, /"level":60,.*"message":"nothing caught this".*"msg":"uncaught exception: exiting"/)
   })
 })
 

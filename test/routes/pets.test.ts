@@ -1,8 +1,23 @@
-import { after, before, describe, it } from 'node:test'
+import { after, afterEach, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { gzipSync } from 'node:zlib'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
-import { INT64_MAX, buildPet, bearer } from '../support/fixtures.js'
+import { CLOCK_START, INT64_MAX, buildPet, bearer } from '../support/fixtures.js'
+import type { Storage } from '../../src/db/storage.js'
 import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
+
+/** Every animal stored, page after page: a count that no number of animals saturates. */
+async function countPets (storage: Storage): Promise<number> {
+  let total = 0
+  let afterId = 0n
+  for (;;) {
+    const page = await storage.listPets({ afterId, status: undefined, limit: MAX_PAGE_SIZE })
+    total += page.length
+    const last = page.at(-1)
+    if (page.length < MAX_PAGE_SIZE || last === undefined) return total
+    afterId = last.id
+  }
+}
 
 // Every operation, on each configuration: one instance on its own, and scaled out.
 for (const configuration of CONFIGURATIONS) {
@@ -19,7 +34,7 @@ for (const configuration of CONFIGURATIONS) {
       method: 'POST',
       url: '/v1/pets',
       headers: jsonHeaders(token, headers),
-      payload: typeof body === 'string' ? body : JSON.stringify(body)
+      payload: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body)
     })
 
     it('When a valid animal is sent, then it is stored and returned with an id and 201', async () => {
@@ -70,6 +85,7 @@ for (const configuration of CONFIGURATIONS) {
       ['categoryId is negative', '{"name":"a","categoryId":-4}', 'body.categoryId'],
       ['categoryId exceeds int64', '{"name":"a","categoryId":9223372036854775808}', 'body.categoryId'],
       ['categoryId is 1e30', '{"name":"a","categoryId":1e30}', 'body.categoryId'],
+      ['categoryId is 9.3e18 (past int64, written with an exponent)', '{"name":"a","categoryId":9.3e18}', 'body.categoryId'],
       ['categoryId is null', '{"name":"a","categoryId":null}', 'body.categoryId'],
       ['categoryId is missing', '{"name":"a"}', 'body.categoryId'],
       ['name is missing', '{"categoryId":1}', 'body.name'],
@@ -130,6 +146,62 @@ for (const configuration of CONFIGURATIONS) {
       })
     }
 
+    // Regression: "numbers silently rounded". The double nearest to
+    // 0.99999999999999999 is 1, and the animal was stored with categoryId 1.
+    it('Numbers silently rounded: when categoryId is 0.99999999999999999, then 400 names body.categoryId and nothing is stored', async () => {
+      // Arrange
+      const before = await countPets(t.storage)
+
+      // Act
+      const response = await post('{"name":"Almost","categoryId":0.99999999999999999}')
+
+      // Assert
+      assert.equal(response.statusCode, 400)
+      const error = errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.ok(error.details?.some((d) => d.field === 'body.categoryId'), `details: ${JSON.stringify(error.details)}`)
+      assert.equal(await countPets(t.storage), before)
+    })
+
+    it('When categoryId is written 1.5e1 or 10e-1, then it is the integer it denotes exactly', async () => {
+      const fifteen = await post('{"name":"Exp","categoryId":1.5e1}')
+      const one = await post('{"name":"Exp","categoryId":10e-1}')
+
+      assert.equal(fifteen.statusCode, 201)
+      assert.equal(fifteen.json().categoryId, 15)
+      assert.equal(one.statusCode, 201)
+      assert.equal(one.json().categoryId, 1)
+    })
+
+    // Regression: "a gzip body is parsed as plain JSON". Content-Encoding was
+    // ignored: a compressed body got a misleading 400, and one that claimed
+    // gzip without being compressed was stored.
+    for (const encoding of ['gzip', 'br', 'deflate', 'identity, gzip']) {
+      it(`A gzip body is parsed as plain JSON: when Content-Encoding is ${encoding}, then 415 unsupported_media_type and nothing is stored`, async () => {
+        // Arrange
+        const before = await countPets(t.storage)
+        const body = JSON.stringify(buildPet({ name: 'Zipped' }))
+
+        // Act
+        const compressed = await post(gzipSync(body), { 'content-encoding': encoding })
+        const uncompressed = await post(body, { 'content-encoding': encoding })
+
+        // Assert
+        for (const response of [compressed, uncompressed]) {
+          assert.equal(response.statusCode, 415)
+          assert.equal(errorOf(response).code, 'unsupported_media_type')
+          assert.match(errorOf(response).message, /Content-Encoding/)
+        }
+        assert.equal(await countPets(t.storage), before)
+      })
+    }
+
+    it('When Content-Encoding is identity, then the body is accepted', async () => {
+      const response = await post(buildPet({ name: 'Plain' }), { 'content-encoding': 'Identity' })
+
+      assert.equal(response.statusCode, 201)
+    })
+
     it('When the body is not valid UTF-8, then 400 invalid_json (nothing is replaced by U+FFFD)', async () => {
       const payload = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('","categoryId":1}')])
       const response = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload })
@@ -162,11 +234,13 @@ for (const configuration of CONFIGURATIONS) {
       token = await t.newKey('pro')
     })
     after(async () => { await t.close() })
+    // A test that moves the clock leaves it where the next one expects it.
+    afterEach(() => { t.clock.ms = CLOCK_START })
 
     const post = (body: unknown, key: string, who = token) => t.app.inject({
       method: 'POST', url: '/v1/pets', headers: jsonHeaders(who, { 'idempotency-key': key }), payload: JSON.stringify(body)
     })
-    const count = async () => (await t.storage.listPets({ afterId: 0n, status: undefined, limit: MAX_PAGE_SIZE + 1 })).length
+    const count = async () => await countPets(t.storage)
 
     it('When the same request is retried, then the first response comes back and nothing is added', async () => {
       const first = await post(buildPet({ name: 'Once' }), 'retry-1')
@@ -256,6 +330,36 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(retried.json().name, 'Fixed')
       assert.equal(replayed.headers['idempotent-replayed'], 'true', 'the 201 itself is remembered')
       assert.equal(replayed.json().id, retried.json().id)
+    })
+
+    // Regression: "two Idempotency-Key headers are joined". Node joins them
+    // with ", " into one key that neither request meant.
+    it('Two Idempotency-Key headers are joined: when the header is sent twice, then 400 invalid_request names it and nothing is stored', async () => {
+      // Arrange
+      const before = await count()
+
+      // Act
+      const response = await t.app.inject({
+        method: 'POST',
+        url: '/v1/pets',
+        headers: { ...jsonHeaders(token), 'idempotency-key': ['twice-a', 'twice-b'] },
+        payload: JSON.stringify(buildPet({ name: 'Twice' }))
+      })
+
+      // Assert
+      assert.equal(response.statusCode, 400)
+      const error = errorOf(response)
+      assert.equal(error.code, 'invalid_request')
+      assert.deepEqual(error.details, [{ field: 'header.idempotency-key', reason: 'must be sent once' }])
+      assert.equal(await count(), before)
+    })
+
+    it('When one Idempotency-Key holds a comma, then it is one key', async () => {
+      const first = await post(buildPet({ name: 'Comma' }), 'a, b')
+      const second = await post(buildPet({ name: 'Comma' }), 'a, b')
+
+      assert.equal(first.statusCode, 201)
+      assert.equal(second.headers['idempotent-replayed'], 'true')
     })
 
     const badKeys: Array<[string, string]> = [['empty', ''], ['too long', 'k'.repeat(256)], ['not printable ASCII', 'clé'], ['an empty quoted string', '""']]
@@ -392,6 +496,9 @@ for (const configuration of CONFIGURATIONS) {
       token = await t.newKey()
     })
     after(async () => { await t.close() })
+
+    // The sunset test moves the clock to 2030; every other test expects 2027.
+    afterEach(() => { t.clock.ms = CLOCK_START })
 
     const get = (id: string) => t.app.inject({ url: `/v1/pets/${id}`, headers: bearer(token) })
 

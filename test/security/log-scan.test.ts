@@ -79,4 +79,33 @@ describe('the log scan of every test run', () => {
     assert.equal(code, 0, output)
     assert.match(output, /no token or Authorization value in 1 log files \(6 lines\)/)
   })
+
+  // Regression: "token redaction misses encoded forms". The scan looked for
+  // `pet_live_` and 20 characters as written: a percent-encoded token, or
+  // its secret alone, passed it.
+  it('Token redaction misses encoded forms: when a log holds a token percent-encoded or its secret alone, then the scan fails on each line', () => {
+    // Arrange
+    const encoded = makeTempDir()
+    try {
+      const secret = token.slice('pet_live_'.length)
+      writeFileSync(join(encoded, 'request-log.test.4.in-process.log'), [
+        `{"url":"/v1/pets?access_token=pet%5Flive%5F${secret}"}`,
+        `{"url":"/v1/pets?access_token=${[...token].map((c) => `%${c.charCodeAt(0).toString(16)}`).join('')}"}`,
+        `{"url":"/v1/pets?key=${secret}"}`,
+        `{"requestId":"retry-of-${staging.slice('pet_test_'.length)}"}`,
+        ...CLEAN
+      ].join('\n'))
+
+      // Act
+      const { code, output } = scan(encoded)
+
+      // Assert
+      assert.equal(code, 1, output)
+      for (const line of [1, 2, 3, 4]) assert.match(output, new RegExp(`request-log\\.test\\.4\\.in-process\\.log:${line}: an API token`))
+      assert.doesNotMatch(output, /in-process\.log:(?:[5-9]|10):/, 'a clean line was reported')
+      assert.ok(!output.includes(secret.slice(0, 10)), 'the secret was printed')
+    } finally {
+      removeTempDir(encoded)
+    }
+  })
 })
