@@ -3,7 +3,7 @@
 // bearer token looked up in a Map, one counter per key), and the listening
 // line the benchmark reads. Like most first versions, they log nothing per
 // request.
-import { Type } from '@sinclair/typebox'
+import { Type } from 'typebox'
 import type { FastifyInstance } from 'fastify'
 
 export const Pet = Type.Object({

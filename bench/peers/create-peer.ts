@@ -5,7 +5,7 @@
 // after that commit. A key is checked and counted as in the list peer.
 //
 // env: PEER_DATABASE (a SQLite file of its own), PEER_TOKEN (the one valid key)
-import { Type } from '@sinclair/typebox'
+import { Type } from 'typebox'
 import Fastify from 'fastify'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { Pet, listen, requireKey, required } from './common.js'

@@ -5,7 +5,7 @@
 // animals.
 //
 // env: PEER_DATABASE (the SQLite file), PEER_TOKEN (the one valid key)
-import { Type } from '@sinclair/typebox'
+import { Type } from 'typebox'
 import Fastify from 'fastify'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { Pets, listen, requireKey, required } from './common.js'

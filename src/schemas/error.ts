@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type } from 'typebox'
 import { ERROR_CODES } from '../errors.js'
 
 export const ErrorBody = Type.Object({

@@ -1,16 +1,22 @@
 // Two value kinds that JSON Schema keywords describe but that a validator
 // built on JavaScript numbers and UTF-16 strings gets wrong. Each carries the
 // standard keywords (so the OpenAPI document says the truth) and is checked
-// by the exact function registered here (so validation does too).
-import { Kind, Type, TypeRegistry, type TUnsafe } from '@sinclair/typebox'
+// by the exact function it carries (so validation does too): the request
+// validator (validator.ts) checks such a kind with that function alone, in
+// place of its keywords.
+import { Type, type TSchema, type TUnsafe } from 'typebox'
+
+/**
+ * A schema read as the JSON Schema object it is (`schema.$id`,
+ * `schema.properties`, …), as TypeBox 0.x typed every schema.
+ */
+export type JsonSchema = TSchema & Record<string, any> // eslint-disable-line @typescript-eslint/no-explicit-any
 
 export const INT64_MAX = 9223372036854775807n
 
-/** Where a kind keeps what JSON cannot carry: exact bounds, a sentence for errors. */
-const Exact = Symbol('petstore.exact')
+/** Where a kind keeps what JSON cannot carry: its exact check, a sentence for errors. */
+export const Check = Symbol('petstore.check')
 export const Rule = Symbol('petstore.rule')
-
-interface ExactBounds { minimum: bigint, maximum: bigint }
 
 interface Int64Options {
   minimum: bigint
@@ -26,7 +32,6 @@ interface Int64Options {
 export function Int64 (options: Int64Options): TUnsafe<bigint> {
   const { minimum, maximum, ...rest } = options
   return Type.Unsafe<bigint>({
-    [Kind]: 'Int64',
     ...rest,
     type: 'integer',
     format: 'int64',
@@ -34,13 +39,10 @@ export function Int64 (options: Int64Options): TUnsafe<bigint> {
     // and restored when the OpenAPI document is written.
     minimum: Number(minimum),
     maximum: Number(maximum),
-    [Exact]: { minimum, maximum } satisfies ExactBounds,
+    [Check]: (value: unknown) => typeof value === 'bigint' && value >= minimum && value <= maximum,
     [Rule]: `must be an integer from ${minimum} to ${maximum}`
   })
 }
-
-TypeRegistry.Set<{ [Exact]: ExactBounds }>('Int64', (schema, value) =>
-  typeof value === 'bigint' && value >= schema[Exact].minimum && value <= schema[Exact].maximum)
 
 interface TextOptions {
   maxLength: number
@@ -48,9 +50,10 @@ interface TextOptions {
   examples?: unknown[]
 }
 
-// JSON Schema counts string length in code points, and `\p{…}` needs the
-// regular expression's `u` flag; TypeBox's compiler counts UTF-16 units and
-// compiles patterns without it, so the rule is checked here instead.
+// The rule is checked here rather than by the keywords, so that it is the
+// same whatever a validator makes of `\p{…}` in a pattern and of string
+// length (JSON Schema counts code points; a count of graphemes or of UTF-16
+// units differs on emoji and combining marks).
 const ONLY_WHITE_SPACE = /^\p{White_Space}*$/u
 // A lone surrogate (half of a UTF-16 pair) is no character: it cannot be stored as UTF-8 unchanged.
 const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u
@@ -60,37 +63,36 @@ const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u
  * no control characters. Stored and returned exactly as sent.
  */
 export function Text (options: TextOptions): TUnsafe<string> {
+  const { maxLength } = options
   return Type.Unsafe<string>({
-    [Kind]: 'Text',
     ...options,
     type: 'string',
     minLength: 1,
     pattern: '^(?!\\p{White_Space}*$)[^\\p{Cc}\\p{Cs}]*$',
-    [Rule]: `must be a string of 1 to ${options.maxLength} characters, not only white space, without control characters`
+    [Check]: (value: unknown) => isText(value, maxLength),
+    [Rule]: `must be a string of 1 to ${maxLength} characters, not only white space, without control characters`
   })
 }
 
-TypeRegistry.Set<{ maxLength: number }>('Text', (schema, value) => {
+function isText (value: unknown, maxLength: number): boolean {
   if (typeof value !== 'string' || value === '') return false
   if (ONLY_WHITE_SPACE.test(value) || CONTROL_OR_LONE_SURROGATE.test(value)) return false
   // Counting code points stops early: a long string costs no more than a short one.
   let count = 0
   for (const _ of value) { // eslint-disable-line @typescript-eslint/no-unused-vars
-    if (++count > schema.maxLength) return false
+    if (++count > maxLength) return false
   }
   return true
-})
+}
 
 /** One of a fixed set of strings, written as a JSON Schema `enum`. */
 export function StringEnum<T extends string> (values: readonly T[], options: { $id?: string, description?: string, default?: T } = {}): TUnsafe<T> {
+  const allowed: readonly string[] = values
   return Type.Unsafe<T>({
-    [Kind]: 'StringEnum',
     ...options,
     type: 'string',
     enum: [...values],
+    [Check]: (value: unknown) => typeof value === 'string' && allowed.includes(value),
     [Rule]: `must be one of ${values.map((v) => `"${v}"`).join(', ')}`
   })
 }
-
-TypeRegistry.Set<{ enum: string[] }>('StringEnum', (schema, value) =>
-  typeof value === 'string' && schema.enum.includes(value))

@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static } from 'typebox'
 import { PET_STATUSES } from '../domain.js'
 import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
 

@@ -1,6 +1,6 @@
 // Response schemas with the headers each response carries, so that the
 // OpenAPI document describes what the service really sends.
-import { Type, type TSchema } from '@sinclair/typebox'
+import { Type, type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 import { ErrorBody } from './error.js'
 

@@ -10,7 +10,7 @@
 // with the tokens, ids and cursors the run has at that moment.
 import { METHODS } from 'node:http'
 import fc from 'fast-check'
-import type { TSchema } from '@sinclair/typebox'
+import type { JsonSchema as TSchema } from '../../src/schemas/kinds.js'
 import { CreatePetHeaders, ListPetsQuery, NewPet, PetIdParams } from '../../src/schemas/pet.js'
 import { INT64_MAX } from '../support/fixtures.js'
 
