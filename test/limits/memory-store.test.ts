@@ -10,45 +10,46 @@ rateLimitStoreContract('memory', async () => new MemoryStore())
 const T0 = CLOCK_START
 const ONE_A_MINUTE: WindowLimit[] = [{ window: 'minute', limit: 1 }]
 
-async function hit (store: MemoryStore, subject: string, now = T0, windows = ONE_A_MINUTE, ban?: BanPolicy): Promise<Decision['outcome']> {
-  return (await store.hit({ subject, windows, ban }, now)).outcome
+/** A store on a clock the test sets: each hit happens at its `now`, and the store's clock reads the same. */
+function storeOnTestClock (maxSubjects: number): { store: MemoryStore, hit: (subject: string, now?: number, windows?: WindowLimit[], ban?: BanPolicy) => Promise<Decision['outcome']> } {
+  let clock = T0
+  const store = new MemoryStore(() => clock, { maxSubjects })
+  const hit = async (subject: string, now = T0, windows = ONE_A_MINUTE, ban?: BanPolicy): Promise<Decision['outcome']> => {
+    clock = now
+    return (await store.hit({ subject, windows, ban }, now)).outcome
+  }
+  return { store, hit }
 }
 
-it('When every window of a subject has ended, then the sweep forgets it', async () => {
-  const store = new MemoryStore()
-  const t0 = CLOCK_START
-  await store.hit({ subject: 'addr:1', windows: [{ window: 'minute', limit: 1 }], ban: undefined }, t0)
-  store.sweep(t0 + 60_000)
-  const again = await store.hit({ subject: 'addr:1', windows: [{ window: 'minute', limit: 1 }], ban: undefined }, t0)
-  await store.close()
-  assert.equal(again.outcome, 'allowed', 'the old count was forgotten')
-})
-
 describe('the in-process store\'s cap on subjects', () => {
-  it('When more subjects arrive than the cap, then it holds exactly the cap', async () => {
+  it('When more subjects arrive than the cap, then the last ones still count and the earlier ones are forgotten', async () => {
     // Arrange
-    const store = new MemoryStore(Date.now, { maxSubjects: 3 })
+    const { store, hit } = storeOnTestClock(3)
 
-    // Act
-    for (let i = 0; i < 10; i++) await hit(store, `addr:10.0.0.${i}`)
+    // Act: ten subjects, each at its limit.
+    for (let i = 0; i < 10; i++) await hit(`addr:10.0.0.${i}`)
+
+    // Assert: the three most recent are refused (kept, most recent first, so
+    // that asking changes nothing); then an early one starts afresh.
+    const recent = [await hit('addr:10.0.0.9'), await hit('addr:10.0.0.8'), await hit('addr:10.0.0.7')]
+    const early = await hit('addr:10.0.0.6')
     await store.close()
-
-    // Assert
-    assert.equal(store.size, 3)
+    assert.deepEqual(recent, ['limited', 'limited', 'limited'])
+    assert.equal(early, 'allowed', 'a subject past the cap was forgotten')
   })
 
   it('When the store is full, then the least recently used subject goes and a recently used one stays', async () => {
     // Arrange: three subjects, each at its limit; then `a` is seen again.
-    const store = new MemoryStore(Date.now, { maxSubjects: 3 })
-    for (const subject of ['addr:a', 'addr:b', 'addr:c']) await hit(store, subject)
-    await hit(store, 'addr:a', T0 + 1)
+    const { store, hit } = storeOnTestClock(3)
+    for (const subject of ['addr:a', 'addr:b', 'addr:c']) await hit(subject)
+    await hit('addr:a', T0 + 1)
 
     // Act
-    await hit(store, 'addr:d', T0 + 2)
+    await hit('addr:d', T0 + 2)
 
     // Assert: `a` still counts; `b`, the least recently used, starts again.
-    const a = await hit(store, 'addr:a', T0 + 3)
-    const b = await hit(store, 'addr:b', T0 + 4)
+    const a = await hit('addr:a', T0 + 3)
+    const b = await hit('addr:b', T0 + 4)
     await store.close()
     assert.equal(a, 'limited', 'the recently used subject kept its count')
     assert.equal(b, 'allowed', 'the least recently used subject was forgotten')
@@ -56,51 +57,52 @@ describe('the in-process store\'s cap on subjects', () => {
 
   it('When the store is full and some subjects\' windows have ended, then those go before a subject that still counts', async () => {
     // Arrange: a key used up for the day, then an address whose minute ends first.
-    const store = new MemoryStore(Date.now, { maxSubjects: 2 })
+    const { store, hit } = storeOnTestClock(2)
     const day: WindowLimit[] = [{ window: 'minute', limit: 10 }, { window: 'day', limit: 1 }]
-    await hit(store, 'key:1', T0, day)
-    await hit(store, 'addr:old', T0 + 1)
+    await hit('key:1', T0, day)
+    await hit('addr:old', T0 + 1)
 
     // Act: a new subject in the next minute.
-    await hit(store, 'addr:new', T0 + 60_000)
+    await hit('addr:new', T0 + 60_000)
 
     // Assert
-    assert.equal(await hit(store, 'key:1', T0 + 60_001, day), 'limited', 'the key kept its day count')
+    assert.equal(await hit('key:1', T0 + 60_001, day), 'limited', 'the key kept its day count')
     await store.close()
   })
 
-  it('When a flood of new subjects passes a banned key, then the ban stays', async () => {
+  it('When a flood of new subjects passes a banned key, then the ban stays and the flood is capped', async () => {
     // Arrange: a key banned by its first refusal.
-    const store = new MemoryStore(Date.now, { maxSubjects: 2 })
+    const { store, hit } = storeOnTestClock(2)
     const ban: BanPolicy = { threshold: 1, seconds: 900 }
-    await hit(store, 'key:1', T0, ONE_A_MINUTE, ban)
-    await hit(store, 'key:1', T0 + 1, ONE_A_MINUTE, ban)
+    await hit('key:1', T0, ONE_A_MINUTE, ban)
+    await hit('key:1', T0 + 1, ONE_A_MINUTE, ban)
 
     // Act
-    for (let i = 0; i < 10; i++) await hit(store, `addr:10.0.0.${i}`, T0 + 2)
+    for (let i = 0; i < 10; i++) await hit(`addr:10.0.0.${i}`, T0 + 2)
 
-    // Assert
-    assert.equal(await hit(store, 'key:1', T0 + 3, ONE_A_MINUTE, ban), 'banned')
-    assert.equal(store.size, 2)
+    // Assert: the ban held; beside it, room for one subject only: the last of the flood.
+    assert.equal(await hit('key:1', T0 + 3, ONE_A_MINUTE, ban), 'banned')
+    assert.equal(await hit('addr:10.0.0.9', T0 + 4), 'limited', 'the last of the flood is kept')
+    assert.equal(await hit('addr:10.0.0.8', T0 + 5), 'allowed', 'the one before it is not')
     await store.close()
   })
 
   it('When every subject is banned and a new one arrives, then the cap still holds and the oldest ban goes', async () => {
     // Arrange
-    const store = new MemoryStore(Date.now, { maxSubjects: 2 })
+    const { store, hit } = storeOnTestClock(2)
     const ban: BanPolicy = { threshold: 1, seconds: 900 }
     for (const subject of ['key:1', 'key:2']) {
-      await hit(store, subject, T0, ONE_A_MINUTE, ban)
-      await hit(store, subject, T0 + 1, ONE_A_MINUTE, ban)
+      await hit(subject, T0, ONE_A_MINUTE, ban)
+      await hit(subject, T0 + 1, ONE_A_MINUTE, ban)
     }
 
     // Act
-    await hit(store, 'key:3', T0 + 2)
+    await hit('key:3', T0 + 2)
 
-    // Assert
-    assert.equal(store.size, 2)
-    assert.equal(await hit(store, 'key:2', T0 + 3, ONE_A_MINUTE, ban), 'banned')
-    assert.equal(await hit(store, 'key:1', T0 + 4, ONE_A_MINUTE, ban), 'allowed')
+    // Assert: key:2 and key:3 are kept, key:1 (the oldest ban) is not.
+    assert.equal(await hit('key:2', T0 + 3, ONE_A_MINUTE, ban), 'banned')
+    assert.equal(await hit('key:3', T0 + 3), 'limited')
+    assert.equal(await hit('key:1', T0 + 4, ONE_A_MINUTE, ban), 'allowed')
     await store.close()
   })
 
