@@ -5,6 +5,7 @@
 // It fails fast when Redis is away; resilient-store.ts decides what then.
 import { performance } from 'node:perf_hooks'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { within } from '../deadline.js'
 import type { RedisTarget } from './redis-url.js'
 import {
   WINDOW_MS, windowStart,
@@ -238,11 +239,18 @@ export class RedisStore implements RateLimitStore {
   async whenReady (ms: number): Promise<boolean> {
     const client = this.#client
     if (client.status === 'ready') return true
-    return await new Promise<boolean>((resolve) => {
-      const ready = (): void => { clearTimeout(timer); resolve(true) }
-      const timer = setTimeout(() => { client.off('ready', ready); resolve(false) }, ms)
-      client.once('ready', ready)
-    })
+    try {
+      // Not events.once(): it would give up at the first 'error', and the client goes on trying until `ms` have passed.
+      await within(ms, async (signal) => {
+        await new Promise((resolve) => {
+          client.once('ready', resolve)
+          signal.addEventListener('abort', () => { client.off('ready', resolve) })
+        })
+      })
+      return true
+    } catch {
+      return false
+    }
   }
 
   async close (): Promise<void> {
