@@ -7,8 +7,8 @@
 // The destination is sonic-boom, the writer pino uses, built here rather
 // than by `pino.destination()`: that one registers a process-exit hook that
 // flushes synchronously, and in the sonic-boom 4 that pino brings, flushSync()
-// retries every error but EAGAIN for ever, so a closed pipe would hang the
-// exit. Here the service flushes itself, asynchronously and with a deadline,
+// retries a failed write for ever, whatever the error, so a closed pipe
+// would hang the exit. Here the service flushes itself, asynchronously and with a deadline,
 // at shutdown and on a fatal error. pino does not export the class, hence a
 // dependency of our own; it is sonic-boom 5, whose flushSync() gives up on
 // such errors, should anything ever call it.
