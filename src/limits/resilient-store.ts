@@ -1,7 +1,8 @@
-// A shared store with an in-process fallback (DECISIONS §3): when the shared
-// store (Redis) fails or does not answer within 500 ms, each instance goes on
-// limiting with its own in-process store, says so once, reports itself
-// degraded, and goes back to the shared store once it answers again.
+// A shared store with an in-process fallback (README: When Redis is
+// unreachable): when the shared store (Redis) fails or does not answer within
+// 500 ms, each instance goes on limiting with its own in-process store, says
+// so once, reports itself degraded, and goes back to the shared store once it
+// answers again.
 // While degraded, requests do not try the shared store at all: a frozen
 // Redis would otherwise cost every request the full wait. A probe in the
 // background finds out when it is back.
@@ -17,8 +18,8 @@ export interface StoreLogger {
 
 /**
  * How long a request waits for the shared store before the fallback answers
- * it: DECISIONS §3 counts a store that does not answer within 500 ms as
- * unreachable, and no request may wait on it for more than a second.
+ * it: a store that does not answer within 500 ms counts as unreachable, and
+ * no request may wait on it for more than a second.
  */
 const DEADLINE_MS = 500
 /** How often a degraded store asks the shared one whether it is back: with DEADLINE_MS per probe, it is found within a second. */
