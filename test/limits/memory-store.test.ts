@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { MemoryStore } from '../../src/limits/memory-store.js'
-import type { BanPolicy, Decision, WindowLimit } from '../../src/limits/store.js'
+import type { BanPolicy, Decision, HitRequest, WindowLimit } from '../../src/limits/store.js'
 import { CLOCK_START } from '../support/fixtures.js'
 import { rateLimitStoreContract } from './store-contract.js'
 
@@ -20,6 +20,71 @@ function storeOnTestClock (maxSubjects: number): { store: MemoryStore, hit: (sub
   }
   return { store, hit }
 }
+
+describe('the in-process store across minutes and bans, on a clock the test moves', () => {
+  let n = 0
+  const request = (perMinute: number, perDay: number, ban: BanPolicy | undefined = { threshold: 3, seconds: 60 }): HitRequest => ({
+    subject: `key:clocked-${n++}`,
+    windows: [{ window: 'minute', limit: perMinute }, { window: 'day', limit: perDay }],
+    ban
+  })
+  const NEXT_MINUTE = Date.parse('2027-03-10T12:01:00Z')
+
+  it('When under both limits, then each window resets at its UTC end', async () => {
+    const store = new MemoryStore(() => T0)
+    const decision = await store.hit(request(2, 10), T0)
+    await store.close()
+    assert.deepEqual(decision.windows.map((w) => w.resetAt), [NEXT_MINUTE, Date.parse('2027-03-11T00:00:00Z')])
+  })
+
+  it('When one window is full, then limited, and the next minute counts only what was admitted', async () => {
+    const store = new MemoryStore(() => T0)
+    const r = request(1, 10)
+    await store.hit(r, T0)
+    const refused = await store.hit(r, T0 + 1)
+    const nextMinute = await store.hit(r, NEXT_MINUTE)
+    await store.close()
+    assert.equal(refused.outcome, 'limited')
+    assert.equal(nextMinute.outcome, 'allowed')
+    assert.equal(nextMinute.windows[1]?.remaining, 8, 'the day window was charged twice, not three times')
+  })
+
+  it('When refusals reach the threshold, then the subject is banned until the ban\'s end, and admitted from then on', async () => {
+    const store = new MemoryStore(() => T0)
+    const r = request(1, 100)
+    await store.hit(r, T0)
+    for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
+    const lastBanned = await store.hit(r, T0 + 2 + 60_000 - 1)
+    const after = await store.hit(r, T0 + 2 + 60_000)
+    await store.close()
+    assert.equal(lastBanned.outcome, 'banned')
+    assert.equal(lastBanned.outcome === 'banned' ? lastBanned.bannedUntil : 0, T0 + 2 + 60_000)
+    assert.equal(after.outcome, 'allowed')
+  })
+
+  it('When a ban ends, then one more refusal in the same minute does not ban again', async () => {
+    const store = new MemoryStore(() => T0)
+    const r = request(1, 100, { threshold: 3, seconds: 10 })
+    await store.hit(r, T0)
+    for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
+    const afterBan = T0 + 2 + 10_000
+    const outcomes = [(await store.hit(r, afterBan - 1)).outcome, (await store.hit(r, afterBan)).outcome, (await store.hit(r, afterBan + 1)).outcome]
+    await store.close()
+    assert.deepEqual(outcomes, ['banned', 'limited', 'limited'])
+  })
+
+  it('When a subject was banned, then after the ban its day window holds only what was admitted', async () => {
+    const store = new MemoryStore(() => T0)
+    const r = request(1, 100, { threshold: 3, seconds: 10 })
+    await store.hit(r, T0)
+    for (let i = 0; i < 3; i++) await store.hit(r, T0 + i)
+    for (let i = 0; i < 5; i++) await store.hit(r, T0 + 10 + i)
+    const after = await store.hit(r, NEXT_MINUTE)
+    await store.close()
+    assert.equal(after.outcome, 'allowed')
+    assert.equal(after.windows[1]?.remaining, 98)
+  })
+})
 
 describe('the in-process store\'s cap on subjects', () => {
   it('When more subjects arrive than the cap, then the last ones still count and the earlier ones are forgotten', async () => {
