@@ -34,30 +34,31 @@ export interface ErrorDetail {
 }
 
 export class ApiError extends Error {
-  override name = 'ApiError'
-  readonly code: ErrorCode
-  readonly status: number
-  readonly details: ErrorDetail[] | undefined
-  readonly headers: Record<string, string>
+  declare readonly code: ErrorCode
+  declare readonly status: number
+  declare readonly details: ErrorDetail[] | undefined
+  declare readonly headers: Record<string, string>
 
   constructor (code: ErrorCode, message: string, options: { details?: ErrorDetail[], headers?: Record<string, string> } = {}) {
-    // A 4xx is an answer, not a fault: no one reads where it was made, and
-    // capturing the stack took a few per cent of each refusal. A 5xx
-    // keeps its stack for the log.
     const status = ERROR_CODES[code].status
-    const stackTraceLimit = Error.stackTraceLimit
-    if (status < 500) Error.stackTraceLimit = 0
-    try {
-      super(message)
-    } finally {
-      Error.stackTraceLimit = stackTraceLimit
+    const fields = { code, status, details: options.details, headers: options.headers ?? {} }
+    if (status < 500) {
+      // A 4xx is an answer, not a fault: no one reads where it was made, and
+      // capturing the stack took a few per cent of each refusal. V8 captures
+      // it in Error's constructor, so a 4xx is made without calling it: an
+      // object on this class's prototype (still an ApiError and an Error),
+      // with Error's own `message` and no `stack`. A 5xx keeps its stack
+      // for the log.
+      const answer: ApiError = Object.create(new.target.prototype)
+      Object.defineProperty(answer, 'message', { value: message, writable: true, configurable: true })
+      return Object.assign(answer, fields)
     }
-    this.code = code
-    this.status = status
-    this.details = options.details
-    this.headers = options.headers ?? {}
+    super(message)
+    Object.assign(this, fields)
   }
 }
+// On the prototype, not a field: a 4xx never runs the field initialisers.
+ApiError.prototype.name = 'ApiError'
 
 const REALM = 'Bearer realm="petstore"'
 

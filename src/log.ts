@@ -4,11 +4,14 @@
 // and a reader that goes away (`… | head`) ends the logging, not the
 // service, whose shutdown still finishes within its budget.
 //
-// The destination is sonic-boom, pino's own, built here rather than by
-// `pino.destination()`: that one registers a process-exit hook that flushes
-// synchronously, and with sonic-boom 4 a synchronous flush into a closed
-// pipe retries for ever. Here the service flushes itself, asynchronously and
-// with a deadline, at shutdown and on a fatal error.
+// The destination is sonic-boom, the writer pino uses, built here rather
+// than by `pino.destination()`: that one registers a process-exit hook that
+// flushes synchronously, and in the sonic-boom 4 that pino brings, flushSync()
+// retries a failed write for ever, whatever the error, so a closed pipe
+// would hang the exit. Here the service flushes itself, asynchronously and with a deadline,
+// at shutdown and on a fatal error. pino does not export the class, hence a
+// dependency of our own; it is sonic-boom 5, whose flushSync() gives up on
+// such errors, should anything ever call it.
 import { createRequire } from 'node:module'
 import pino, { type Logger } from 'pino'
 import sonicBoom from 'sonic-boom'

@@ -1,7 +1,9 @@
 // The in-process store: exact for one process, and the fallback when Redis
-// is unreachable. Hand-written because rate-limiter-flexible charges a
-// refused request and checks each window separately, while the contract here
-// is "both windows or neither".
+// is unreachable. The rules are hand-written because rate-limiter-flexible
+// charges a refused request and checks each window separately, while the
+// contract here is "both windows or neither"; keeping the subjects is
+// lru-cache's job.
+import { LRUCache } from 'lru-cache'
 import {
   WINDOW_MS, windowStart,
   type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowName, type WindowState
@@ -15,14 +17,16 @@ interface SubjectState {
   bannedUntil: number
 }
 
-const SWEEP_EVERY_MS = 60_000
+/** How often subjects that no longer count are let go of while the store is not full. */
+const PURGE_EVERY_MS = 60_000
 
 /**
  * Subjects kept at most. With TRUST_PROXY on, a client can name a new address
  * with every request, so without a cap memory would grow with its sending
- * rate until the next sweep. 100,000 subjects take 35 to 40 MB of heap
- * (measured on Node 20: about 400 bytes each, IPv6 subjects the largest), a
- * bound any host can afford. An address is forgotten a minute or two after
+ * rate until the next purge. 100,000 subjects take about 45 MB (measured on
+ * Node 20 with IPv6 subjects, the largest: some 450 bytes each, of which
+ * lru-cache reserves 3 MB for the whole cap when the store is made), a bound
+ * any host can afford. An address is forgotten a minute or two after
  * its last request (keys, kept for their day window, are only as many as
  * the database holds), so reaching the cap takes 100,000 distinct clients in
  * about a minute: far more than one instance serves, so ordinary traffic
@@ -37,25 +41,31 @@ export interface MemoryStoreOptions {
 
 export class MemoryStore implements RateLimitStore {
   readonly name = 'memory'
-  /** In least-recently-used order: a Map iterates in insertion order, and every hit re-inserts its subject. */
-  readonly #subjects = new Map<string, SubjectState>()
-  readonly #maxSubjects: number
-  /** Start of the UTC minute of the last sweep: no window ends between two minute boundaries. */
-  #sweptMinute = Number.NaN
-  readonly #sweeper: NodeJS.Timeout
+  /**
+   * Each subject lives until its last window or its ban ends (its `ttl`,
+   * counted on the store's clock), and at most `maxSubjects` are kept, in
+   * least-recently-used order. A subject past its ttl no longer counts, so
+   * forgetting it early loses nothing; hit() still reads every count against
+   * its window's start, so one kept late does not count either.
+   */
+  readonly #subjects: LRUCache<string, SubjectState>
+  /** Start of the UTC minute of the last purge made to find room: no window ends between two minute boundaries. */
+  #purgedMinute = Number.NaN
+  readonly #purger: NodeJS.Timeout
 
   constructor (readonly clock: () => number = Date.now, { maxSubjects = DEFAULT_MAX_SUBJECTS }: MemoryStoreOptions = {}) {
     if (!Number.isSafeInteger(maxSubjects) || maxSubjects < 1) {
       throw new RangeError(`maxSubjects must be a positive integer, not ${maxSubjects}`)
     }
-    this.#maxSubjects = maxSubjects
-    this.#sweeper = setInterval(() => this.sweep(this.clock()), SWEEP_EVERY_MS)
-    this.#sweeper.unref()
-  }
-
-  /** How many subjects the store holds now. */
-  get size (): number {
-    return this.#subjects.size
+    this.#subjects = new LRUCache({
+      max: maxSubjects,
+      // The ttls are counted on the clock that `now` comes from, read every
+      // time: lru-cache's default is performance.now(), cached for 1 ms.
+      perf: { now: clock },
+      ttlResolution: 0
+    })
+    this.#purger = setInterval(() => { this.#subjects.purgeStale() }, PURGE_EVERY_MS)
+    this.#purger.unref()
   }
 
   async hit ({ subject, windows, ban }: HitRequest, now: number): Promise<Decision> {
@@ -63,10 +73,7 @@ export class MemoryStore implements RateLimitStore {
     if (state === undefined) {
       this.#makeRoom(now)
       state = { windows: {}, refusals: { start: 0, count: 0 }, bannedUntil: 0 }
-    } else {
-      this.#subjects.delete(subject)
     }
-    this.#subjects.set(subject, state)
 
     const current = windows.map(({ window, limit }) => {
       const start = windowStart(window, now)
@@ -78,9 +85,10 @@ export class MemoryStore implements RateLimitStore {
       window, limit, remaining: Math.max(0, limit - used - charge), resetAt: start + WINDOW_MS[window]
     }))
 
-    if (state.bannedUntil > now) return { outcome: 'banned', windows: view(0), bannedUntil: state.bannedUntil }
-
-    if (current.some(({ limit, used }) => used >= limit)) {
+    let decision: Decision
+    if (state.bannedUntil > now) {
+      decision = { outcome: 'banned', windows: view(0), bannedUntil: state.bannedUntil }
+    } else if (current.some(({ limit, used }) => used >= limit)) {
       let banEarnedUntil: number | undefined
       if (ban !== undefined) {
         const minute = windowStart('minute', now)
@@ -94,18 +102,21 @@ export class MemoryStore implements RateLimitStore {
           state.refusals = { start: minute, count: 0 }
         }
       }
-      return banEarnedUntil === undefined ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil }
+      decision = banEarnedUntil === undefined ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil }
+    } else {
+      for (const { window, used, start } of current) state.windows[window] = { start, count: used + 1 }
+      decision = { outcome: 'allowed', windows: view(1) }
     }
-
-    for (const { window, used, start } of current) state.windows[window] = { start, count: used + 1 }
-    return { outcome: 'allowed', windows: view(1) }
+    // Every hit makes the subject the most recently used, and sets how long it still counts.
+    this.#subjects.set(subject, state, { ttl: countsFor(state, now) })
+    return decision
   }
 
   /**
    * Makes room for one more subject when the store is full. Forgetting a
    * subject that still counts is a trade: its windows start again from zero
    * and its refusals towards a ban are lost. So, first, the subjects that no
-   * longer count go (a sweep, at most once a UTC minute, since only a minute
+   * longer count go (a purge, at most once a UTC minute, since only a minute
    * boundary or a ban's end makes more of them). Then the least recently
    * seen subject that is not banned goes: evicting a ban would let a banned
    * client lift it by flooding. What is left to lose is the counts of a
@@ -115,29 +126,30 @@ export class MemoryStore implements RateLimitStore {
    * its own: it gains no more than an instance restart would give it, since
    * a restart empties this store too. Only when every subject is banned does
    * the oldest ban go, so that memory stays bounded however many are banned.
+   *
+   * lru-cache evicts the least recently used entry, banned or not, so the
+   * banned ones are stepped over here; each is made the most recently used
+   * (get), so that it is not looked at again until the others have been.
    */
   #makeRoom (now: number): void {
-    if (this.#subjects.size < this.#maxSubjects) return
-    if (windowStart('minute', now) !== this.#sweptMinute) this.sweep(now)
-    let bannedToSkip = this.#subjects.size
-    while (this.#subjects.size >= this.#maxSubjects) {
-      const oldest = this.#subjects.entries().next().value
+    const subjects = this.#subjects
+    if (subjects.size < subjects.max) return
+    if (windowStart('minute', now) !== this.#purgedMinute) {
+      this.#purgedMinute = windowStart('minute', now)
+      subjects.purgeStale()
+    }
+    let bannedToSkip = subjects.size
+    while (subjects.size >= subjects.max && bannedToSkip > 0) {
+      const oldest = subjects.rkeys().next().value
       if (oldest === undefined) return
-      const [subject, state] = oldest
-      this.#subjects.delete(subject)
-      // Re-inserted at the recent end, a banned subject is not looked at again until the others have been.
-      if (state.bannedUntil > now && bannedToSkip-- > 0) this.#subjects.set(subject, state)
+      if ((subjects.peek(oldest)?.bannedUntil ?? 0) > now) {
+        subjects.get(oldest)
+        bannedToSkip--
+      } else {
+        subjects.delete(oldest)
+      }
     }
-  }
-
-  /** Forgets subjects whose windows have all ended and that are not banned. */
-  sweep (now: number): void {
-    this.#sweptMinute = windowStart('minute', now)
-    for (const [subject, state] of this.#subjects) {
-      const live = Object.entries(state.windows).some(([window, counter]) =>
-        counter.start + WINDOW_MS[window as WindowName] > now)
-      if (!live && state.bannedUntil <= now) this.#subjects.delete(subject)
-    }
+    // Every subject is banned: the set() that follows evicts the least recently used, the oldest ban.
   }
 
   /** Nothing outside the process to lose: always ok, even when full, since it then forgets the oldest subjects and goes on limiting. */
@@ -146,6 +158,15 @@ export class MemoryStore implements RateLimitStore {
   }
 
   async close (): Promise<void> {
-    clearInterval(this.#sweeper)
+    clearInterval(this.#purger)
   }
+}
+
+/** How long from `now` the subject still counts: until its last window, its refusals' minute or its ban ends (at least 1 ms: lru-cache reads a ttl of 0 as "for ever"). */
+function countsFor (state: SubjectState, now: number): number {
+  let end = Math.max(state.bannedUntil, state.refusals.count > 0 ? state.refusals.start + WINDOW_MS.minute : 0)
+  for (const [window, counter] of Object.entries(state.windows)) {
+    end = Math.max(end, counter.start + WINDOW_MS[window as WindowName])
+  }
+  return Math.max(1, end - now)
 }

@@ -1,4 +1,4 @@
-// The plans of SPEC.md and their limits. Enterprise limits are set per key.
+// The plans (README: API keys) and their limits. Enterprise limits are set per key.
 
 import type { Plan } from '../domain.js'
 

@@ -1,10 +1,12 @@
 // The Redis store: the state every instance shares, so that limits and bans
-// hold across all of them (DECISIONS §3). One Lua script decides and charges
-// each request in one round trip, atomically, on Redis's clock; the
-// in-process store's rules (memory-store.ts) are the reference it follows.
-// It fails fast when Redis is away; resilient-store.ts decides what then.
+// hold across all of them (README: Rate limits in Redis). One Lua script
+// decides and charges each request in one round trip, atomically, on Redis's
+// clock; the in-process store's rules (memory-store.ts) are the reference it
+// follows. It fails fast when Redis is away; resilient-store.ts decides what
+// then.
 import { performance } from 'node:perf_hooks'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
+import { within } from '../deadline.js'
 import type { RedisTarget } from './redis-url.js'
 import {
   WINDOW_MS, windowStart,
@@ -33,24 +35,18 @@ const EXPIRY_MARGIN_MS = 1000
  *
  * Time is Redis's TIME, read inside the script (allowed since Redis 5 with
  * effects replication, the only mode from Redis 7), so instances whose
- * clocks differ still agree on every window edge. ARGV[1] may instead carry
- * the caller's time, for tests that must step across minutes and bans.
+ * clocks differ still agree on every window edge.
  *
  * KEYS: ban, refusals, then one per window, in the request's order.
- * ARGV: caller's time or '' | ban threshold (0: no ban policy) | ban length |
- *       minute length | then per window: its length, its limit (ms, counts).
+ * ARGV: ban threshold (0: no ban policy) | ban length | minute length |
+ *       then per window: its length, its limit (ms, counts).
  * Returns {now, outcome (0 allowed, 1 limited, 2 banned), end of the ban it
  * is under or (limited) has just earned, else 0,
  * then each window's count before this request}.
  */
 const HIT_SCRIPT = `
-local now
-if ARGV[1] == '' then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local margin = ${EXPIRY_MARGIN_MS}
 -- Lua numbers are doubles: written with %d, times and counts stay integers, never 1.7e+12.
 local function int (n) return string.format('%d', n) end
@@ -59,8 +55,8 @@ local windows = {}
 local full = false
 local result = { now, 0, 0 }
 for i = 3, #KEYS do
-  local length = tonumber(ARGV[2 * i - 1])
-  local limit = tonumber(ARGV[2 * i])
+  local length = tonumber(ARGV[2 * i - 2])
+  local limit = tonumber(ARGV[2 * i - 1])
   local start = now - now % length
   local stored = redis.call('HMGET', KEYS[i], 'start', 'count')
   local used = 0
@@ -79,15 +75,15 @@ end
 
 if full then
   result[2] = 1
-  local threshold = tonumber(ARGV[2])
+  local threshold = tonumber(ARGV[1])
   if threshold > 0 then
-    local minuteLength = tonumber(ARGV[4])
+    local minuteLength = tonumber(ARGV[3])
     local minute = now - now % minuteLength
     local stored = redis.call('HMGET', KEYS[2], 'start', 'count')
     local refusals = 1
     if tonumber(stored[1]) == minute then refusals = tonumber(stored[2]) + 1 end
     if refusals >= threshold then
-      local banLength = tonumber(ARGV[3])
+      local banLength = tonumber(ARGV[2])
       redis.call('SET', KEYS[1], int(now + banLength), 'PX', int(banLength + margin))
       result[3] = now + banLength
       -- A new ban needs as many new refusals: one right after this ban ends does not renew it.
@@ -107,10 +103,11 @@ return result
 `
 
 /**
- * How long a command may go unanswered before it fails: DECISIONS §3 has an
- * instance stop waiting for Redis after 500 ms. A connection attempt gets a
- * second: no request waits for one (none is sent before the client is
- * ready), and a server that accepts but never answers is still given up.
+ * How long a command may go unanswered before it fails: an instance stops
+ * waiting for Redis after 500 ms (README: When Redis is unreachable). A
+ * connection attempt gets a second: no request waits for one (none is sent
+ * before the client is ready), and a server that accepts but never answers
+ * is still given up.
  */
 const COMMAND_TIMEOUT_MS = 500
 const CONNECT_TIMEOUT_MS = 1000
@@ -132,12 +129,6 @@ interface WithHitScript {
 
 export interface RedisStoreOptions {
   /**
-   * Whose clock decides the windows: 'redis' (Redis's TIME, the default and
-   * the only one the service uses) or 'caller' (the `now` given to hit(),
-   * so that tests can step across minutes and bans without waiting them out).
-   */
-  clock?: 'redis' | 'caller'
-  /**
    * Names this deployment's keys. Key ids are a database's own, so two
    * deployments sharing one Redis (production and staging, say) must not
    * share `key:1`: the service gives the id of its database here.
@@ -148,13 +139,11 @@ export interface RedisStoreOptions {
 export class RedisStore implements RateLimitStore {
   readonly name = 'redis'
   readonly #client: (Redis | Cluster) & WithHitScript
-  readonly #clock: 'redis' | 'caller'
   readonly #namespace: string
   /** The client's last connection error, to say why Redis is unreachable. */
   #lastError: string | undefined
 
-  constructor (target: RedisTarget, { clock = 'redis', namespace = '' }: RedisStoreOptions = {}) {
-    this.#clock = clock
+  constructor (target: RedisTarget, { namespace = '' }: RedisStoreOptions = {}) {
     this.#namespace = namespace === '' ? '' : `${namespace}:`
     // No offline queue: a command sent while Redis is away fails at once
     // instead of waiting for a reconnection. Nothing is resent after one
@@ -191,7 +180,6 @@ export class RedisStore implements RateLimitStore {
     const prefix = `petstore:${this.#namespace}{${subject}}:`
     const keys = [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)]
     const args = [
-      this.#clock === 'caller' ? String(now) : '',
       String(ban?.threshold ?? 0),
       String((ban?.seconds ?? 0) * 1000),
       String(WINDOW_MS.minute),
@@ -206,7 +194,7 @@ export class RedisStore implements RateLimitStore {
     // header): each is Redis's time left, counted from when the answer
     // arrived. So a Retry-After is never shorter than the real wait, however
     // far apart the two clocks are, and is longer by one round trip at most.
-    const shift = this.#clock === 'caller' ? 0 : now + Math.ceil(performance.now() - sent) - redisNow
+    const shift = now + Math.ceil(performance.now() - sent) - redisNow
     const view = (charge: number): WindowState[] => windows.map(({ window, limit }, i) => ({
       window,
       limit,
@@ -238,11 +226,18 @@ export class RedisStore implements RateLimitStore {
   async whenReady (ms: number): Promise<boolean> {
     const client = this.#client
     if (client.status === 'ready') return true
-    return await new Promise<boolean>((resolve) => {
-      const ready = (): void => { clearTimeout(timer); resolve(true) }
-      const timer = setTimeout(() => { client.off('ready', ready); resolve(false) }, ms)
-      client.once('ready', ready)
-    })
+    try {
+      // Not events.once(): it would give up at the first 'error', and the client goes on trying until `ms` have passed.
+      await within(ms, async (signal) => {
+        await new Promise((resolve) => {
+          client.once('ready', resolve)
+          signal.addEventListener('abort', () => { client.off('ready', resolve) })
+        })
+      })
+      return true
+    } catch {
+      return false
+    }
   }
 
   async close (): Promise<void> {

@@ -1,10 +1,13 @@
-// A shared store with an in-process fallback (DECISIONS §3): when the shared
-// store (Redis) fails or does not answer within 500 ms, each instance goes on
-// limiting with its own in-process store, says so once, reports itself
-// degraded, and goes back to the shared store once it answers again.
+// A shared store with an in-process fallback (README: When Redis is
+// unreachable): when the shared store (Redis) fails or does not answer within
+// 500 ms, each instance goes on limiting with its own in-process store, says
+// so once, reports itself degraded, and goes back to the shared store once it
+// answers again.
 // While degraded, requests do not try the shared store at all: a frozen
 // Redis would otherwise cost every request the full wait. A probe in the
 // background finds out when it is back.
+import { within } from '../deadline.js'
+import type { MemoryStore } from './memory-store.js'
 import type { Decision, HitRequest, RateLimitStore, StoreHealth } from './store.js'
 
 /** What this store logs with: pino's logger is one, and so is anything with these two methods. */
@@ -15,8 +18,8 @@ export interface StoreLogger {
 
 /**
  * How long a request waits for the shared store before the fallback answers
- * it: DECISIONS §3 counts a store that does not answer within 500 ms as
- * unreachable, and no request may wait on it for more than a second.
+ * it: a store that does not answer within 500 ms counts as unreachable, and
+ * no request may wait on it for more than a second.
  */
 const DEADLINE_MS = 500
 /** How often a degraded store asks the shared one whether it is back: with DEADLINE_MS per probe, it is found within a second. */
@@ -25,22 +28,27 @@ const PROBE_EVERY_MS = 500
 export class ResilientStore implements RateLimitStore {
   readonly name: string
   readonly #primary: RateLimitStore
-  readonly #fallback: RateLimitStore
+  readonly #fallback: MemoryStore
   readonly #logger: StoreLogger
   /** Why the shared store is not used, while it is not; undefined while it is. */
   #degraded: { reason: string, since: number } | undefined
   #probe: NodeJS.Timeout | undefined
   #closed = false
 
-  /** Opens it after one health check of `primary`, so that a shared store unreachable at start is said so at once. */
-  static async open (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger): Promise<ResilientStore> {
+  /**
+   * Opens it after one health check of `primary`, so that a shared store
+   * unreachable at start is said so at once. The fallback is in-process: it
+   * cannot be unreachable, so a degraded store always has something to limit
+   * with, and is never down.
+   */
+  static async open (primary: RateLimitStore, fallback: MemoryStore, logger: StoreLogger): Promise<ResilientStore> {
     const store = new ResilientStore(primary, fallback, logger)
     const health = await store.#primaryHealth()
     if (health.status !== 'ok') store.#degrade(health.reason)
     return store
   }
 
-  private constructor (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger) {
+  private constructor (primary: RateLimitStore, fallback: MemoryStore, logger: StoreLogger) {
     this.name = primary.name
     this.#primary = primary
     this.#fallback = fallback
@@ -50,7 +58,7 @@ export class ResilientStore implements RateLimitStore {
   async hit (request: HitRequest, now: number): Promise<Decision> {
     if (this.#degraded === undefined) {
       try {
-        return await within(this.#primary.hit(request, now), DEADLINE_MS)
+        return await within(DEADLINE_MS, async () => await this.#primary.hit(request, now))
       } catch (error) {
         this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
       }
@@ -64,13 +72,7 @@ export class ResilientStore implements RateLimitStore {
       const health = await this.#primaryHealth()
       if (health.status !== 'ok') this.#degrade(health.reason)
     }
-    if (this.#degraded !== undefined) {
-      const fallback = await this.#fallback.health()
-      // Only if the fallback cannot decide either is there nothing left to limit with.
-      if (fallback.status === 'down') return { status: 'down', reason: `${this.#degraded.reason}, and the in-process store is down: ${fallback.reason}` }
-      return { status: 'degraded', reason: `${this.#degraded.reason}, limiting in-process` }
-    }
-    return { status: 'ok' }
+    return this.#degraded === undefined ? { status: 'ok' } : { status: 'degraded', reason: `${this.#degraded.reason}, limiting in-process` }
   }
 
   async close (): Promise<void> {
@@ -81,7 +83,7 @@ export class ResilientStore implements RateLimitStore {
 
   async #primaryHealth (): Promise<StoreHealth> {
     try {
-      return await within(this.#primary.health(), DEADLINE_MS)
+      return await within(DEADLINE_MS, async () => await this.#primary.health())
     } catch (error) {
       return { status: 'down', reason: `${this.#primary.name} unreachable (${message(error)})` }
     }
@@ -111,19 +113,6 @@ export class ResilientStore implements RateLimitStore {
     const degradedForMs = Date.now() - this.#degraded.since
     this.#degraded = undefined
     this.#logger.info({ store: this.name, degradedForMs }, `rate-limit store ${this.name} reachable again: limits are shared again`)
-  }
-}
-
-/** `promise`, or a rejection once `ms` have passed without its answer. */
-async function within<T> (promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
-  })
-  try {
-    return await Promise.race([promise, late])
-  } finally {
-    clearTimeout(timer)
   }
 }
 

@@ -5,6 +5,7 @@
 // instance stays ready (200) and the body names the degradation; only a
 // database that does not answer or a store that is down makes it 503.
 import type { FastifyPluginAsync } from 'fastify'
+import { DeadlineError, within } from '../deadline.js'
 import type { Storage } from '../db/storage.js'
 import type { RateLimitStore, StoreHealth } from '../limits/store.js'
 
@@ -15,24 +16,46 @@ interface HealthOptions {
 
 const CHECK_TIMEOUT_MS = 5000
 const RETRY_AFTER_SECONDS = 5
+/**
+ * How long an answer of /readyz is given again to whoever asks. The checks
+ * run a query and a Redis PING, and /readyz needs no key and counts against
+ * no limit: without this, anyone could make the service run them as fast as
+ * they can send. A second is fresher than any orchestrator polls.
+ */
+const ANSWER_KEPT_MS = 1000
+
+interface Readiness {
+  database: string
+  store: StoreHealth
+}
 
 const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, limiter }) => {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }))
 
+  /**
+   * The checks in flight, or their answer for ANSWER_KEPT_MS after it came:
+   * callers at the same moment share one run of the checks, and one run at
+   * most is in flight at a time, however slow the checks are.
+   */
+  let latest: Promise<Readiness> | undefined
+  const readiness = async (): Promise<Readiness> => {
+    if (latest === undefined) {
+      latest = probe(storage, limiter)
+      // probe() never rejects: check() turns every failure into an answer.
+      latest.then(() => { setTimeout(() => { latest = undefined }, ANSWER_KEPT_MS).unref() }, () => {})
+    }
+    return await latest
+  }
+
   app.get('/readyz', { schema: { hide: true } }, async (request, reply) => {
-    const [database, store] = await Promise.all([
-      check(async () => { await storage.ping(); return 'ok' }, 'timeout', 'unreachable'),
-      check<StoreHealth>(async () => await limiter.health(),
-        { status: 'down', reason: `no answer within ${CHECK_TIMEOUT_MS / 1000} s` },
-        { status: 'down', reason: 'health check failed' })
-    ])
+    const { database, store } = await readiness()
     const ready = database === 'ok' && store.status !== 'down'
     const rateLimitStore = store.status === 'ok' ? `ok (${limiter.name})` : `${store.status} (${limiter.name}): ${store.reason}`
     // Only unreadiness is logged here: a degraded store logs its own change
     // of state once, and readiness is polled too often to repeat it.
     if (!ready) {
       request.log.warn({ database, rateLimitStore }, 'not ready')
-      // As the API's own 503 (DECISIONS §6): when to ask again.
+      // As the API's own 503 (README: What a client must know): when to ask again.
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
     }
     return reply.code(ready ? 200 : 503).send({
@@ -42,16 +65,22 @@ const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, l
   })
 }
 
-/** The probe's answer; `failed` if it throws; `late` if it has not answered within CHECK_TIMEOUT_MS. */
-async function check<T> (probe: () => Promise<T>, late: T, failed: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const timeout = new Promise<T>((resolve) => { timer = setTimeout(() => resolve(late), CHECK_TIMEOUT_MS) })
+async function probe (storage: Storage, limiter: RateLimitStore): Promise<Readiness> {
+  const [database, store] = await Promise.all([
+    check(async () => { await storage.ping(); return 'ok' }, 'timeout', 'unreachable'),
+    check<StoreHealth>(async () => await limiter.health(),
+      { status: 'down', reason: `no answer within ${CHECK_TIMEOUT_MS / 1000} s` },
+      { status: 'down', reason: 'health check failed' })
+  ])
+  return { database, store }
+}
+
+/** The answer of `work`; `failed` if it throws; `late` if it has not answered within CHECK_TIMEOUT_MS. */
+async function check<T> (work: () => Promise<T>, late: T, failed: T): Promise<T> {
   try {
-    return await Promise.race([probe(), timeout])
-  } catch {
-    return failed
-  } finally {
-    clearTimeout(timer)
+    return await within(CHECK_TIMEOUT_MS, work)
+  } catch (error) {
+    return error instanceof DeadlineError ? late : failed
   }
 }
 

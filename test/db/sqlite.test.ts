@@ -8,6 +8,7 @@ import { classifySqliteError, openSqlite } from '../../src/db/sqlite.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../support/app.js'
 import { buildPet } from '../support/fixtures.js'
+import { pollUntil } from '../support/process.js'
 import { storageContract } from './storage-contract.js'
 
 // One file for the whole suite, reopened by every test: each finds the rows
@@ -298,7 +299,11 @@ describe('SQLite errors', () => {
       const refused = await post()
       const notReady = await t.app.inject({ url: '/readyz' })
       other.exec('ROLLBACK')
-      const ready = await t.app.inject({ url: '/readyz' })
+      // /readyz gives its answer again for a second: ready once that 503 is a second old.
+      const ready = await pollUntil(async () => {
+        const response = await t.app.inject({ url: '/readyz' })
+        return response.statusCode === 200 ? response : undefined
+      }, { ms: 5000, every: 50, what: '/readyz to say ready' })
       const accepted = await post()
 
       // Assert

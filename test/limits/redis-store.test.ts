@@ -1,19 +1,15 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { setTimeout as delay } from 'node:timers/promises'
-import type { BanPolicy, HitRequest } from '../../src/limits/store.js'
-import { CLOCK_START } from '../support/fixtures.js'
-import { keysMatching, openTestClient, openTestStore, redisTime, type RedisKind } from '../support/redis.js'
+import { WINDOW_MS, windowStart, type BanPolicy, type Decision, type HitRequest } from '../../src/limits/store.js'
+import { awayFromMinuteEdge, keysMatching, openTestClient, openTestStore, redisTime, type RedisKind } from '../support/redis.js'
 import { rateLimitStoreContract } from './store-contract.js'
 
-// The contract steps across minutes and bans, which on Redis's own clock
-// would take minutes of waiting: these stores decide on the `now` each test
-// gives them. Everything else is as in service, the script included; the
-// tests below check the store on Redis's clock.
-rateLimitStoreContract('redis', async () => await openTestStore('single', { clock: 'caller' }))
-rateLimitStoreContract('redis cluster', async () => await openTestStore('cluster', { clock: 'caller' }))
+// On Redis's own clock, as in service: what happens across minutes and bans
+// is arranged below by writing a subject's keys as an earlier minute, or a
+// ban that has ended, left them.
+rateLimitStoreContract('redis', async () => await openTestStore('single'))
+rateLimitStoreContract('redis cluster', async () => await openTestStore('cluster'))
 
-const T0 = CLOCK_START
 let n = 0
 /** A subject no other test or run uses. */
 const subject = (what: string): string => `key:redis-${what}-${process.pid}-${Date.now()}-${n++}`
@@ -49,59 +45,115 @@ for (const kind of ['single', 'cluster'] as const satisfies RedisKind[]) {
       }
     })
 
-    it('When many requests from two instances race for the last units, then exactly the limit is admitted across both', async (t) => {
-      // Arrange: two stores, two connections, as two instances of the service have.
-      const [a, b] = [await openTestStore(kind, { clock: 'caller' }), await openTestStore(kind, { clock: 'caller' })]
-      const request: HitRequest = { subject: subject('race'), windows: [{ window: 'minute', limit: 100 }, { window: 'day', limit: 1000 }], ban: undefined }
+    it('When many requests from four instances race for the last units, then exactly the limit is admitted across them, each sees a count of its own, and only they are charged', async (t) => {
+      // Arrange: four stores, four connections, as four instances of the service have. The day binds, so that no minute edge falls inside the race.
+      const stores = await Promise.all(Array.from({ length: 4 }, async () => await openTestStore(kind)))
+      const request: HitRequest = { subject: subject('race'), windows: [{ window: 'minute', limit: 10_000 }, { window: 'day', limit: 100 }], ban: undefined }
 
       try {
         // Act
-        const decisions = await Promise.all(Array.from({ length: 400 }, (_, i) => (i % 2 === 0 ? a : b).hit(request, T0)))
+        const decisions = await Promise.all(Array.from({ length: 400 }, async (_, i) => await stores[i % 4]?.hit(request, Date.now())))
 
         // Assert
-        const admitted = decisions.filter((d) => d.outcome === 'allowed')
+        const admitted = decisions.filter((d) => d?.outcome === 'allowed')
         t.diagnostic(`admitted ${admitted.length} of 400 with a limit of 100`)
         assert.equal(admitted.length, 100)
-        assert.deepEqual(admitted.map((d) => d.windows[0]?.remaining).sort((x = 0, y = 0) => x - y), Array.from({ length: 100 }, (_, i) => i),
+        assert.deepEqual(admitted.map((d) => d?.windows[1]?.remaining).sort((x = 0, y = 0) => x - y), Array.from({ length: 100 }, (_, i) => i),
           'each admitted request saw a count of its own')
-        const next = await a.hit({ ...request, windows: [{ window: 'minute', limit: 1000 }, { window: 'day', limit: 1000 }] }, T0)
-        assert.equal(next.windows[1]?.remaining, 899, 'the day window was charged for the admitted requests only')
+        const next = await stores[0]?.hit({ ...request, windows: [{ window: 'minute', limit: 10_000 }, { window: 'day', limit: 1000 }] }, Date.now())
+        assert.equal(next?.windows[1]?.remaining, 899, 'the day window was charged for the admitted requests only')
       } finally {
-        await Promise.all([a.close(), b.close()])
+        await Promise.all(stores.map(async (store) => { await store.close() }))
       }
     })
 
     it('When one instance bans a key, then the other refuses it as banned, until the same end', async () => {
       // Arrange
-      const [a, b] = [await openTestStore(kind, { clock: 'caller' }), await openTestStore(kind, { clock: 'caller' })]
+      const [a, b] = [await openTestStore(kind), await openTestStore(kind)]
+      const client = await openTestClient(kind)
       const ban: BanPolicy = { threshold: 2, seconds: 60 }
-      const request: HitRequest = { subject: subject('ban'), windows: [{ window: 'minute', limit: 1 }], ban }
+      const request: HitRequest = { subject: subject('ban'), windows: [{ window: 'day', limit: 1 }], ban }
 
       try {
         // Act: `a` admits one, then refuses two, the second of which earns the ban.
-        for (let i = 0; i < 3; i++) await a.hit(request, T0 + i)
-        const atB = await b.hit(request, T0 + 10)
-        const atBAfter = await b.hit(request, T0 + 2 + 60_000)
+        await awayFromMinuteEdge(3000, async () => await redisTime(client))
+        const atA: Decision[] = []
+        for (let i = 0; i < 3; i++) atA.push(await a.hit(request, Date.now()))
+        const atB = await b.hit(request, Date.now())
+
+        // Assert: `b` names the end Redis holds, read on its own clock.
+        const earned = atA[2]?.outcome === 'limited' ? atA[2].banEarnedUntil : undefined
+        const stored = Number(await client.get(`petstore:{${request.subject}}:ban`))
+        assert.equal(atB.outcome, 'banned')
+        assert.ok(earned !== undefined, 'the second refusal earned the ban')
+        const bannedUntil = atB.outcome === 'banned' ? atB.bannedUntil : 0
+        assert.ok(Math.abs(bannedUntil - stored) < 1000 && Math.abs(earned - stored) < 1000, `a says ${earned}, b says ${bannedUntil}, Redis holds ${stored}`)
+      } finally {
+        client.disconnect()
+        await Promise.all([a.close(), b.close()])
+      }
+    })
+
+    it('When a subject\'s count was left by an earlier minute, then this minute counts from zero', async () => {
+      // Arrange: the minute's key as a request in the minute before left it, at the limit.
+      const store = await openTestStore(kind)
+      const client = await openTestClient(kind)
+      const request: HitRequest = { subject: subject('minute'), windows: [{ window: 'minute', limit: 1 }], ban: undefined }
+      const key = `petstore:{${request.subject}}:minute`
+      try {
+        await awayFromMinuteEdge(3000, async () => await redisTime(client))
+        const thisMinute = windowStart('minute', await redisTime(client))
+        await client.hset(key, 'start', String(thisMinute - WINDOW_MS.minute), 'count', '1')
+        await client.pexpire(key, 60_000)
+
+        // Act
+        const first = await store.hit(request, Date.now())
+        const second = await store.hit(request, Date.now())
 
         // Assert
-        assert.equal(atB.outcome, 'banned')
-        assert.equal(atB.outcome === 'banned' ? atB.bannedUntil : 0, T0 + 2 + 60_000)
-        assert.equal(atBAfter.outcome, 'allowed', 'the ban ended at the same instant for both')
+        assert.deepEqual([first.outcome, second.outcome], ['allowed', 'limited'])
+        assert.deepEqual(await client.hmget(key, 'start', 'count'), [String(thisMinute), '1'])
       } finally {
-        await Promise.all([a.close(), b.close()])
+        client.disconnect()
+        await store.close()
+      }
+    })
+
+    it('When a ban has ended, then its subject is admitted again, and one more refusal in the same minute does not ban again', async () => {
+      // Arrange: a ban earned by two refusals, then its end passed: the ban's key as Redis holds it in the second before it expires.
+      const store = await openTestStore(kind)
+      const client = await openTestClient(kind)
+      const request: HitRequest = { subject: subject('ban-end'), windows: [{ window: 'day', limit: 1 }], ban: { threshold: 2, seconds: 60 } }
+      try {
+        await awayFromMinuteEdge(3000, async () => await redisTime(client))
+        for (let i = 0; i < 3; i++) await store.hit(request, Date.now())
+        assert.equal((await store.hit(request, Date.now())).outcome, 'banned', 'the refusals earned a ban')
+        await client.set(`petstore:{${request.subject}}:ban`, String(await redisTime(client) - 1), 'PX', 1000)
+
+        // Act
+        const refused = await store.hit(request, Date.now())
+        const admitted = await store.hit({ ...request, windows: [{ window: 'day', limit: 10 }] }, Date.now())
+
+        // Assert
+        assert.deepEqual(refused, { outcome: 'limited', windows: refused.windows }, 'limited, no new ban earned')
+        assert.equal(admitted.outcome, 'allowed')
+        assert.equal(admitted.windows[0]?.remaining, 8, 'the day holds the first request and this one')
+      } finally {
+        client.disconnect()
+        await store.close()
       }
     })
 
     it('When two deployments share one Redis, then the same subject counts apart in each', async () => {
       // Arrange: key ids are each database's own, so two deployments both have a key:1.
-      const [production, staging] = [await openTestStore(kind, { clock: 'caller', namespace: 'db-a' }), await openTestStore(kind, { clock: 'caller', namespace: 'db-b' })]
-      const request: HitRequest = { subject: subject('shared-id'), windows: [{ window: 'minute', limit: 1 }], ban: undefined }
+      const [production, staging] = [await openTestStore(kind, { namespace: 'db-a' }), await openTestStore(kind, { namespace: 'db-b' })]
+      const request: HitRequest = { subject: subject('shared-id'), windows: [{ window: 'day', limit: 1 }], ban: undefined }
 
       try {
         // Act
-        const first = await production.hit(request, T0)
-        const other = await staging.hit(request, T0)
-        const again = await production.hit(request, T0)
+        const first = await production.hit(request, Date.now())
+        const other = await staging.hit(request, Date.now())
+        const again = await production.hit(request, Date.now())
 
         // Assert
         assert.deepEqual([first.outcome, other.outcome, again.outcome], ['allowed', 'allowed', 'limited'])
@@ -117,7 +169,7 @@ for (const kind of ['single', 'cluster'] as const satisfies RedisKind[]) {
       const client = await openTestClient(kind)
       const request: HitRequest = { subject: subject('skew'), windows: [{ window: 'minute', limit: 2 }], ban: undefined }
       try {
-        await awayFromMinuteEdge(client)
+        await awayFromMinuteEdge(3000, async () => await redisTime(client))
         const early = Date.now() - 40_000
         const late = Date.now() + 40_000
 
@@ -164,9 +216,3 @@ describe('the Redis store on a cluster', () => {
     }
   })
 })
-
-/** Waits, if need be, until Redis's clock is more than 3 s from a minute's edge, so that two hits land in one minute. */
-async function awayFromMinuteEdge (client: Parameters<typeof redisTime>[0]): Promise<void> {
-  const intoMinute = (await redisTime(client)) % 60_000
-  if (intoMinute > 57_000) await delay(60_000 - intoMinute + 100)
-}

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { CONFIGURATIONS, buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { CLOCK_START, bearer } from '../support/fixtures.js'
+import { awayFromMinuteEdge } from '../support/redis.js'
 
 /** Every rate-limit header a response may carry: the de facto X-RateLimit-* and the IETF draft's. */
 const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'ratelimit', 'ratelimit-policy']
@@ -9,10 +10,17 @@ const RATE_LIMIT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-rat
 // Limits and bans, on each configuration: one instance on its own, and scaled out.
 for (const configuration of CONFIGURATIONS) {
   describe(`rate limits (${configuration.name})`, () => {
+    // The in-process store follows the test's clock, so the tests that move it
+    // across windows and bans, or read instants on it, run there. The Redis
+    // store decides on Redis's clock, as in service: its windows and bans are
+    // tested at the store (test/limits/redis-store.test.ts), and here each
+    // test starts far enough from a minute's end that its requests share one.
+    const onTestClock = configuration.limiterBackend === 'memory' ? it : undefined
     let t: TestApp
     beforeEach(async () => {
       t = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5', RATE_LIMIT_BAN_SECONDS: '900' }, configuration)
       t.clock.ms = CLOCK_START
+      if (configuration.limiterBackend === 'redis') await awayFromMinuteEdge(10_000)
     })
     afterEach(async () => { await t.close() })
 
@@ -20,7 +28,7 @@ for (const configuration of CONFIGURATIONS) {
     const minuteEnd = Date.parse('2027-03-10T12:01:00Z') / 1000
     const dayEnd = Date.parse('2027-03-11T00:00:00Z') / 1000
 
-    it('When a free key sends 60 requests in a minute, then all pass and the 61st gets 429 with Retry-After to the minute end', async () => {
+    onTestClock?.('When a free key sends 60 requests in a minute, then all pass and the 61st gets 429 with Retry-After to the minute end', async () => {
       const token = await t.newKey('free')
       for (let i = 1; i <= 60; i++) {
         const response = await list(token)
@@ -72,7 +80,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(responses[0]?.headers['x-ratelimit-limit'], '7')
     })
 
-    it('When the next UTC minute starts, then the key has room again', async () => {
+    onTestClock?.('When the next UTC minute starts, then the key has room again', async () => {
       const token = await t.newKey('free')
       for (let i = 0; i < 60; i++) await list(token)
       t.clock.set('2027-03-10T12:01:00Z')
@@ -82,7 +90,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(response.headers['x-ratelimit-remaining'], '59')
     })
 
-    it('When refused requests are sent, then they use no quota', async () => {
+    onTestClock?.('When refused requests are sent, then they use no quota', async () => {
       const token = await t.newKey('enterprise', { perMinute: 2, perDay: 3 })
       await list(token)
       await list(token)
@@ -94,7 +102,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(response.headers['x-ratelimit-remaining'], '0', 'the day window had 3, two used before, one now')
     })
 
-    it('When the daily quota is spent, then Retry-After points to the next UTC day, not the next minute', async () => {
+    onTestClock?.('When the daily quota is spent, then Retry-After points to the next UTC day, not the next minute', async () => {
       const token = await t.newKey('enterprise', { perMinute: 10, perDay: 3 })
       for (let i = 0; i < 3; i++) assert.equal((await list(token)).statusCode, 200)
       const refused = await list(token)
@@ -105,7 +113,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(refused.headers['x-ratelimit-limit'], '3')
     })
 
-    it('When the day window has fewer requests left than the minute, then the headers describe the day', async () => {
+    onTestClock?.('When the day window has fewer requests left than the minute, then the headers describe the day', async () => {
       const token = await t.newKey('enterprise', { perMinute: 100, perDay: 5 })
       const response = await list(token)
 
@@ -115,7 +123,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.match(String(response.headers['ratelimit-policy']), /"minute";q=100;w=60, "day";q=5;w=86400/)
     })
 
-    it('When both windows have as many requests left, then the headers describe the one that resets later (the day)', async () => {
+    onTestClock?.('When both windows have as many requests left, then the headers describe the one that resets later (the day)', async () => {
       // Arrange: one request in the first minute, so that in the next one both windows have 9 left.
       const token = await t.newKey('enterprise', { perMinute: 10, perDay: 11 })
       await list(token)
@@ -132,7 +140,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(response.headers['x-ratelimit-reset'], String(dayEnd))
     })
 
-    it('When both windows are full, then Retry-After runs until the later reset (the next UTC day)', async () => {
+    onTestClock?.('When both windows are full, then Retry-After runs until the later reset (the next UTC day)', async () => {
       // Arrange
       const token = await t.newKey('enterprise', { perMinute: 2, perDay: 2 })
       for (let i = 0; i < 2; i++) assert.equal((await list(token)).statusCode, 200)
@@ -147,7 +155,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(refused.headers['retry-after'], String(dayEnd - CLOCK_START / 1000))
     })
 
-    it('When a key keeps sending after 429, then at the threshold it is banned, from its next request on', async () => {
+    onTestClock?.('When a key keeps sending after 429, then at the threshold it is banned, from its next request on', async () => {
       const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
       await list(token)
       for (let i = 0; i < 5; i++) {
@@ -167,7 +175,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(banned.headers.ratelimit, '"minute";r=0;t=30, "day";r=999;t=43170, "ban";r=0;t=900')
     })
 
-    it('When a ban is running, then it holds across windows and ends at its time', async () => {
+    onTestClock?.('When a ban is running, then it holds across windows and ends at its time', async () => {
       const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
       await list(token)
       for (let i = 0; i < 5; i++) await list(token)
@@ -181,7 +189,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(free.statusCode, 200)
     })
 
-    it('When a key is banned, then its banned requests use no quota: after the ban its windows count what they did before', async () => {
+    onTestClock?.('When a key is banned, then its banned requests use no quota: after the ban its windows count what they did before', async () => {
       // Arrange: one admitted request, then refusals up to the threshold: banned from the next request on.
       const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
       assert.equal((await list(token)).statusCode, 200)
@@ -197,7 +205,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.match(String(after.headers.ratelimit), /^"minute";r=0;t=30, "day";r=998;t=\d+$/)
     })
 
-    it('When refusals are spread over two minutes below the threshold in each, then there is no ban', async () => {
+    onTestClock?.('When refusals are spread over two minutes below the threshold in each, then there is no ban', async () => {
       const token = await t.newKey('enterprise', { perMinute: 1, perDay: 1000 })
       await list(token)
       for (let i = 0; i < 4; i++) await list(token)

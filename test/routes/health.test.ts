@@ -122,6 +122,53 @@ describe('GET /readyz', () => {
     assert.equal(response.json<ReadyBody>().checks.rateLimitStore, 'down (fake): no answer within 5 s')
   })
 
+  it('When /readyz is called many times at once and again within the second (each call used to run a query and a store check), then the checks run once, and again once the second has passed', async (context) => {
+    // Arrange: counted checks, on a clock the test moves.
+    context.mock.timers.enable({ apis: ['setTimeout'] })
+    const ping = context.mock.method(t.storage, 'ping')
+    let storeAsked = 0
+    store.answer = async () => { storeAsked++; return { status: 'ok' } }
+
+    // Act: 100 at once, then 100 one after another, all within the second.
+    const together = await Promise.all(Array.from({ length: 100 }, ready))
+    const after = []
+    for (let i = 0; i < 100; i++) after.push(await ready())
+    const checksWithin = [ping.mock.callCount(), storeAsked]
+    context.mock.timers.tick(1000)
+    await settle()
+    const next = await ready()
+
+    // Assert
+    assert.deepEqual([...together, ...after, next].map((response) => response.statusCode), Array(201).fill(200))
+    assert.deepEqual(checksWithin, [1, 1], 'one database ping and one store check for 200 calls')
+    assert.deepEqual([ping.mock.callCount(), storeAsked], [2, 2], 'checked again once the second had passed')
+  })
+
+  it('When the checks are slower than a second, then callers meanwhile wait for the one run in flight rather than start another', async (context) => {
+    // Arrange: a store check that answers only when the test says so.
+    context.mock.timers.enable({ apis: ['setTimeout'] })
+    let storeAsked = 0
+    let answer = (): void => {}
+    store.answer = async () => {
+      storeAsked++
+      return await new Promise<StoreHealth>((resolve) => { answer = () => { resolve({ status: 'ok' }) } })
+    }
+
+    // Act: a call, 2 s in which its checks do not answer, another call, then the answer.
+    const first = ready()
+    await settle()
+    context.mock.timers.tick(2000)
+    await settle()
+    const second = ready()
+    await settle()
+    answer()
+    const responses = await Promise.all([first, second])
+
+    // Assert
+    assert.equal(storeAsked, 1)
+    assert.deepEqual(responses.map((response) => response.statusCode), [200, 200])
+  })
+
   it('When the database is down and the store degraded, then 503 naming both', async () => {
     // Arrange
     store.answer = async () => ({ status: 'degraded', reason: 'redis unreachable, limiting in-process' })

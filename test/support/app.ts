@@ -48,9 +48,9 @@ async function openTestStorage (backend: StorageBackend): Promise<Storage> {
 
 /**
  * The two ways the service runs: on its own, and scaled out. The Redis
- * store follows the test's clock (`clock: 'caller'`) so that tests can step
- * across windows and bans, and has a namespace of its own, so that apps
- * sharing the test Redis never share a subject.
+ * store decides on Redis's clock, as in service, so only the in-process
+ * store follows the test's clock across windows and bans; it has a namespace
+ * of its own, so that apps sharing the test Redis never share a subject.
  */
 export const CONFIGURATIONS = [
   { name: 'SQLite, in-process limits', backend: 'sqlite', limiterBackend: 'memory' },
@@ -58,7 +58,7 @@ export const CONFIGURATIONS = [
 ] as const
 
 async function openTestLimiter (backend: 'memory' | 'redis', clock: TestClock): Promise<RateLimitStore> {
-  return backend === 'memory' ? new MemoryStore(clock.now) : await openTestStore('single', { clock: 'caller', namespace: randomUUID() })
+  return backend === 'memory' ? new MemoryStore(clock.now) : await openTestStore('single', { namespace: randomUUID() })
 }
 
 export async function buildTestApp (

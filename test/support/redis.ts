@@ -75,6 +75,16 @@ export async function redisTime (client: Redis | Cluster): Promise<number> {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)
 }
 
+/**
+ * Waits, if need be, until the clock `now` reads is at least `marginMs` from
+ * the end of a UTC minute, so that the requests a test sends next fall in one
+ * minute of a store that decides on the real clock, as the Redis store does.
+ */
+export async function awayFromMinuteEdge (marginMs: number, now: () => number | Promise<number> = Date.now): Promise<void> {
+  const left = 60_000 - (await now()) % 60_000
+  if (left < marginMs) await delay(left + 100)
+}
+
 /** A redis-server of a test's own, on a port chosen now (or the one given, to restart it where it was). */
 export class OwnRedisServer {
   readonly #dir: string
