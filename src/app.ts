@@ -9,8 +9,8 @@
 // validation (400), the handler, the service and the storage.
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import cors from '@fastify/cors'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
+import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { Config } from './config.js'
 import { Errors } from './errors.js'
 import type { Storage } from './db/storage.js'
@@ -123,7 +123,15 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   await app.register(jsonBodyPlugin)
   if (config.corsOrigins.length > 0) {
-    await app.register(cors, { origin: [...config.corsOrigins], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 })
+    // Only a real preflight is @fastify/cors's to answer; any other OPTIONS
+    // gets the CORS headers and goes on, through the gate, to its 401, 405
+    // or 404 like any other method (its strict mode would answer it 400,
+    // in text, before the gate).
+    const preflight: FastifyCorsOptions = { origin: [...config.corsOrigins], exposedHeaders: EXPOSED_HEADERS, maxAge: 600 }
+    const other: FastifyCorsOptions = { ...preflight, preflight: false }
+    await app.register(cors, {
+      delegator: (request, done) => { done(null, isPreflight(request) ? preflight : other) }
+    })
   }
   await app.register(openapiPlugin, { config, baseUrl })
   await app.register(healthRoutes, { storage, limiter })
@@ -139,6 +147,11 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }, { prefix: '/v1' })
 
   return app
+}
+
+/** A CORS preflight: an OPTIONS that names its origin and the method it asks for. https://fetch.spec.whatwg.org/#cors-preflight-fetch */
+function isPreflight (request: FastifyRequest): boolean {
+  return request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined
 }
 
 /** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */

@@ -8,7 +8,7 @@
 // request is identified, counted and refused before it learns which methods
 // a path has, and answered before any body is read.
 import { METHODS } from 'node:http'
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Errors } from '../errors.js'
 
 /** Makes every method that Node's parser accepts (PROPFIND, LOCK, …) routable, so that none falls through to the 404 handler. */
@@ -40,6 +40,13 @@ const methodNotAllowedRoutes: FastifyPluginAsync<{ paths: ReadonlySet<string> }>
       handler: refuse
     })
   }
+  // An OPTIONS to a path the scope does not have (its prefix alone included) goes to its not-found
+  // handler, after the scope's hooks (the gate), as every other method
+  // does: @fastify/cors's catch-all OPTIONS route, outside the scope,
+  // would take it otherwise. Registered last, so it is no path of its own.
+  const notFound = (_request: FastifyRequest, reply: FastifyReply): void => { reply.callNotFound() }
+  app.options('', { schema: { hide: true } }, notFound)
+  app.options('/*', { schema: { hide: true } }, notFound)
 }
 
 export default methodNotAllowedRoutes
