@@ -22,7 +22,7 @@ import { compileValidator, type HttpPart } from './schemas/validator.js'
 import { createIdentify } from './access/identify.js'
 import { createCachedLookup } from './access/key-cache.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
-import { DEFAULT_TIMEOUTS, createEdge, type Timeouts } from './edge.js'
+import { DEFAULT_TIMEOUTS, bodyUnread, createEdge, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
@@ -107,11 +107,12 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   })
 
   // Once closing, each response ends its keep-alive connection, so that the
-  // server can finish: it closes only the connections that are idle.
+  // server can finish: it closes only the connections that are idle. So
+  // does an answer sent before its request's body was read (edge.ts).
   let closing = false
   app.addHook('preClose', async () => { closing = true })
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close')
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (closing || bodyUnread(request.raw)) reply.header('connection', 'close')
     done(null, payload)
   })
 

@@ -88,6 +88,20 @@ export function createEdge ({ countAddress, timeouts }: { countAddress: CountAdd
 }
 
 /**
+ * Whether a request declared a body that has not all been read. Answered
+ * so (a 401, 405 or 429 is sent before the body is read), its connection
+ * must close: kept alive, Node would read and throw away the rest of the
+ * declared body, whatever its size, before the next request. Fastify
+ * already closes after a body it refused while reading (413, bad JSON).
+ * Light-my-request's requests have no `complete`: they are never closed.
+ */
+export function bodyUnread (request: IncomingMessage): boolean {
+  const declared = request.headers['transfer-encoding'] !== undefined ||
+    (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0')
+  return declared && request.complete === false
+}
+
+/**
  * Node's server.close() destroys every connection idle at that instant,
  * including a keep-alive one whose next request is already in its socket,
  * unread: that client loses a request it sent in time, with no answer to
