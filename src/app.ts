@@ -22,7 +22,7 @@ import { compileValidator, type HttpPart } from './schemas/validator.js'
 import { createIdentify } from './access/identify.js'
 import { createCachedLookup } from './access/key-cache.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
-import { DEFAULT_TIMEOUTS, bodyUnread, createEdge, type Timeouts } from './edge.js'
+import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
@@ -48,6 +48,8 @@ export interface AppDeps {
   timeouts?: Partial<Timeouts>
   /** Where requests, refusals and bans are counted; none in most tests. */
   metrics?: Metrics
+  /** Connection caps (edge.ts); tests lower them. */
+  connectionCaps?: Partial<ConnectionCaps>
 }
 
 /** Headers a browser script may read, when CORS is on. */
@@ -56,7 +58,7 @@ const EXPOSED_HEADERS = [
   'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
 ]
 
-export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {}, metrics }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {}, metrics, connectionCaps = {} }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   const identify = createIdentify({ environment: config.environment, lookup: createCachedLookup({ storage, environment: config.environment, now }) })
   const banLog = logger === undefined ? undefined : createBanLog(logger, now)
@@ -66,7 +68,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }
   const limit = createLimit({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
   const gate = createGate({ identify, limit })
-  const edge = createEdge({ countAddress: createAddressCounter({ store: limiter, now }), timeouts })
+  const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
+  const edge = createEdge({ countAddress: createAddressCounter({ store: limiter, now }), timeouts, caps })
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     // The server and its timeouts are the edge's.

@@ -49,6 +49,26 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
   closeGraceMs: 1_000
 }
 
+/**
+ * How many connections the server holds at once: all told, past which
+ * Node closes a new one at once (`maxConnections`), and from one client
+ * address, past which the edge does the same. A browser opens 6 per
+ * origin and an HTTP client's pool a few dozen: only a client hoarding
+ * connections meets the per-address cap, and one address alone cannot
+ * take them all. Behind trusted proxies (TRUST_PROXY) every connection
+ * comes from a proxy, so there is no per-address cap.
+ * https://nodejs.org/api/net.html#servermaxconnections
+ */
+export interface ConnectionCaps {
+  total: number
+  perAddress: number | undefined
+}
+
+export const DEFAULT_CONNECTION_CAPS: ConnectionCaps = {
+  total: 10_000,
+  perAddress: 1_024
+}
+
 type Handler = (request: IncomingMessage, response: ServerResponse) => void
 
 export interface Edge {
@@ -58,7 +78,7 @@ export interface Edge {
   clientError: (error: Error & { code?: string }, socket: Socket) => void
 }
 
-export function createEdge ({ countAddress, timeouts }: { countAddress: CountAddress, timeouts: Timeouts }): Edge {
+export function createEdge ({ countAddress, timeouts, caps }: { countAddress: CountAddress, timeouts: Timeouts, caps: ConnectionCaps }): Edge {
   const answerRaw = createRawAnswerer(countAddress)
   return {
     serverFactory: (handler) => {
@@ -71,6 +91,8 @@ export function createEdge ({ countAddress, timeouts }: { countAddress: CountAdd
         requireHostHeader: false
       }, timeouts.closeGraceMs)
       server.setTimeout(timeouts.idleSocketMs)
+      server.maxConnections = caps.total
+      if (caps.perAddress !== undefined) capPerAddress(server, caps.perAddress)
       const take = (request: IncomingMessage, response: ServerResponse): void => {
         owe(request, response)
         if (isRoutable(request)) handler(request, response)
@@ -85,6 +107,26 @@ export function createEdge ({ countAddress, timeouts }: { countAddress: CountAdd
     },
     clientError: (error, socket) => { answerRaw(socket, (PARSER_ERRORS[error.code ?? ''] ?? Errors.invalidHttp)()) }
   }
+}
+
+/** Closes a new connection at once when its address holds `cap` already, as Node does past `maxConnections`. */
+function capPerAddress (server: Server, cap: number): void {
+  const open = new Map<string, number>()
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress
+    if (address === undefined) return
+    const count = (open.get(address) ?? 0) + 1
+    if (count > cap) {
+      socket.destroy()
+      return
+    }
+    open.set(address, count)
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1
+      if (left === 0) open.delete(address)
+      else open.set(address, left)
+    })
+  })
 }
 
 /**

@@ -8,7 +8,8 @@
 //      without a valid key, against its client address; 429 when that is
 //      spent. Every answer from here on carries the rate-limit headers;
 //   3. refuse: without a valid key, 401 (503 when the key could not be
-//      checked);
+//      checked); a client refused without a valid key (401, 429) has its
+//      connection closed after the answer;
 //   4. framing: a request Node would have refused itself (no Host, an
 //      unmet Expect), 400 or 417: the edge (edge.ts) passes these on so
 //      that they get the Error body and, here, the rate-limit headers.
@@ -56,8 +57,13 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     request.access = caller
     const decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
     reply.headers(decision.headers)
-    if (decision.refusal !== undefined) throw decision.refusal
-    if (refusal !== undefined) throw refusal
+    const refused = decision.refusal ?? refusal
+    if (refused !== undefined) {
+      // A client refused without a valid key (401, 429) keeps no connection
+      // to send its next attempt on; an outage (503) is no fault of the client's.
+      if (caller === undefined && refused.status !== 503) reply.header('connection', 'close')
+      throw refused
+    }
     const unmet = unmetFraming(request.raw)
     if (unmet !== undefined) throw unmet
   }
