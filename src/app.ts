@@ -68,6 +68,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   }
   const limit = createLimit({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
   const gate = createGate({ identify, limit })
+  // Behind trusted proxies every connection is a proxy's: no cap per address.
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
   const edge = createEdge({ countAddress: createAddressCounter({ store: limiter, now }), timeouts, caps })
   const app = Fastify({
