@@ -53,7 +53,7 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
   return async (request, reply) => {
     const identity = await identify(request.headers.authorization)
     const refusal = identity instanceof ApiError ? identity : undefined
-    const caller = refusal === undefined ? identity as Caller : undefined
+    const caller = identity instanceof ApiError ? undefined : identity
     request.access = caller
     const decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
     reply.headers(decision.headers)
