@@ -27,7 +27,7 @@ export interface Header {
 }
 
 /**
- * A request's id (DECISIONS.md §12): the client's `X-Request-Id` when it is
+ * A request's id (README: Operating, Logs): the client's `X-Request-Id` when it is
  * 1 to 128 visible ASCII characters, otherwise a UUID the service makes.
  */
 const REQUEST_ID = (description: string) =>
