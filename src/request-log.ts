@@ -51,7 +51,7 @@ export class RequestLog extends LogController {
   override requestCompleted (error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const status = reply.statusCode
     const line = {
-      keyId: request.caller?.key.id,
+      keyId: request.access?.key.id,
       method: request.method,
       route: request.routeOptions.url,
       url: loggableUrl(request.url),

@@ -8,6 +8,7 @@ import {
 } from '../schemas/responses.js'
 import type { PetService } from '../pets/service.js'
 import { Errors } from '../errors.js'
+import { GATE_STATUSES, callerOf } from '../plugins/gate.js'
 
 interface PetRoutesOptions {
   pets: PetService
@@ -15,15 +16,15 @@ interface PetRoutesOptions {
   baseUrl: () => string
 }
 
-/** Announced 2026-11-20; removed 2030-12-05 (SPEC.md, Versioning). */
+/** Announced 2026-11-20; removed 2030-12-05 (README: "The deprecated operation"). */
 const GET_PET_DEPRECATION = {
   since: new Date('2026-11-20T00:00:00Z'),
   sunset: new Date('2030-12-05T00:00:00Z'),
   successor: '/pets'
 }
 
-/** Statuses every operation may answer besides its own. */
-const ALWAYS = [400, 401, 417, 429, 500, 503]
+/** Statuses every operation may answer besides its own: the gate's, and a fault of ours. */
+const ALWAYS = [...GATE_STATUSES, 500]
 
 const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, baseUrl }) => {
   app.get('/pets', {
@@ -72,7 +73,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
     }
   }, async (request, reply) => {
     const { pet, replayed } = await pets.create(request.body, {
-      apiKeyId: (request.caller as NonNullable<typeof request.caller>).key.id,
+      apiKeyId: callerOf(request).key.id,
       idempotencyKey: idempotencyKey(request.headers['idempotency-key'], request.raw.rawHeaders)
     })
     if (replayed) reply.header('idempotent-replayed', 'true')

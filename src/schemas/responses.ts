@@ -3,6 +3,7 @@
 import { Type, type TSchema } from 'typebox'
 import { ERROR_CODES, type ErrorCode } from '../errors.js'
 import { ErrorBody } from './error.js'
+import { POLICY_ITEM_PATTERN as POLICY_ITEM, STATE_ITEM_PATTERN as STATE_ITEM } from '../access/limit.js'
 
 const INT32_MAX = 2_147_483_647
 
@@ -14,9 +15,6 @@ const int = (description: string, maximum = INT32_MAX) =>
 const text = (description: string, maxLength: number, pattern?: string) =>
   Type.String(pattern === undefined ? { maxLength, description } : { maxLength, pattern, description })
 
-// One window of the IETF draft's structured headers, as rate-limit.ts writes it.
-const POLICY_ITEM = '"(minute|day|ban)";q=[0-9]+;w=[0-9]+'
-const STATE_ITEM = '"(minute|day|ban)";r=[0-9]+;t=[0-9]+'
 const LINK_VALUE = '^<[^<>\\s]+>; *rel="[^"]+"'
 
 /** `petstore keys create --per-minute/--per-day` take up to ten digits. */
@@ -29,7 +27,7 @@ export interface Header {
 }
 
 /**
- * A request's id (DECISIONS.md §12): the client's `X-Request-Id` when it is
+ * A request's id (README: Operating, Logs): the client's `X-Request-Id` when it is
  * 1 to 128 visible ASCII characters, otherwise a UUID the service makes.
  */
 const REQUEST_ID = (description: string) =>

@@ -3,7 +3,7 @@
 // product rules of DECISIONS.md that hold for every response besides what
 // the OpenAPI document says.
 import type fc from 'fast-check'
-import { isApiPath } from '../../src/plugins/framing.js'
+import { isApiPath } from '../../src/plugins/gate.js'
 import { parse } from 'lossless-json'
 import { exactInteger, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 import type { SentRequest as GeneratedRequest } from './requests.js'

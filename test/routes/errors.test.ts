@@ -168,6 +168,41 @@ describe('CORS', () => {
     }
   })
 
+  it('When CORS_ORIGINS is set and an OPTIONS is not a preflight, then it passes the gate and gets 401, then 405 with Allow or 404, as an Error body with the rate-limit headers (regression: a plain OPTIONS skipped the gate and got a text/plain 400)', async () => {
+    // Arrange
+    const t = await buildTestApp({ CORS_ORIGINS: 'https://app.example.test' })
+    try {
+      const token = await t.newKey('pro')
+      const options = async (url: string, headers: Record<string, string>) => await t.app.inject({ method: 'OPTIONS', url, headers })
+
+      // Act
+      const anonymous = await options('/v1/pets', {})
+      const keyed = await options('/v1/pets', { ...bearer(token), origin: 'https://app.example.test' })
+      const anonymousUnknown = await options('/v1/nope', {})
+      const keyedUnknown = await options('/v1/nope', bearer(token))
+      const prefixAlone = await options('/v1', {})
+      const noMethod = await options('/v1/pets', { ...bearer(token), origin: 'https://app.example.test', 'access-control-request-headers': 'authorization' })
+
+      // Assert
+      assert.equal(anonymous.statusCode, 401)
+      assert.equal(errorOf(anonymous).code, 'missing_api_key')
+      assert.equal(anonymous.headers['x-ratelimit-limit'], '60')
+      assert.equal(keyed.statusCode, 405)
+      assert.equal(keyed.headers.allow, 'GET, HEAD, POST')
+      assert.equal(keyed.headers['access-control-allow-origin'], 'https://app.example.test')
+      assert.ok(keyed.headers['x-ratelimit-remaining'] !== undefined)
+      assert.equal(anonymousUnknown.statusCode, 401)
+      assert.equal(anonymousUnknown.headers['x-ratelimit-limit'], '60')
+      assert.equal(keyedUnknown.statusCode, 404)
+      assert.equal(errorOf(keyedUnknown).code, 'not_found')
+      assert.ok(keyedUnknown.headers['x-ratelimit-remaining'] !== undefined)
+      assert.equal(noMethod.statusCode, 405)
+      assert.equal(prefixAlone.statusCode, 401)
+    } finally {
+      await t.close()
+    }
+  })
+
   it('When CORS_ORIGINS is unset, then no CORS headers are sent', async () => {
     const t = await buildTestApp()
     try {

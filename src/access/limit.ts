@@ -1,12 +1,13 @@
-// Rate limits and bans for every /v1 request (counted by the gate,
-// access.ts), and the headers that report them on every /v1 response. The
-// decision itself is the store's.
-import type { FastifyReply, FastifyRequest } from 'fastify'
-import { Errors } from '../errors.js'
+// Rate limits and bans: a request is counted against its key, or, without
+// a valid key, against its client address; the decision says whether it
+// may pass and which headers report the limit. Plain functions, with no web
+// framework in them: the gate (plugins/gate.ts) applies the decision to the
+// reply. The counting itself is the store's.
+import { type ApiError, Errors } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
 import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
 import { addressSubject } from '../limits/subject.js'
-import type { CountAddress } from './errors.js'
+import type { Caller } from './identify.js'
 
 /** What the limiter tells the rest of the service: metrics count it, the log records bans. */
 export interface LimitEvents {
@@ -14,47 +15,76 @@ export interface LimitEvents {
   banned: (keyId: number, until: number) => void
 }
 
-export interface RateLimiterOptions {
+export interface LimitOptions {
   store: RateLimitStore
   ban: BanPolicy
   now: () => number
   events?: LimitEvents
 }
 
-/** Counts the request against its key (or its address), sets the headers, throws the 429. */
-export type Limit = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+/** Who a request is counted against. */
+interface Counted {
+  /** The request's valid key; without one, the address is counted. */
+  caller: Caller | undefined
+  address: string
+  /** The key could not be checked (the database is down): its answer is the outage, never a 429. */
+  keyUnchecked: boolean
+}
+
+/** The headers every answer carries from here on, and the refusal when the limit is spent. */
+interface LimitDecision {
+  headers: Record<string, string>
+  refusal: ApiError | undefined
+}
+
+export type Limit = (counted: Counted) => Promise<LimitDecision>
+
+/** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
+export type CountAddress = (address: string) => Promise<Record<string, string>>
+
+/**
+ * The items of the IETF draft's structured headers, one per window and
+ * one for a ban: written here, and described by these patterns in the
+ * OpenAPI document (schemas/responses.ts).
+ * https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
+ */
+const ITEM_NAMES = [...Object.keys(WINDOW_MS), 'ban'] as const
+const policyItem = (name: string, quota: number, seconds: number): string => `"${name}";q=${quota};w=${seconds}`
+const stateItem = (name: string, remaining: number, seconds: number): string => `"${name}";r=${remaining};t=${seconds}`
+export const POLICY_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";q=[0-9]+;w=[0-9]+`
+export const STATE_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";r=[0-9]+;t=[0-9]+`
 
 /** Requests without a valid key: counted per client address, by the minute, never banned. */
 function hitAddress (store: RateLimitStore, address: string, time: number): Promise<Decision> {
   return store.hit({ subject: addressSubject(address), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
 }
 
-export function createRateLimiter ({ store, ban, now, events }: RateLimiterOptions): Limit {
-  return async (request, reply) => {
-    const caller = request.caller
+export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
+  return async ({ caller, address, keyUnchecked }) => {
     const time = now()
     const decision = caller === undefined
-      ? await hitAddress(store, request.ip, time)
+      ? await hitAddress(store, address, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
-    reply.headers(rateLimitHeaders(decision, time, ban))
+    const headers = rateLimitHeaders(decision, time, ban)
     // A key the database was not there to check is counted against its
     // address, but the outage is its answer (503, Retry-After 5): clients
     // retrying through it from one address are not told they are over a limit.
-    if (decision.outcome === 'limited' && request.authFailure?.code === 'service_unavailable') return
+    if (decision.outcome === 'limited' && keyUnchecked) return { headers, refusal: undefined }
     if (decision.outcome === 'limited') {
       events?.refused('rate_limited')
       if (decision.banEarnedUntil !== undefined && caller !== undefined) events?.banned(caller.key.id, decision.banEarnedUntil)
-      throw Errors.rateLimited(retryAfter(decision, time))
+      return { headers, refusal: Errors.rateLimited(retryAfter(decision, time)) }
     }
     if (decision.outcome === 'banned') {
       events?.refused('api_key_banned')
-      throw Errors.banned(seconds(decision.bannedUntil - time))
+      return { headers, refusal: Errors.banned(seconds(decision.bannedUntil - time)) }
     }
+    return { headers, refusal: undefined }
   }
 }
 
 /** Counts against a client address alone: for answers given before there is a request to read a key from. */
-export function createAddressCounter ({ store, now }: Pick<RateLimiterOptions, 'store' | 'now'>): CountAddress {
+export function createAddressCounter ({ store, now }: Pick<LimitOptions, 'store' | 'now'>): CountAddress {
   return async (address) => {
     const time = now()
     return rateLimitHeaders(await hitAddress(store, address, time), time)
@@ -84,21 +114,20 @@ function retryAfter (decision: Decision, now: number): number {
 function rateLimitHeaders (decision: Decision, now: number, ban?: BanPolicy): Record<string, string> {
   const shown = tightest(decision.windows)
   const banned = decision.outcome === 'banned'
-  // DECISIONS §3 [contract]: while banned, X-RateLimit-* describe the ban.
+  // README: Rate limits: while banned, X-RateLimit-* describe the ban.
   const headers: Record<string, string> = {
     'x-ratelimit-limit': String(shown.limit),
     'x-ratelimit-remaining': banned ? '0' : String(shown.remaining),
     'x-ratelimit-reset': String(Math.ceil((banned ? decision.bannedUntil : shown.resetAt) / 1000))
   }
-  // The IETF draft's structured headers, one item per window, each telling
-  // the truth about its window; a ban is one more item of its own, with
-  // nothing left until it ends, so the windows' counts stay as they are.
-  // https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
-  const policy = decision.windows.map((w) => `"${w.window}";q=${w.limit};w=${WINDOW_MS[w.window] / 1000}`)
-  const state = decision.windows.map((w) => `"${w.window}";r=${w.remaining};t=${seconds(w.resetAt - now)}`)
+  // One item per window, each telling the truth about its window; a ban is
+  // one more item of its own, with nothing left until it ends, so the
+  // windows' counts stay as they are.
+  const policy = decision.windows.map((w) => policyItem(w.window, w.limit, WINDOW_MS[w.window] / 1000))
+  const state = decision.windows.map((w) => stateItem(w.window, w.remaining, seconds(w.resetAt - now)))
   if (banned) {
-    policy.push(`"ban";q=0;w=${ban?.seconds ?? seconds(decision.bannedUntil - now)}`)
-    state.push(`"ban";r=0;t=${seconds(decision.bannedUntil - now)}`)
+    policy.push(policyItem('ban', 0, ban?.seconds ?? seconds(decision.bannedUntil - now)))
+    state.push(stateItem('ban', 0, seconds(decision.bannedUntil - now)))
   }
   headers['ratelimit-policy'] = policy.join(', ')
   headers.ratelimit = state.join(', ')

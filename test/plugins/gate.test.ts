@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
+import { GATE_STATUSES } from '../../src/plugins/gate.js'
 
 /** Requests that, with a valid key, get 404, 405 or 400 from the router. */
 const ROUTED_AWAY = [
@@ -86,5 +87,17 @@ describe('the order a /v1 request takes', () => {
     assert.equal(pets.headers.allow, 'GET, HEAD, POST')
     assert.equal(pet.headers.allow, 'GET, HEAD')
     assert.equal(errorOf(pet).code, 'method_not_allowed')
+  })
+
+  it('When the OpenAPI document is served, then every operation documents each status the gate can answer, from the gate\'s own list', async () => {
+    // Act
+    const document = JSON.parse((await send('GET', '/v1/openapi.json')).body) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
+
+    // Assert
+    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods))
+    assert.ok(operations.length >= 3)
+    for (const operation of operations) {
+      for (const status of GATE_STATUSES) assert.ok(String(status) in operation.responses, `${status} is not documented`)
+    }
   })
 })

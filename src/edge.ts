@@ -1,0 +1,311 @@
+// The edge: the HTTP server itself, and every answer given before Fastify
+// has a request to route. It is Fastify's `serverFactory`: it creates the
+// node:http server, is handed Fastify's request handler, and puts in front
+// of it what Node would otherwise answer by itself, with a bare status line
+// and no body:
+//
+// - a request Node's parser refuses (`clientError`: bad framing, headers
+//   too large, a request too slow to arrive);
+// - CONNECT (Node would close the connection without a word);
+// - a method Node's parser takes but no router can route (`PRI`, below);
+// - an `Expect` other than 100-continue (`checkExpectation`): passed on to
+//   Fastify, where the gate (plugins/gate.ts) refuses it, as it does a
+//   request without Host, with the Error body.
+//
+// Answers written to the socket by hand keep the order of pipelined
+// requests: each connection's owed answers are tracked here.
+// https://fastify.dev/docs/latest/Reference/Server/#serverfactory
+import { randomUUID } from 'node:crypto'
+import { METHODS, Server, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
+import { Server as NetServer, type Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { Errors, errorBody, type ApiError } from './errors.js'
+import type { CountAddress } from './access/limit.js'
+
+/**
+ * A slow client cannot hold a connection: its headers must arrive within
+ * `headersMs` and its whole request within `requestMs` (checked every
+ * `checkEveryMs`), and an idle keep-alive connection closes after
+ * `keepAliveMs`, longer than common load balancers' 60 s so they close first.
+ * On close, an idle connection gets `closeGraceMs` for a request already on
+ * its way (EdgeServer.close).
+ * https://nodejs.org/api/http.html#serverheaderstimeout
+ */
+export interface Timeouts {
+  headersMs: number
+  requestMs: number
+  keepAliveMs: number
+  idleSocketMs: number
+  checkEveryMs: number
+  closeGraceMs: number
+}
+
+export const DEFAULT_TIMEOUTS: Timeouts = {
+  headersMs: 10_000,
+  requestMs: 30_000,
+  keepAliveMs: 65_000,
+  idleSocketMs: 120_000,
+  checkEveryMs: 1_000,
+  closeGraceMs: 1_000
+}
+
+/**
+ * How many connections the server holds at once: all told, past which
+ * Node closes a new one at once (`maxConnections`), and from one client
+ * address, past which the edge does the same. A browser opens 6 per
+ * origin and an HTTP client's pool a few dozen: only a client hoarding
+ * connections meets the per-address cap, and one address alone cannot
+ * take them all. Behind trusted proxies (TRUST_PROXY) every connection
+ * comes from a proxy, so there is no per-address cap.
+ * https://nodejs.org/api/net.html#servermaxconnections
+ */
+export interface ConnectionCaps {
+  total: number
+  perAddress: number | undefined
+}
+
+export const DEFAULT_CONNECTION_CAPS: ConnectionCaps = {
+  total: 10_000,
+  perAddress: 1_024
+}
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => void
+
+export interface Edge {
+  /** Fastify's `serverFactory`. */
+  serverFactory: (handler: Handler) => Server
+  /** Fastify's `clientErrorHandler`: Fastify adds it to the server itself, so it is given there rather than added twice. */
+  clientError: (error: Error & { code?: string }, socket: Socket) => void
+}
+
+export function createEdge ({ countAddress, timeouts, caps }: { countAddress: CountAddress, timeouts: Timeouts, caps: ConnectionCaps }): Edge {
+  const answerRaw = createRawAnswerer(countAddress)
+  return {
+    serverFactory: (handler) => {
+      const server = new EdgeServer({
+        headersTimeout: timeouts.headersMs,
+        requestTimeout: timeouts.requestMs,
+        keepAliveTimeout: timeouts.keepAliveMs,
+        connectionsCheckingInterval: timeouts.checkEveryMs,
+        // A request without Host is refused by the gate, with an Error body.
+        requireHostHeader: false
+      }, timeouts.closeGraceMs)
+      server.setTimeout(timeouts.idleSocketMs)
+      server.maxConnections = caps.total
+      if (caps.perAddress !== undefined) capPerAddress(server, caps.perAddress)
+      const take = (request: IncomingMessage, response: ServerResponse): void => {
+        owe(request, response)
+        if (isRoutable(request)) handler(request, response)
+        else refuseUnroutable(request, response, countAddress)
+      }
+      server.on('request', take)
+      // Without a listener Node answers 417 itself; with one, the request is ours.
+      server.on('checkExpectation', take)
+      // Without a listener Node closes the connection without a word.
+      server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })
+      return server
+    },
+    clientError: (error, socket) => { answerRaw(socket, (PARSER_ERRORS[error.code ?? ''] ?? Errors.invalidHttp)()) }
+  }
+}
+
+/** Closes a new connection at once when its address holds `cap` already, as Node does past `maxConnections`. */
+function capPerAddress (server: Server, cap: number): void {
+  const open = new Map<string, number>()
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress
+    if (address === undefined) return
+    const count = (open.get(address) ?? 0) + 1
+    if (count > cap) {
+      socket.destroy()
+      return
+    }
+    open.set(address, count)
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1
+      if (left === 0) open.delete(address)
+      else open.set(address, left)
+    })
+  })
+}
+
+/**
+ * Whether a request declared a body that has not all been read. Answered
+ * so (a 401, 405 or 429 is sent before the body is read), its connection
+ * must close: kept alive, Node would read and throw away the rest of the
+ * declared body, whatever its size, before the next request. Fastify
+ * already closes after a body it refused while reading (413, bad JSON).
+ * Light-my-request's requests have no `complete`: they are never closed.
+ */
+export function bodyUnread (request: IncomingMessage): boolean {
+  const declared = request.headers['transfer-encoding'] !== undefined ||
+    (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0')
+  return declared && request.complete === false
+}
+
+/**
+ * Node's server.close() destroys every connection idle at that instant,
+ * including a keep-alive one whose next request is already in its socket,
+ * unread: that client loses a request it sent in time, with no answer to
+ * tell whether it was done. So this server stops accepting at once, and
+ * gives idle connections a grace: a request that arrives meanwhile is
+ * answered (with Connection: close, app.ts), and those still idle after it
+ * are closed. Fastify is told not to close them itself
+ * (`forceCloseConnections: false`).
+ */
+class EdgeServer extends Server {
+  constructor (options: ServerOptions, private readonly graceMs: number) {
+    super(options)
+  }
+
+  override close (callback?: (error?: Error) => void): this {
+    // net.Server's close: stop listening, call back once every connection has ended.
+    NetServer.prototype.close.call(this, callback)
+    setTimeout(() => { this.closeIdleConnections() }, this.graceMs).unref()
+    return this
+  }
+}
+
+/**
+ * Node's parser takes `PRI`, the method of HTTP/2's connection preface, in
+ * an HTTP/0.9-style request line (`PRI /v1/`), though `http.METHODS` lacks
+ * it and no router can route it: Fastify would answer it before any hook,
+ * so without the rate-limit headers. Any method outside `http.METHODS` is
+ * refused here instead, as a request that is not HTTP/1.1.
+ */
+const ROUTABLE = new Set(METHODS)
+
+function isRoutable (request: IncomingMessage): boolean {
+  return request.method !== undefined && ROUTABLE.has(request.method)
+}
+
+function refuseUnroutable (request: IncomingMessage, response: ServerResponse, countAddress: CountAddress): void {
+  const answer = Errors.invalidHttp()
+  const send = (headers: Record<string, string>): void => {
+    response.writeHead(answer.status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID(), connection: 'close' })
+    response.end(JSON.stringify(errorBody(answer)))
+  }
+  countAddress(request.socket.remoteAddress ?? '').then(send, () => { send({}) })
+}
+
+const PARSER_ERRORS: Record<string, () => ApiError> = {
+  HPE_HEADER_OVERFLOW: Errors.headersTooLarge,
+  ERR_HTTP_REQUEST_TIMEOUT: Errors.requestTimeout
+}
+
+/** Answers, by hand, a socket that never became a request: the Error body, that address's rate-limit headers, then close. */
+type AnswerRaw = (socket: Duplex, answer: ApiError) => void
+
+/** How long a socket answered by hand is kept open for its client to read the answer and close. */
+const LINGER_MS = 1_000
+
+/**
+ * Responses each connection still owes. A client may pipeline requests
+ * (RFC 9112 §9.3.2): when one the parser refuses follows others, their
+ * answers go out first, in order, and the refusal after them; written at
+ * once, it would take the place of the first request's answer. A request
+ * whose own bytes have not all arrived (the one that timed out, or whose
+ * body the parser refused) is owed nothing more: its refusal is its
+ * answer, or, when it was answered already (a 401 or 405 is sent before
+ * the body is read), the connection just closes.
+ */
+interface Connection {
+  owed: Set<IncomingMessage>
+  /** The connection's latest request and its response. */
+  latest: { request: IncomingMessage, response: ServerResponse } | undefined
+  then: (() => void) | undefined
+}
+
+const connections = new WeakMap<Duplex, Connection>()
+
+/** Counts a request's response as owed on its connection until it has been sent (or the connection lost). */
+function owe (request: IncomingMessage, response: ServerResponse): void {
+  const socket = request.socket
+  const connection = connections.get(socket) ?? { owed: new Set(), latest: undefined, then: undefined }
+  connections.set(socket, connection)
+  connection.latest = { request, response }
+  connection.owed.add(request)
+  response.once('close', () => {
+    connection.owed.delete(request)
+    if (waitsFor(connection.owed)) return
+    const then = connection.then
+    connection.then = undefined
+    then?.()
+  })
+}
+
+function waitsFor (owed: Set<IncomingMessage>): boolean {
+  for (const request of owed) if (request.complete) return true
+  return false
+}
+
+/** True when the request being refused (the latest, not all arrived) has been given its answer already. */
+function refusedWasAnswered (socket: Duplex): boolean {
+  const latest = connections.get(socket)?.latest
+  return latest !== undefined && !latest.request.complete && (latest.response.headersSent || latest.response.writableEnded)
+}
+
+/** Closes the connection once the latest response has gone out whole, as Node does after a last response. */
+function closeAfterLatest (socket: Duplex): void {
+  const response = connections.get(socket)?.latest?.response
+  const close = (): void => {
+    const net = socket as Partial<Socket>
+    if (typeof net.destroySoon === 'function') net.destroySoon()
+    else socket.end()
+  }
+  if (response === undefined || response.closed) close()
+  else response.once('close', close)
+}
+
+/**
+ * Runs `answer` once the answers owed before a refusal have gone, or
+ * `close` when the refused request has had its own answer by then (the
+ * gate answers 401 without reading the body, possibly while earlier
+ * answers were still going).
+ */
+function whenOwedSent (socket: Duplex, answer: () => void, close: () => void): void {
+  const connection = connections.get(socket)
+  const then = (): void => { if (refusedWasAnswered(socket)) close(); else answer() }
+  if (connection === undefined || !waitsFor(connection.owed)) then()
+  else connection.then = then
+}
+
+/**
+ * Answers written to the socket by hand, in the same Error shape, once
+ * the answers owed before them have gone. The path is not known: each is
+ * counted against the client's address and carries that limit's headers,
+ * as /v1 responses do. Node's http has no API to answer a socket that
+ * never became a request, hence the hand-written status line.
+ */
+function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
+  // A parser that has failed keeps failing on whatever follows: one answer per connection.
+  const answered = new WeakSet<Duplex>()
+  return (socket, answer) => {
+    if (answered.has(socket)) return
+    answered.add(socket)
+    const status = answer.status
+    const body = JSON.stringify(errorBody(answer))
+    const write = (headers: Record<string, string>): void => {
+      if (refusedWasAnswered(socket)) {
+        closeAfterLatest(socket)
+        return
+      }
+      if (!socket.writable) {
+        socket.destroy()
+        return
+      }
+      const extra = Object.entries({ ...answer.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
+      // end() only half-closes (Node's HTTP server allows half-open
+      // sockets): a client that never closes its side would hold the socket
+      // until the idle-socket timeout, 120 s. It gets a moment to read the
+      // answer; then the socket is closed whatever it does.
+      const linger = setTimeout(() => socket.destroy(), LINGER_MS)
+      linger.unref()
+      socket.once('close', () => clearTimeout(linger))
+    }
+    const address = (socket as Partial<Socket>).remoteAddress ?? ''
+    // One answer per request: a second one would pass for the next request's.
+    whenOwedSent(socket, () => { countAddress(address).then(write, () => write({})) }, () => { closeAfterLatest(socket) })
+  }
+}

@@ -1,0 +1,115 @@
+// The gate: who is calling, and may they? Every /v1 API request passes it
+// first, whatever its method or path, in this order and in this function
+// alone (README: "The order a request takes"):
+//
+//   1. identify (access/identify.ts): the bearer token names a key, or the
+//      reason there is none;
+//   2. limit (access/limit.ts): the request is counted against its key, or,
+//      without a valid key, against its client address; 429 when that is
+//      spent. Every answer from here on carries the rate-limit headers;
+//   3. refuse: without a valid key, 401 (503 when the key could not be
+//      checked); a client refused without a valid key (401, 429) has its
+//      connection closed after the answer;
+//   4. framing: a request Node would have refused itself (no Host, an
+//      unmet Expect), 400 or 417: the edge (edge.ts) passes these on so
+//      that they get the Error body and, here, the rate-limit headers.
+//
+// Only a request that passes reaches the router's answers (404, 405), the
+// body parser and the handler. Requests the router cannot even route
+// (`frameworkErrors` in app.ts) call the same function. Requests outside
+// the gate (the OpenAPI document, the docs page, health) get step 4 alone,
+// before their body is read.
+import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { IncomingMessage } from 'node:http'
+import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
+import type { Caller, Identify } from '../access/identify.js'
+import type { Limit } from '../access/limit.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's valid API key, once the gate has identified it; undefined without one, and outside the gate. */
+    access: Caller | undefined
+  }
+  interface FastifyInstance {
+    /** Present in the scope the gate guards, and the scopes inside it. */
+    gated: true
+  }
+}
+
+export type Gate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+
+/** Every error the gate can answer, so every API operation documents their statuses. */
+const GATE_ANSWERS = [
+  'missing_api_key', 'invalid_api_key', 'service_unavailable', // identify, refuse
+  'rate_limited', 'api_key_banned', // limit
+  'invalid_request', 'expectation_failed' // framing; a URL the router cannot take
+] as const satisfies readonly ErrorCode[]
+
+/** The statuses of the gate's answers, in ascending order. */
+export const GATE_STATUSES: readonly number[] = [...new Set(GATE_ANSWERS.map((code) => ERROR_CODES[code].status))].sort((a, b) => a - b)
+
+export function createGate ({ identify, limit }: { identify: Identify, limit: Limit }): Gate {
+  return async (request, reply) => {
+    const identity = await identify(request.headers.authorization)
+    const refusal = identity instanceof ApiError ? identity : undefined
+    const caller = identity instanceof ApiError ? undefined : identity
+    request.access = caller
+    const decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
+    reply.headers(decision.headers)
+    const refused = decision.refusal ?? refusal
+    if (refused !== undefined) {
+      // A client refused without a valid key (401, 429) keeps no connection
+      // to send its next attempt on; an outage (503) is no fault of the client's.
+      if (caller === undefined && refused.status !== 503) reply.header('connection', 'close')
+      throw refused
+    }
+    const unmet = unmetFraming(request.raw)
+    if (unmet !== undefined) throw unmet
+  }
+}
+
+/** The caller of a request the gate let through: there always is one. */
+export function callerOf (request: FastifyRequest): Caller {
+  if (request.access === undefined) throw Errors.internal()
+  return request.access
+}
+
+/** Node's own test for the one expectation it meets (lib/_http_server.js). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
+
+/** Why Node would have refused this request, if it would have. */
+function unmetFraming (raw: IncomingMessage): ApiError | undefined {
+  // As Node, and RFC 9110 §10.1.1: HTTP/1.0 requests need no Host, and their expectations are ignored.
+  if (raw.httpVersionMajor !== 1 || raw.httpVersionMinor !== 1) return undefined
+  if (raw.headers.host === undefined) return Errors.missingHost()
+  const expect = raw.headers.expect
+  if (expect !== undefined && !CONTINUE.test(expect)) return Errors.expectationFailed()
+  return undefined
+}
+
+/** Paths whose requests pass the gate: where a request the router cannot take is answered after the gate. */
+export function isApiPath (url: string): boolean {
+  return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
+}
+
+/** The gate, on every request of the scope it is registered in. */
+export default fp<{ gate: Gate }>(async function gate (app, { gate }) {
+  app.decorateRequest('access', undefined)
+  app.decorate('gated', true)
+  app.addHook('onRequest', gate)
+}, { name: 'gate' })
+
+/**
+ * Step 4 alone, for requests outside the gate, before their body is read.
+ * Whether the gate saw a request is told by the scope its route belongs
+ * to, not guessed from its URL: the OpenAPI document and the docs page are
+ * under /v1 but not gated.
+ */
+export const framingOutsideGate = fp(async function framingOutsideGate (app) {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const unmet = request.server.hasDecorator('gated') ? undefined : unmetFraming(request.raw)
+    if (unmet === undefined) done(null, payload)
+    else done(unmet)
+  })
+}, { name: 'framing-outside-gate' })

@@ -1,0 +1,164 @@
+// The edge is Fastify's server: it gets Fastify's handler once, sets the
+// connection timeouts Fastify no longer sets, and leaves Node's methods as
+// they are.
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { Server } from 'node:http'
+import { once } from 'node:events'
+import { connect, type AddressInfo, type Socket } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
+import { openSqlite } from '../src/db/sqlite.js'
+import { DEFAULT_CONNECTION_CAPS } from '../src/edge.js'
+import { MemoryStore } from '../src/limits/memory-store.js'
+import { buildTestApp, type TestApp } from './support/app.js'
+import { bearer } from './support/fixtures.js'
+import { RawConnection, isCompleteResponse, parseRawResponse } from './support/process.js'
+
+describe('the edge', () => {
+  let t: TestApp
+  before(async () => {
+    t = await buildTestApp({}, { timeouts: { headersMs: 1_001, requestMs: 2_002, keepAliveMs: 3_003, idleSocketMs: 4_004 } })
+  })
+  after(async () => { await t.close() })
+
+  it('When the app is built, then its server has one request listener, Fastify\'s through the edge, and none was removed to get there', () => {
+    assert.equal(t.app.server.listenerCount('request'), 1)
+    assert.equal(t.app.server.listenerCount('checkExpectation'), 1)
+    assert.equal(t.app.server.listenerCount('connect'), 1)
+    assert.equal(t.app.server.listenerCount('clientError'), 1)
+  })
+
+  it('When the app is built, then the server has the connection timeouts it was given', () => {
+    const server = t.app.server
+    assert.equal(server.headersTimeout, 1_001)
+    assert.equal(server.requestTimeout, 2_002)
+    assert.equal(server.keepAliveTimeout, 3_003)
+    assert.equal(server.timeout, 4_004)
+  })
+
+  it('When the app is built, then Node\'s closeIdleConnections is its own, not replaced', () => {
+    assert.equal(t.app.server.closeIdleConnections, Server.prototype.closeIdleConnections)
+  })
+})
+
+describe('the edge, listening', () => {
+  let t: TestApp
+  let port = 0
+  let token = ''
+  before(async () => {
+    t = await buildTestApp()
+    token = await t.newKey('pro')
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    port = (t.app.server.address() as AddressInfo).port
+  })
+  after(async () => { await t.close() })
+
+  for (const { what, method, keyed, status } of [
+    { what: 'a keyless POST', method: 'POST', keyed: false, status: 401 },
+    { what: 'a keyed DELETE', method: 'DELETE', keyed: true, status: 405 },
+    { what: 'a keyed POST', method: 'POST', keyed: true, status: 413 }
+  ]) {
+    it(`When ${what} declares a body of 1 GB, then it is answered ${status} with Connection: close and the connection closes, the body unread (regression: unlimited body draining)`, async () => {
+      // Arrange
+      const connection = await RawConnection.open(port)
+      const authorization = keyed ? `Authorization: Bearer ${token}\r\n` : ''
+
+      try {
+        // Act: the headers and a first 64 KiB of the body, as a client streaming it would send them.
+        connection.write(`${method} /v1/pets HTTP/1.1\r\nHost: localhost\r\n${authorization}Content-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n\r\n`)
+        connection.write('x'.repeat(64 * 1024))
+        const received = await connection.waitFor((text, ended) => ended && isCompleteResponse(text), 5_000, 'the answer, then the connection closed')
+
+        // Assert
+        const response = parseRawResponse(received)
+        assert.equal(response.status, status)
+        assert.equal(response.headers.get('connection'), 'close')
+      } finally {
+        connection.close()
+      }
+    })
+  }
+})
+
+describe('connection caps', () => {
+  let app: FastifyInstance
+  let port = 0
+  before(async () => {
+    app = await buildApp({
+      config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }),
+      storage: openSqlite('sqlite::memory:'),
+      limiter: new MemoryStore(),
+      connectionCaps: { perAddress: 2 }
+    })
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    port = (app.server.address() as AddressInfo).port
+  })
+  after(async () => { await app.close() })
+
+  /** A connection from `localAddress`, once the server has taken it or closed it. */
+  async function connectFrom (localAddress: string): Promise<Socket> {
+    const socket = connect({ port, host: '127.0.0.1', localAddress })
+    await once(socket, 'connect')
+    return socket
+  }
+
+  /** Whether the server answers a request on this connection (true) or has closed it (false). */
+  async function answers (socket: Socket): Promise<boolean> {
+    socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    return await new Promise((resolve) => {
+      socket.once('data', () => { resolve(true) })
+      socket.once('close', () => { resolve(false) })
+      socket.once('error', () => { resolve(false) })
+    })
+  }
+
+  it('When one address holds as many connections as the cap, then its next connection is closed unanswered, while other addresses are served (regression: no cap on connections)', async () => {
+    // Arrange
+    const held = [await connectFrom('127.0.0.1'), await connectFrom('127.0.0.1')]
+    const sockets = [...held]
+    try {
+      assert.deepEqual(await Promise.all(held.map(answers)), [true, true])
+
+      // Act
+      const third = await connectFrom('127.0.0.1')
+      sockets.push(third)
+      const other = await connectFrom('127.0.0.2')
+      sockets.push(other)
+
+      // Assert
+      assert.equal(await answers(third), false, 'a connection past the cap was served')
+      assert.equal(await answers(other), true, 'another address was refused')
+      assert.equal(app.server.maxConnections, DEFAULT_CONNECTION_CAPS.total)
+    } finally {
+      for (const socket of sockets) socket.destroy()
+    }
+  })
+})
+
+describe('refused keyless clients', () => {
+  let t: TestApp
+  before(async () => { t = await buildTestApp() })
+  after(async () => { await t.close() })
+
+  it('When a client without a valid key is refused (401, then 429), then the answer closes its connection; a keyed client\'s 429 does not (regression: no cap on connections)', async () => {
+    // Arrange
+    const token = await t.newKey('enterprise', { perMinute: 1, perDay: 100 })
+    for (let i = 0; i < 59; i++) await t.app.inject({ url: '/v1/pets' })
+    assert.equal((await t.app.inject({ url: '/v1/pets', headers: bearer(token) })).statusCode, 200)
+
+    // Act
+    const unauthorized = await t.app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer nope' } })
+    const limited = await t.app.inject({ url: '/v1/pets' })
+    const keyedLimited = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
+
+    // Assert
+    assert.equal(unauthorized.statusCode, 401)
+    assert.equal(unauthorized.headers.connection, 'close')
+    assert.equal(limited.statusCode, 429)
+    assert.equal(limited.headers.connection, 'close')
+    assert.equal(keyedLimited.statusCode, 429)
+    assert.notEqual(keyedLimited.headers.connection, 'close')
+  })
+})
