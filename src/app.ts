@@ -20,7 +20,7 @@ import { PetService } from './pets/service.js'
 import { selfBaseUrl } from './base-url.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 import { createIdentify } from './access/identify.js'
-import { createCachedLookup } from './access/key-cache.js'
+import { createKeyLookup } from './keys/lookup.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
 import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
@@ -42,6 +42,8 @@ export interface AppDeps {
   limiter: RateLimitStore
   /** Unix milliseconds; injected so that tests control windows, bans and the sunset. */
   now?: () => number
+  /** Monotonic milliseconds (never 0), for the key cache; injected so that tests control it. */
+  monotonic?: () => number
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger
   /** Connection timeouts (edge.ts); tests shorten them. */
@@ -58,9 +60,23 @@ const EXPOSED_HEADERS = [
   'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
 ]
 
-export async function buildApp ({ config, storage, limiter, now = Date.now, logger, timeouts: own = {}, metrics, connectionCaps = {} }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp ({ config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {} }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
-  const identify = createIdentify({ environment: config.environment, lookup: createCachedLookup({ storage, environment: config.environment, now }) })
+  let lastRefreshWarning = -Infinity
+  const keys = createKeyLookup({
+    storage,
+    environment: config.environment,
+    clock: monotonic,
+    onRefreshError: (error) => {
+      // Refreshes run every 500 ms: a database away for an hour is said once a minute, not 7,200 times.
+      if (monotonic() - lastRefreshWarning < 60_000) return
+      lastRefreshWarning = monotonic()
+      logger?.warn({ err: error }, 'key index: refresh failed; it keeps the keys it has and tries again')
+    }
+  })
+  // Resolves once the index is loaded, or its load failed: until then every token is looked up.
+  await keys.start()
+  const identify = createIdentify({ environment: config.environment, keys })
   const banLog = logger === undefined ? undefined : createBanLog(logger, now)
   const events: LimitEvents = {
     refused: (code) => { metrics?.refused(code) },
@@ -126,6 +142,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, logg
   await app.register(framingOutsideGate)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
+  app.addHook('onClose', async () => { keys.close() })
   await app.register(jsonBodyPlugin)
   if (config.corsOrigins.length > 0) {
     // Only a real preflight is @fastify/cors's to answer; any other OPTIONS

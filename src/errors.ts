@@ -105,6 +105,7 @@ export const Errors = {
   notBearer: () => missingKey('The Authorization header must use the Bearer scheme: Authorization: Bearer <API_KEY>.'),
   emptyBearer: () => missingKey('The Authorization header has no API key after "Bearer ".'),
   manyKeys: () => refusedKey('The Authorization header must hold one API key after "Bearer ".'),
+  manyAuthorizations: () => refusedKey('Send one Authorization header; this request has more than one.'),
   notAKey: () => refusedKey('The API key is not a petstore key; check that it was copied whole.'),
   keyOfOtherEnvironment: (key: string, service: string) => refusedKey(`This is a ${key} API key; this is the ${service} service.`),
   unknownKey: () => refusedKey('The API key is unknown or has been revoked.'),

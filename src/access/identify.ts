@@ -1,13 +1,14 @@
 // Who is calling: the bearer token, checked on its shape, then looked up.
 // Plain functions of a header value, with no web framework in them: the
-// gate (plugins/gate.ts) calls identify, then counts the request, and only
+// gate (plugins/gate.ts) reads the token, counts the request, and only
 // then answers 401 when there is no caller.
 // https://www.rfc-editor.org/rfc/rfc6750#section-3
 import { Errors, StorageUnavailableError, type ApiError } from '../errors.js'
 import type { Environment } from '../domain.js'
 import type { ApiKeyRecord } from '../db/storage.js'
+import type { KeyLookup } from '../keys/lookup.js'
 import { hashToken, inspectToken } from '../keys/tokens.js'
-import type { Limits } from '../limits/plans.js'
+import { limitsFor, type Limits } from '../limits/plans.js'
 
 /** A request's valid API key, and the limits it is counted against. */
 export interface Caller {
@@ -15,35 +16,62 @@ export interface Caller {
   limits: Limits
 }
 
-/** The caller whose token has this SHA-256, when it is a usable key of this environment. */
-export type Lookup = (tokenHash: string) => Promise<Caller | undefined>
+/** The SHA-256 of a well-formed token of this environment's. */
+interface TokenHash {
+  tokenHash: string
+}
 
-/** The caller an Authorization header names, or the error that says why there is none. */
-export type Identify = (authorization: string | undefined) => Promise<Caller | ApiError>
+export interface Identify {
+  /**
+   * The token the Authorization header carries, or why it carries none
+   * that could be a key: its shape, checksum and environment, with no I/O.
+   * `headers` counts how many Authorization headers the request had.
+   */
+  read: (authorization: string | undefined, headers?: number) => TokenHash | ApiError
+  /** False when certainly no key had this token a second ago: it need not be looked up to be refused. */
+  mayExist: (token: TokenHash) => boolean
+  /** The caller the token belongs to, or why there is none. */
+  find: (token: TokenHash) => Promise<Caller | ApiError>
+}
 
-// The token must start with a non-space: with `(?: +(.*))?` a run of spaces
-// could be split between the two in as many ways as it is long, and a
-// header that then fails to match took quadratic time.
-const BEARER = /^Bearer(?: +([^ ].*)?)?$/i
+/**
+ * The token must start with a non-space: with `(?: +(.*))?` a run of spaces
+ * could be split between the two in as many ways as it is long, and a
+ * header that then fails to match took quadratic time.
+ */
+export const BEARER = /^Bearer(?: +([^ ].*)?)?$/i
 const TOKEN = /^[^ ]+$/
 
-export function createIdentify ({ environment, lookup }: { environment: Environment, lookup: Lookup }): Identify {
-  return async (header) => {
-    if (header === undefined || header.trim() === '') return Errors.noKey()
-    const bearer = BEARER.exec(header.trim())
-    if (bearer === null) return Errors.notBearer()
-    const token = bearer[1]?.trim() ?? ''
-    if (token === '') return Errors.emptyBearer()
-    if (!TOKEN.test(token)) return Errors.manyKeys()
-    const shape = inspectToken(token)
-    if (!shape.ok) return Errors.notAKey()
-    if (shape.environment !== environment) return Errors.keyOfOtherEnvironment(shape.environment, environment)
-    try {
-      return (await lookup(hashToken(token))) ?? Errors.unknownKey()
-    } catch (error) {
-      // Counted as anonymous, then answered 503: the key could not be checked.
-      if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()
-      throw error
+/** Reads an Authorization header as far as can be done without a lookup. */
+function readToken (header: string | undefined, environment: Environment, headers = header === undefined ? 0 : 1): TokenHash | ApiError {
+  // Node keeps the first of two Authorization headers: which one the
+  // client meant is not ours to guess.
+  if (headers > 1) return Errors.manyAuthorizations()
+  if (header === undefined || header.trim() === '') return Errors.noKey()
+  const bearer = BEARER.exec(header.trim())
+  if (bearer === null) return Errors.notBearer()
+  const token = bearer[1]?.trim() ?? ''
+  if (token === '') return Errors.emptyBearer()
+  if (!TOKEN.test(token)) return Errors.manyKeys()
+  const shape = inspectToken(token)
+  if (!shape.ok) return Errors.notAKey()
+  if (shape.environment !== environment) return Errors.keyOfOtherEnvironment(shape.environment, environment)
+  return { tokenHash: hashToken(token) }
+}
+
+export function createIdentify ({ environment, keys }: { environment: Environment, keys: Pick<KeyLookup, 'find' | 'mayExist'> }): Identify {
+  return {
+    read: (header, headers) => readToken(header, environment, headers),
+    mayExist: ({ tokenHash }) => keys.mayExist(tokenHash),
+    async find ({ tokenHash }) {
+      try {
+        const key = await keys.find(tokenHash)
+        return key === undefined ? Errors.unknownKey() : { key, limits: limitsFor(key.plan, key) }
+      } catch (error) {
+        // Counted as anonymous, then answered 503: the key could not be checked.
+        if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()
+        throw error
+      }
     }
   }
 }

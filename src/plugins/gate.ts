@@ -51,11 +51,27 @@ export const GATE_STATUSES: readonly number[] = [...new Set(GATE_ANSWERS.map((co
 
 export function createGate ({ identify, limit }: { identify: Identify, limit: Limit }): Gate {
   return async (request, reply) => {
-    const identity = await identify(request.headers.authorization)
+    const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
+    // A token no key had a second ago is counted against its address before
+    // any query, so that an address over its limit gets its 429 without
+    // one: guessing cannot take the database from everyone (README:
+    // Security). Under the limit it is looked up all the same, so a key made
+    // in the last second on another instance still works.
+    const early = !(token instanceof ApiError) && !identify.mayExist(token)
+      ? await limit({ caller: undefined, address: request.ip, keyUnchecked: false })
+      : undefined
+    const identity = token instanceof ApiError
+      ? token
+      : early?.refusal !== undefined ? Errors.unknownKey() : await identify.find(token)
     const refusal = identity instanceof ApiError ? identity : undefined
     const caller = identity instanceof ApiError ? undefined : identity
     request.access = caller
-    const decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
+    // Each request is counted once against whom it names: its key when it
+    // has one (a key newer than the index has counted against its address
+    // too), else its address, unless that was done above.
+    const decision = early !== undefined && caller === undefined
+      ? early
+      : await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
     reply.headers(decision.headers)
     const refused = decision.refusal ?? refusal
     if (refused !== undefined) {
@@ -67,6 +83,16 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     const unmet = unmetFraming(request.raw)
     if (unmet !== undefined) throw unmet
   }
+}
+
+/** How many Authorization headers a request carries: Node keeps only the first. */
+function authorizationHeaders (raw: readonly string[]): number {
+  let count = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++
+  }
+  return count
 }
 
 /** The caller of a request the gate let through: there always is one. */

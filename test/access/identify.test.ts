@@ -9,7 +9,7 @@ import { openSqlite } from '../../src/db/sqlite.js'
 import { issueKey } from '../../src/keys/admin.js'
 import { generateToken, hashToken } from '../../src/keys/tokens.js'
 import { createIdentify } from '../../src/access/identify.js'
-import { createCachedLookup } from '../../src/access/key-cache.js'
+import { createKeyLookup } from '../../src/keys/lookup.js'
 import { ApiError } from '../../src/errors.js'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { CLOCK_START } from '../support/fixtures.js'
@@ -172,7 +172,12 @@ describe('the key lookup cache', () => {
     let lookups = 0
     const find = storage.findApiKeyByTokenHash.bind(storage)
     storage.findApiKeyByTokenHash = async (hash) => { lookups++; return await find(hash) }
-    const identify = createIdentify({ environment: 'production', lookup: createCachedLookup({ storage, environment: 'production', now }) })
+    const keys = createKeyLookup({ storage, environment: 'production', clock: now })
+    const identifier = createIdentify({ environment: 'production', keys })
+    const identify = async (header: string): Promise<unknown> => {
+      const token = identifier.read(header)
+      return token instanceof ApiError ? token : await identifier.find(token)
+    }
     const request = (token: string): string => `Bearer ${token}`
     assert.ok(!(await identify(request(key.token)) instanceof ApiError), 'the steady key was not identified')
 

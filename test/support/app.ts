@@ -69,7 +69,7 @@ export async function buildTestApp (
   const clock = new TestClock()
   const storage = options.storage ?? await openTestStorage(options.backend ?? 'sqlite')
   const limiter = options.limiter ?? await openTestLimiter(options.limiterBackend ?? 'memory', clock)
-  const app = await buildApp({ config, storage, limiter, now: clock.now, logger: options.logger, metrics: options.metrics, timeouts: options.timeouts })
+  const app = await buildApp({ config, storage, limiter, now: clock.now, monotonic: clock.now, logger: options.logger, metrics: options.metrics, timeouts: options.timeouts })
   await app.ready()
   return {
     app,

@@ -1,0 +1,92 @@
+// What the gate asks the database, and when it need not: a token no key
+// has, from an address over its limit, costs no query (README: Security).
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import type { Storage } from '../../src/db/storage.js'
+import { openSqlite } from '../../src/db/sqlite.js'
+import { issueKey } from '../../src/keys/admin.js'
+import { generateToken } from '../../src/keys/tokens.js'
+import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { bearer } from '../support/fixtures.js'
+
+/** An in-memory SQLite storage whose key lookups are counted. */
+function countingStorage (): { storage: Storage, lookups: () => number } {
+  const storage = openSqlite('sqlite::memory:')
+  let lookups = 0
+  const find = storage.findApiKeyByTokenHash.bind(storage)
+  storage.findApiKeyByTokenHash = async (hash) => { lookups++; return await find(hash) }
+  return { storage, lookups: () => lookups }
+}
+
+describe('key lookups at the gate', () => {
+  let t: TestApp
+  let lookups: () => number
+  beforeEach(async () => {
+    const counting = countingStorage()
+    lookups = counting.lookups
+    t = await buildTestApp({}, { storage: counting.storage })
+  })
+  afterEach(async () => { await t.close() })
+
+  const get = async (token: string, remoteAddress = '203.0.113.7') =>
+    await t.app.inject({ url: '/v1/pets', headers: bearer(token), remoteAddress })
+
+  it('When one address sends 300 requests, each with a new well-formed token, then 60 get 401, 240 get 429, and only the 60 are looked up (regression: database lookups past the rate limit)', async () => {
+    // Act
+    const statuses: number[] = []
+    for (let i = 0; i < 300; i++) statuses.push((await get(generateToken('production'))).statusCode)
+
+    // Assert
+    assert.equal(statuses.filter((s) => s === 401).length, 60)
+    assert.equal(statuses.filter((s) => s === 429).length, 240)
+    assert.equal(lookups(), 60, 'a token from an address over its limit was looked up')
+  })
+
+  it('When an address is over its limit, then a valid key sent from it is still looked up and served (clients behind one NAT)', async () => {
+    // Arrange: a key the instance knew when it started.
+    const counting = countingStorage()
+    const key = await issueKey(counting.storage, { plan: 'free', name: 'behind a NAT', perMinute: undefined, perDay: undefined, environment: 'production', now: t.clock.now() })
+    const own = await buildTestApp({}, { storage: counting.storage })
+    const from = async (token: string) => await own.app.inject({ url: '/v1/pets', headers: bearer(token), remoteAddress: '203.0.113.7' })
+    try {
+      for (let i = 0; i < 60; i++) await from(generateToken('production'))
+      assert.equal((await from(generateToken('production'))).statusCode, 429, 'the address was not over its limit')
+
+      // Act
+      const keyed = await from(key.token)
+
+      // Assert
+      assert.equal(keyed.statusCode, 200)
+      assert.equal(keyed.headers['x-ratelimit-remaining'], '59', 'the key was not counted as itself')
+    } finally {
+      await own.close()
+    }
+  })
+
+  it('When a key was made after the index was read (on another instance), then its first request from an address under its limit is served', async () => {
+    // Arrange: made straight in the database, as another instance or the command line would.
+    const key = await issueKey(t.storage, { plan: 'free', name: 'new', perMinute: undefined, perDay: undefined, environment: 'production', now: t.clock.now() })
+
+    // Act
+    const response = await get(key.token)
+
+    // Assert
+    assert.equal(response.statusCode, 200)
+    assert.equal(response.headers['x-ratelimit-remaining'], '59')
+  })
+
+  it('When a request carries two Authorization headers, then 401 invalid_api_key, counted against its address (regression: two Authorization headers were reduced to the first)', async () => {
+    // Arrange
+    const token = await t.newKey('free')
+
+    // Act
+    const response = await t.app.inject({ url: '/v1/pets', headers: { authorization: [`Bearer ${token}`, `Bearer ${token}`] as unknown as string } })
+
+    // Assert
+    assert.equal(response.statusCode, 401)
+    assert.equal(errorOf(response).code, 'invalid_api_key')
+    assert.match(errorOf(response).message, /one Authorization header/)
+    assert.equal(response.headers['x-ratelimit-limit'], '60')
+    assert.equal(response.headers['x-ratelimit-remaining'], '59')
+  })
+})
