@@ -1,8 +1,8 @@
 // This instance's own address, ending in /v1. Every absolute URL it writes
-// (Link headers, its entry in the OpenAPI servers) starts with it, never with
-// anything taken from a request (DECISIONS §1). With PORT=0 and no address
-// configured, the port is known only once listening: it is worked out on
-// the first call after that, once.
+// (Link headers, its entry in the OpenAPI servers) starts with it, never
+// with anything taken from a request (README: "Configuration"). With PORT=0
+// and no address configured, the port is known only once listening: it is
+// worked out on the first call after that, once.
 import type { AddressInfo } from 'node:net'
 import type { Config } from './config.js'
 

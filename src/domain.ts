@@ -5,7 +5,7 @@
 export const ENVIRONMENTS = ['production', 'staging'] as const
 export type Environment = typeof ENVIRONMENTS[number]
 
-/** The plans of SPEC.md; their limits are in limits/plans.ts. */
+/** The plans (README: "API keys"); their limits are in limits/plans.ts. */
 export const PLANS = ['free', 'pro', 'business', 'enterprise'] as const
 export type Plan = typeof PLANS[number]
 

@@ -1,7 +1,8 @@
-// The OpenAPI document (DECISIONS.md §8): its shape, what it says about
-// headers, errors and bounds, that it matches what the service sends, and
-// that it passes `redocly lint` and Spectral with the OWASP ruleset. And the
-// docs page, whose every asset is served from here.
+// The OpenAPI document (README: "The OpenAPI document and the docs page"):
+// its shape, what it says about headers, errors and bounds, that it matches
+// what the service sends, and that it passes `redocly lint` and Spectral
+// with the OWASP ruleset. And the docs page, whose every asset is served
+// from here.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -344,7 +345,7 @@ describe('the OpenAPI document', () => {
     const owasp = createRequire(import.meta.url).resolve('@stoplight/spectral-owasp-ruleset')
     const ruleset = {
       extends: ['spectral:oas', owasp],
-      // SPEC.md makes ids integers (DECISIONS.md §8).
+      // Ids are integers (README: What a client must know › Input is strict).
       rules: { 'owasp:api1:2023-no-numeric-ids': 'off' }
     }
     await writeFile(join(dir, 'spectral.json'), JSON.stringify(ruleset, null, 2))

@@ -1,6 +1,6 @@
-// Sends each request of the client and does what SPEC.md asks of every
-// client, in one place, as stripe-node's RequestSender and undici's
-// RetryHandler do for theirs:
+// Sends each request of the client and does what the service asks of every
+// client (its README: "What a client must know"), in one place, as
+// stripe-node's RequestSender and undici's RetryHandler do for theirs:
 //
 // - retries only what is safe to send again (an idempotent method, or a
 //   request with an Idempotency-Key), only after a 429, a 503, a 409

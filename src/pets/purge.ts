@@ -1,5 +1,6 @@
-// Idempotency records are read for 24 hours only (DECISIONS §9); forgetting
-// the older ones every hour keeps the table at about a day of writes.
+// Idempotency records are read for 24 hours only (README: What a client
+// must know › Safe retries); forgetting the older ones every hour keeps the
+// table at about a day of writes.
 import type { Storage } from '../db/storage.js'
 import { IDEMPOTENCY_WINDOW_MS } from './service.js'
 

@@ -1,11 +1,12 @@
-// Durability on PostgreSQL (DECISIONS.md §10): under a write load, the
-// database is stopped at once (`pg_ctl stop -m immediate`: no checkpoint,
-// crash recovery at the next start) and started again, then the service is
-// killed with `kill -9`; every animal that got a 201 must be there when the
-// service comes back, and PostgreSQL's own checker (amcheck) must find its
-// tables and indexes intact. Requests made while the database is away get
-// 503, never anything else. The test owns its PostgreSQL cluster, since it
-// stops it. A few cycles in `npm test`, twenty under `npm run test:soak`.
+// Durability on PostgreSQL (README: Operating › Durability, PostgreSQL):
+// under a write load, the database is stopped at once (`pg_ctl stop -m
+// immediate`: no checkpoint, crash recovery at the next start) and started
+// again, then the service is killed with `kill -9`; every animal that got a
+// 201 must be there when the service comes back, and PostgreSQL's own
+// checker (amcheck) must find its tables and indexes intact. Requests made
+// while the database is away get 503, never anything else. The test owns
+// its PostgreSQL cluster, since it stops it. A few cycles in `npm test`,
+// twenty under `npm run test:soak`.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as delay } from 'node:timers/promises'

@@ -1,8 +1,8 @@
-// Durability (DECISIONS.md §10): a 201 is sent only once the animal is
-// committed, so `kill -9` in the middle of a write load loses nothing that
-// was acknowledged, however often it happens, and leaves a database that
-// SQLite finds intact. A few cycles in `npm test`, twenty under
-// `npm run test:soak`.
+// Durability (README: Operating › Durability): a 201 is sent only once the
+// animal is committed, so `kill -9` in the middle of a write load loses
+// nothing that was acknowledged, however often it happens, and leaves a
+// database that SQLite finds intact. A few cycles in `npm test`, twenty
+// under `npm run test:soak`.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Database } from '../../src/db/sqlite-driver.js'

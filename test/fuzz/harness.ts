@@ -1,7 +1,7 @@
 // What every fuzz test shares: the seed (printed, and taken from the
 // environment to replay a run), the figures a run reports, and the
-// product rules of DECISIONS.md that hold for every response besides what
-// the OpenAPI document says.
+// product rules of the README ("What a client must know") that hold for
+// every response besides what the OpenAPI document says.
 import type fc from 'fast-check'
 import { isApiPath } from '../../src/plugins/gate.js'
 import { parse } from 'lossless-json'
@@ -79,18 +79,19 @@ type SentRequest = Pick<GeneratedRequest, 'method' | 'url' | 'headers' | 'payloa
 interface RuleOptions {
   /** The router's longest path parameter: a longer one is answered before any route is chosen. */
   maxParamLength: number
-  /** The instance's own address, ending in /v1: every absolute URL it writes starts with it (DECISIONS §1). */
+  /** The instance's own address, ending in /v1: every absolute URL it writes starts with it (README: "Configuration"). */
   baseUrl: string
 }
 
 /**
- * The rules of DECISIONS.md that hold for every response, whatever the
- * document says: no 5xx (§6: never for a request, only for a fault); the
- * Error body on every error, with `status` repeating the HTTP status (§6,
- * §12); the rate-limit headers on every answer under /v1 (§3); the
- * deprecation headers on every answer of GET /pets/{petId} (§7); every
- * URL in a Link header on the instance's own address, whatever the request
- * said its host was (§1).
+ * The README's rules that hold for every response, whatever the document
+ * says (README: What a client must know): no 5xx (Errors: only for a fault
+ * on our side, never for a request); the Error body on every error, with
+ * `status` repeating the HTTP status (Errors); the rate-limit headers on
+ * every answer under /v1 (Rate limits); the deprecation headers on every
+ * answer of GET /pets/{petId} (The deprecated operation); every URL in a
+ * Link header on the instance's own address, whatever the request said its
+ * host was (README: "Configuration").
  */
 function ruleProblems (request: SentRequest, operation: string | undefined, response: ReceivedResponse, options: RuleOptions): string[] {
   const problems: string[] = []
@@ -155,10 +156,11 @@ function record (value: unknown): Record<string, unknown> {
 }
 
 /**
- * What the service did, against what was asked (DECISIONS §4, §5): an
- * added animal is the one sent, exactly (`1e3` answered as 1000, a name
- * unchanged); GET /pets/{petId} answers that id; a page is in id order,
- * within its limit, and only of the status asked for.
+ * What the service did, against what was asked (README: What a client
+ * must know › Input is strict, Paging): an added animal is the one sent,
+ * exactly (`1e3` answered as 1000, a name unchanged); GET /pets/{petId}
+ * answers that id; a page is in id order, within its limit, and only of the
+ * status asked for.
  */
 function outcomeProblems (request: SentRequest, operation: string | undefined, response: ReceivedResponse, headers: Map<string, string>): string[] {
   const where = `${request.method} ${request.url.slice(0, 120)} → ${response.status}`

@@ -1,9 +1,10 @@
 // Every absolute URL the service writes comes from its own environment's
 // address, PUBLIC_BASE_URL or STAGING_BASE_URL, never from the request
-// (DECISIONS §1): not from Host, not from an absolute-form request line
-// (RFC 9112 §3.2.2, which a server must accept), not from X-Forwarded-* or
-// Forwarded, even with TRUST_PROXY=true, where Fastify believes them.
-// Real servers and raw sockets: no HTTP client sends these requests.
+// (README: "Configuration"): not from Host, not from an absolute-form
+// request line (RFC 9112 §3.2.2, which a server must accept), not from
+// X-Forwarded-* or Forwarded, even with TRUST_PROXY=true, where Fastify
+// believes them. Real servers and raw sockets: no HTTP client sends these
+// requests.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createKey, idsIn, linkTarget, makeTempDir, rawRequest, removeTempDir, sqliteUrl, startServer, type RawResponse, type ServerProcess } from '../support/process.js'
