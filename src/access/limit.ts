@@ -3,6 +3,7 @@
 // may pass and which headers report the limit. Plain functions, with no web
 // framework in them: the gate (plugins/gate.ts) applies the decision to the
 // reply. The counting itself is the store's.
+import { LRUCache } from 'lru-cache'
 import { type ApiError, Errors } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
 import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
@@ -37,7 +38,15 @@ interface LimitDecision {
   refusal: ApiError | undefined
 }
 
-export type Limit = (counted: Counted) => Promise<LimitDecision>
+export interface Limit {
+  (counted: Counted): Promise<LimitDecision>
+  /**
+   * Whether this address was refused for its limit in the window that is
+   * still running, as far as this instance has seen: the gate then counts
+   * a token that no key has before it asks the database about it.
+   */
+  addressSpent: (address: string) => boolean
+}
 
 /** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
 export type CountAddress = (address: string) => Promise<Record<string, string>>
@@ -59,12 +68,18 @@ function hitAddress (store: RateLimitStore, address: string, time: number): Prom
   return store.hit({ subject: addressSubject(address), windows: [{ window: 'minute', limit: ANONYMOUS_PER_MINUTE }], ban: undefined }, time)
 }
 
+/** Addresses remembered as spent at once: past this, the least recently refused are forgotten, which costs them a lookup again. */
+const SPENT_ADDRESSES_MAX = 10_000
+
 export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
-  return async ({ caller, address, keyUnchecked }) => {
+  // Each spent address, until its window resets.
+  const spent = new LRUCache<string, number>({ max: SPENT_ADDRESSES_MAX })
+  const limit = async ({ caller, address, keyUnchecked }: Counted): Promise<LimitDecision> => {
     const time = now()
     const decision = caller === undefined
       ? await hitAddress(store, address, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
+    if (caller === undefined && decision.outcome === 'limited') spent.set(address, time + retryAfter(decision, time) * 1000)
     const headers = rateLimitHeaders(decision, time, ban)
     // A key the database was not there to check is counted against its
     // address, but the outage is its answer (503, Retry-After 5): clients
@@ -81,6 +96,7 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
     }
     return { headers, refusal: undefined }
   }
+  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now() })
 }
 
 /** Counts against a client address alone: for answers given before there is a request to read a key from. */

@@ -52,12 +52,12 @@ export const GATE_STATUSES: readonly number[] = [...new Set(GATE_ANSWERS.map((co
 export function createGate ({ identify, limit }: { identify: Identify, limit: Limit }): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
-    // A token no key had a second ago is counted against its address before
-    // any query, so that an address over its limit gets its 429 without
-    // one: guessing cannot take the database from everyone (README:
-    // Security). Under the limit it is looked up all the same, so a key made
-    // in the last second on another instance still works.
-    const early = !(token instanceof ApiError) && !identify.mayExist(token)
+    // From an address already refused in this window, a token no key had a
+    // second ago is counted before any query, and gets its 429 without one:
+    // guessing cannot take the database from everyone (README: Security).
+    // Any other token is looked up, so a key made in the last second on
+    // another instance works, counted against itself alone.
+    const early = !(token instanceof ApiError) && limit.addressSpent(request.ip) && !identify.mayExist(token)
       ? await limit({ caller: undefined, address: request.ip, keyUnchecked: false })
       : undefined
     const identity = token instanceof ApiError
@@ -67,8 +67,7 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     const caller = identity instanceof ApiError ? undefined : identity
     request.access = caller
     // Each request is counted once against whom it names: its key when it
-    // has one (a key newer than the index has counted against its address
-    // too), else its address, unless that was done above.
+    // has one, else its address, unless that was done above.
     const decision = early !== undefined && caller === undefined
       ? early
       : await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
