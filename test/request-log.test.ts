@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { setImmediate as tick } from 'node:timers/promises'
-import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry } from './support/app.js'
+import type { LightMyRequestResponse } from 'fastify'
+import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry, type TestApp } from './support/app.js'
 import { bearer, buildPet } from './support/fixtures.js'
 import { generateToken } from '../src/keys/tokens.js'
 
@@ -13,11 +14,27 @@ async function linesOf (entries: () => LogEntry[], requestId: string): Promise<L
   return entries().filter((entry) => entry.requestId === requestId)
 }
 
+/** Runs `use` on an app whose log lines the test reads, and closes the app whatever happens. */
+async function withLoggedApp (use: (t: TestApp, entries: () => LogEntry[]) => Promise<void>): Promise<void> {
+  const { logger, entries } = capturingLogger()
+  const t = await buildTestApp({}, { logger })
+  try {
+    await use(t, entries)
+  } finally {
+    await t.close()
+  }
+}
+
+/** The client's id was not used: the response carries one the service made, and so does its one log line. */
+async function assertOwnRequestId (response: LightMyRequestResponse, entries: () => LogEntry[]): Promise<void> {
+  const made = String(response.headers['x-request-id'])
+  assert.match(made, UUID)
+  assert.equal((await linesOf(entries, made)).length, 1)
+}
+
 describe('request ids and the log line of each request', () => {
   it('When a client sends a usable X-Request-Id, then the response echoes it and the request\'s log line carries it', async () => {
-    const { logger, entries } = capturingLogger()
-    const t = await buildTestApp({}, { logger })
-    try {
+    await withLoggedApp(async (t, entries) => {
       const token = await t.newKey()
       const id = 'trace:7f3a/ABC~xyz-' + 'x'.repeat(100)
 
@@ -27,9 +44,7 @@ describe('request ids and the log line of each request', () => {
       assert.equal(response.headers['x-request-id'], id)
       const lines = await linesOf(entries, id)
       assert.equal(lines.length, 1)
-    } finally {
-      await t.close()
-    }
+    })
   })
 
   for (const [what, id] of [
@@ -41,24 +56,16 @@ describe('request ids and the log line of each request', () => {
     ['holding something shaped like a token (it would be logged)', 'retry-of-pet_live_2bJ0kQ3xZ9']
   ] as const) {
     it(`When a client's X-Request-Id is ${what}, then the service makes its own, echoes it and logs it`, async () => {
-      const { logger, entries } = capturingLogger()
-      const t = await buildTestApp({}, { logger })
-      try {
+      await withLoggedApp(async (t, entries) => {
         const response = await t.app.inject({ url: '/v1/pets', headers: { 'x-request-id': id } })
 
-        const made = String(response.headers['x-request-id'])
-        assert.match(made, UUID)
-        assert.equal((await linesOf(entries, made)).length, 1)
-      } finally {
-        await t.close()
-      }
+        await assertOwnRequestId(response, entries)
+      })
     })
   }
 
   it('When a request is answered, then one line at info names the key, method, route template, URL, status and duration, and never the token', async () => {
-    const { logger, entries } = capturingLogger()
-    const t = await buildTestApp({}, { logger })
-    try {
+    await withLoggedApp(async (t, entries) => {
       const token = await t.newKey('pro')
       const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token, { 'idempotency-key': 'k-1' }), payload: JSON.stringify(buildPet()) })
       const id = String(created.headers['x-request-id'])
@@ -81,15 +88,11 @@ describe('request ids and the log line of each request', () => {
       const everything = JSON.stringify(entries())
       assert.ok(!everything.includes(token), 'a token reached the log')
       assert.ok(!everything.includes('k-1'), 'an idempotency key reached the log')
-    } finally {
-      await t.close()
-    }
+    })
   })
 
   it('When a request is refused, then its one line carries the error code and no key', async () => {
-    const { logger, entries } = capturingLogger()
-    const t = await buildTestApp({}, { logger })
-    try {
+    await withLoggedApp(async (t, entries) => {
       const response = await t.app.inject({ url: '/v1/pets', headers: { authorization: 'Bearer pet_live_nottherightshape', 'x-request-id': 'refused-1' } })
 
       assert.equal(response.statusCode, 401)
@@ -99,9 +102,7 @@ describe('request ids and the log line of each request', () => {
       assert.equal(lines[0]?.status, 401)
       assert.equal(lines[0]?.keyId, undefined)
       assert.ok(!JSON.stringify(lines).includes('nottherightshape'), 'a token reached the log')
-    } finally {
-      await t.close()
-    }
+    })
   })
 
   it('When a key keeps sending after being refused, then one line says it is banned, and until when', async () => {
@@ -162,9 +163,7 @@ describe('token redaction misses encoded forms', () => {
   for (const [form, sent] of forms) {
     it(`When a token is in the URL ${form}, then the request's log line carries [redacted] in its place`, async () => {
       // Arrange
-      const { logger, entries } = capturingLogger()
-      const t = await buildTestApp({}, { logger })
-      try {
+      await withLoggedApp(async (t, entries) => {
         // Act
         await t.app.inject({ url: `/v1/pets?limit=1&access_token=${sent}&status=sold`, headers: { 'x-request-id': 'in-url' } })
 
@@ -173,55 +172,39 @@ describe('token redaction misses encoded forms', () => {
         assert.equal(line?.url, '/v1/pets?limit=1&access_token=' + (form.startsWith('after a malformed') ? '%zz%[redacted]%' : '[redacted]') + '&status=sold')
         const secretOf = decodedFully(sent).slice(-36)
         assert.ok(!decodedFully(JSON.stringify(entries())).includes(secretOf.slice(0, 20)), 'a token reached the log')
-      } finally {
-        await t.close()
-      }
+      })
     })
 
     it(`When X-Request-Id holds a token ${form}, then the service makes its own id`, async () => {
       // Arrange
-      const { logger, entries } = capturingLogger()
-      const t = await buildTestApp({}, { logger })
-      try {
+      await withLoggedApp(async (t, entries) => {
         // Act
         const response = await t.app.inject({ url: '/v1/pets', headers: { 'x-request-id': `retry-of-${sent}` } })
 
         // Assert
-        const made = String(response.headers['x-request-id'])
-        assert.match(made, UUID)
-        assert.equal((await linesOf(entries, made)).length, 1)
+        await assertOwnRequestId(response, entries)
         assert.ok(!decodedFully(JSON.stringify(entries())).includes(decodedFully(sent).slice(-36, -16)), 'a token reached the log')
-      } finally {
-        await t.close()
-      }
+      })
     })
   }
 
   it('When a URL holds only a malformed % sequence and no token, then it is logged as sent', async () => {
-    const { logger, entries } = capturingLogger()
-    const t = await buildTestApp({}, { logger })
-    try {
+    await withLoggedApp(async (t, entries) => {
       await t.app.inject({ url: '/v1/pets?q=%E0%A4%A&x=%%41', headers: { 'x-request-id': 'malformed' } })
 
       const [line] = await linesOf(entries, 'malformed')
       assert.equal(line?.url, '/v1/pets?q=%E0%A4%A&x=%%41')
-    } finally {
-      await t.close()
-    }
+    })
   })
 
   it('When a URL holds a 36-character base62 run whose checksum does not hold, then it is logged as sent', async () => {
-    const { logger, entries } = capturingLogger()
-    const t = await buildTestApp({}, { logger })
-    try {
+    await withLoggedApp(async (t, entries) => {
       const lookalike = secret.slice(0, 30) + (secret.endsWith('0') ? '1' : '0').repeat(6)
 
       await t.app.inject({ url: `/v1/pets?q=${lookalike}`, headers: { 'x-request-id': 'lookalike' } })
 
       const [line] = await linesOf(entries, 'lookalike')
       assert.equal(line?.url, `/v1/pets?q=${lookalike}`)
-    } finally {
-      await t.close()
-    }
+    })
   })
 })

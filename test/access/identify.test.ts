@@ -11,16 +11,13 @@ import { generateToken, hashToken } from '../../src/keys/tokens.js'
 import { createIdentify } from '../../src/access/identify.js'
 import { createKeyLookup } from '../../src/keys/lookup.js'
 import { ApiError } from '../../src/errors.js'
-import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { appWithKey, buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { CLOCK_START } from '../support/fixtures.js'
 
 describe('authentication', () => {
   let t: TestApp
   let token: string
-  before(async () => {
-    t = await buildTestApp()
-    token = await t.newKey('free')
-  })
+  before(async () => { ({ t, token } = await appWithKey('free')) })
   after(async () => { await t.close() })
 
   const list = (authorization?: string) => t.app.inject({ url: '/v1/pets', headers: authorization === undefined ? {} : { authorization } })

@@ -337,20 +337,23 @@ describe('the cache of key lookups', () => {
     assert.equal(storage.finds, 2)
   })
 
-  it('When a lookup took longer than 500 ms, then its answer is not kept and the next request looks the key up again', async () => {
-    // Arrange
+  /** A key's first lookup, answered `ms` after it was sent, on a clock the test moves. */
+  async function slowFirstLookup (ms: number) {
     const storage = new HeldLookups()
     const clock = testClock()
     const lookup = createKeyLookup({ storage, environment: 'production', clock: clock.now })
     const hash = unknownHash()
     storage.add(hash)
-
-    // Act
     const slow = lookup.find(hash)
     await settled()
-    clock.advance(600)
+    clock.advance(ms)
     storage.answer()
-    const first = await slow
+    return { storage, clock, lookup, hash, first: await slow }
+  }
+
+  it('When a lookup took longer than 500 ms, then its answer is not kept and the next request looks the key up again', async () => {
+    // Arrange, Act
+    const { storage, lookup, hash, first } = await slowFirstLookup(600)
     const second = await find(storage, lookup, hash)
 
     // Assert
@@ -361,16 +364,7 @@ describe('the cache of key lookups', () => {
 
   it('When a lookup took 300 ms, then its answer is kept for the 200 ms left of the 500 counted from when it was sent', async () => {
     // Arrange
-    const storage = new HeldLookups()
-    const clock = testClock()
-    const lookup = createKeyLookup({ storage, environment: 'production', clock: clock.now })
-    const hash = unknownHash()
-    storage.add(hash)
-    const slow = lookup.find(hash)
-    await settled()
-    clock.advance(300)
-    storage.answer()
-    await slow
+    const { storage, clock, lookup, hash } = await slowFirstLookup(300)
 
     // Act
     clock.advance(200)

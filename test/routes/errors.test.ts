@@ -1,15 +1,12 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { appWithKey, buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
 
 describe('the error model', () => {
   let t: TestApp
   let token: string
-  before(async () => {
-    t = await buildTestApp()
-    token = await t.newKey('pro')
-  })
+  before(async () => { ({ t, token } = await appWithKey('pro')) })
   after(async () => { await t.close() })
 
   it('When a route does not exist under /v1, then 404 not_found as an Error body', async () => {

@@ -4,7 +4,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Type } from 'typebox'
-import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { appWithKey, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
 import { compileValidator } from '../../src/schemas/validator.js'
 
@@ -15,10 +15,7 @@ const STATUS_RULE = 'must be one of "available", "pending", "sold"'
 describe('the details of a validation error', () => {
   let t: TestApp
   let token: string
-  before(async () => {
-    t = await buildTestApp()
-    token = await t.newKey('pro')
-  })
+  before(async () => { ({ t, token } = await appWithKey('pro')) })
   after(async () => { await t.close() })
 
   const post = async (payload: string, headers: Record<string, string> = {}) =>

@@ -96,6 +96,12 @@ export async function buildTestApp (
   }
 }
 
+/** An app and a key on it, for a describe whose tests share both. */
+export async function appWithKey (plan: Plan = 'pro'): Promise<{ t: TestApp, token: string }> {
+  const t = await buildTestApp()
+  return { t, token: await t.newKey(plan) }
+}
+
 /** Sends a JSON body as its exact text, so that big integers reach the server unrounded. */
 export function jsonHeaders (token: string, extra: Record<string, string> = {}): Record<string, string> {
   return { ...bearer(token), 'content-type': 'application/json', ...extra }
