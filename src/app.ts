@@ -109,7 +109,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     // A URL the router cannot decode (`%zz`) or a path segment too long to
     // route: under /v1 it passes the gate like any request, then gets 400.
     frameworkErrors: (_error, request, reply) => {
-      reply.header('x-request-id', request.id)
+      // Fastify runs no hook on this reply: the headers onSend would set are set here.
+      reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)
       const answer = Errors.invalidUrl()
       const passed = isApiPath(request.url) ? gate(request, reply) : Promise.resolve()
       passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
@@ -129,10 +130,23 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   // Once closing, each response ends its keep-alive connection, so that the
   // server can finish: it closes only the connections that are idle. So
   // does an answer sent before its request's body was read (edge.ts).
+  //
+  // Every response also tells browsers not to guess its type from its bytes
+  // (an Error body that echoes a URL is never run as HTML or script), and a
+  // JSON one tells caches not to keep it: the API's answers are per key and
+  // stamped with its rate-limit state, /readyz cached would hide an instance
+  // that is not ready, and the OpenAPI document names this instance and
+  // changes with each release, while it is small and read rarely. The docs
+  // page's static files (@fastify/static) keep their own Cache-Control
+  // (`public, max-age=0`, revalidated by ETag): they are the same for every
+  // client and carry nothing of a key's. In onSend, it reaches every answer
+  // Fastify sends, errors included, save the router's 400 (frameworkErrors,
+  // above); the edge (edge.ts) sets the same on the answers it writes itself.
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   app.addHook('onSend', (request, reply, payload, done) => {
     if (closing || bodyUnread(request.raw)) reply.header('connection', 'close')
+    reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
     done(null, payload)
   })
 
@@ -170,6 +184,11 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
 
   return app
 }
+
+/** On every response (the onSend hook in buildApp says why). */
+const ANSWER_HEADERS = { 'x-content-type-options': 'nosniff' }
+/** On every JSON response; edge.ts sends the same on the answers it writes itself. */
+const JSON_ANSWER_HEADERS = { ...ANSWER_HEADERS, 'cache-control': 'no-store' }
 
 /** A CORS preflight: an OPTIONS that names its origin and the method it asks for. https://fetch.spec.whatwg.org/#cors-preflight-fetch */
 function isPreflight (request: FastifyRequest): boolean {

@@ -182,11 +182,18 @@ function isRoutable (request: IncomingMessage): boolean {
 function refuseUnroutable (request: IncomingMessage, response: ServerResponse, countAddress: CountAddress): void {
   const answer = Errors.invalidHttp()
   const send = (headers: Record<string, string>): void => {
-    response.writeHead(answer.status, { ...headers, 'content-type': 'application/json; charset=utf-8', 'x-request-id': randomUUID(), connection: 'close' })
+    response.writeHead(answer.status, { ...headers, 'content-type': 'application/json; charset=utf-8', ...HAND_WRITTEN_HEADERS, 'x-request-id': randomUUID(), connection: 'close' })
     response.end(JSON.stringify(errorBody(answer)))
   }
   countAddress(request.socket.remoteAddress ?? '').then(send, () => { send({}) })
 }
+
+/**
+ * What every JSON answer of the service carries (app.ts sets them on the
+ * answers Fastify sends): no sniffing of the type, and no caching.
+ */
+const HAND_WRITTEN_HEADERS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
+const RAW_HEADERS = Object.entries(HAND_WRITTEN_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
 
 const PARSER_ERRORS: Record<string, () => ApiError> = {
   HPE_HEADER_OVERFLOW: Errors.headersTooLarge,
@@ -295,7 +302,7 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
         return
       }
       const extra = Object.entries({ ...answer.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}Connection: close\r\n\r\n${body}`)
+      socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${RAW_HEADERS}${extra}Connection: close\r\n\r\n${body}`)
       // end() only half-closes (Node's HTTP server allows half-open
       // sockets): a client that never closes its side would hold the socket
       // until the idle-socket timeout, 120 s. It gets a moment to read the

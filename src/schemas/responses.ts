@@ -73,6 +73,14 @@ export const HEADERS = {
     schema: text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).', 1000, '^Bearer realm="petstore"')
   },
   Allow: { name: 'Allow', schema: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') },
+  'X-Content-Type-Options': {
+    name: 'X-Content-Type-Options',
+    schema: Type.String({ enum: ['nosniff'], description: 'Always `nosniff`: a browser takes the body as the `Content-Type` says, never as what its bytes look like.' })
+  },
+  'Cache-Control': {
+    name: 'Cache-Control',
+    schema: Type.String({ enum: ['no-store'], description: 'Always `no-store`: each answer is for its own API key and carries its rate-limit state, so no cache, shared or private, may keep it.' })
+  },
   'X-Request-Id': { name: 'X-Request-Id', schema: REQUEST_ID('Identifies this request in the service\'s logs: the `X-Request-Id` the request carried when it was 1 to 128 visible ASCII characters, otherwise a UUID the service made. Quote it when reporting a problem.') },
   'Access-Control-Allow-Origin': {
     name: 'Access-Control-Allow-Origin',
@@ -107,7 +115,9 @@ export const NEXT_LINK = sent(HEADERS['Link-Next'])
 export const IDEMPOTENT_REPLAYED = sent(HEADERS['Idempotent-Replayed'])
 
 /** Headers on every response of the service, whatever the operation and status. */
-const EVERY_RESPONSE = sent(HEADERS['X-Request-Id'], HEADERS['Access-Control-Allow-Origin'])
+const EVERY_RESPONSE = sent(
+  HEADERS['X-Request-Id'], HEADERS['X-Content-Type-Options'], HEADERS['Cache-Control'], HEADERS['Access-Control-Allow-Origin']
+)
 
 export function withHeaders<T extends TSchema> (schema: T, description: string, headers: Headers): T {
   return { ...schema, description, headers: { ...headers, ...EVERY_RESPONSE } }
