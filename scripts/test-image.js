@@ -189,12 +189,18 @@ const env = podmanEnv()
 ensureBase(env)
 
 console.log(`test:image: building ${IMAGE} from the Dockerfile on ${BASE}`)
+const previous = output('podman', ['image', 'inspect', '--format', '{{.Id}}', IMAGE], { env })
 const buildStarted = Date.now()
 run('podman', ['build', '--network', 'host', ...npmMounts(),
   // Docker's format: OCI images have no HEALTHCHECK, and buildah drops it from them.
   '--format', 'docker',
   '--build-arg', `NODE_IMAGE=${BASE}`, '--tag', IMAGE, '--file', join(ROOT, 'Dockerfile'), ROOT], { env })
 const buildSeconds = (Date.now() - buildStarted) / 1000
+// The last run's image, when this build replaced it, by its ID (its build
+// cache stays: its layers are this one's too, or soon replaced).
+if (previous !== undefined && previous !== output('podman', ['image', 'inspect', '--format', '{{.Id}}', IMAGE], { env })) {
+  spawnSync('podman', ['rmi', previous], { env, stdio: 'ignore' })
+}
 
 const imageSize = size(env, IMAGE)
 const baseSize = size(env, BASE)
