@@ -19,11 +19,12 @@
 // Installs podman, runc and mmdebstrap with apt-get when missing (as root).
 // The cache is $PETSTORE_IMAGE_CACHE, else $XDG_CACHE_HOME/petstore-image,
 // else ~/.cache/petstore-image.
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { startServices } from './test-services.js'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const CACHE = process.env.PETSTORE_IMAGE_CACHE ??
@@ -209,9 +210,15 @@ console.log(`test:image: built in ${buildSeconds.toFixed(0)} s; ${IMAGE} ${mb(im
 // The test is compiled with the rest (`npm run build`); it is named
 // *.image.ts so that `npm test` does not run it.
 run('npm', ['run', 'build', '--silent'], { cwd: ROOT, env: cleanEnv() })
-const test = spawnSync(process.execPath, ['--test', '--test-reporter=spec', TEST], {
+// PostgreSQL and Redis for the containers that share them, as `npm test` starts them.
+const services = await startServices(['postgres', 'redis'])
+// Not spawnSync: the servers' output comes through this process's event loop.
+const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', TEST], {
   stdio: 'inherit',
-  env: { ...env, PETSTORE_IMAGE: IMAGE, PETSTORE_IMAGE_BASE: BASE }
+  env: { ...env, ...services.env, PETSTORE_IMAGE: IMAGE }
 })
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner.kill(signal))
+const code = await new Promise((resolve) => runner.on('close', (status) => resolve(status ?? 1)))
+await services.stop()
 console.log(`test:image: ${((Date.now() - started) / 1000).toFixed(0)} s in all`)
-process.exit(test.status ?? 1)
+process.exit(code)

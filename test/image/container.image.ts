@@ -4,7 +4,9 @@
 // *.image.ts so that `npm test` does not pick it up.
 //
 // One container goes through its life in order (start, key, animal,
-// restart, stop), so the tests share it and run one after the other.
+// restart, stop), so the tests share it and run one after the other. Then
+// two containers share PostgreSQL and Redis (started by the script, as
+// `npm test` does).
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -12,6 +14,7 @@ import { readFileSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
 import { freePort } from '../support/ports.js'
+import { freshPostgresDatabase } from '../support/postgres.js'
 
 const IMAGE = process.env.PETSTORE_IMAGE ?? ''
 const RUN_ID = randomUUID().slice(0, 8)
@@ -182,5 +185,39 @@ describe('the container image', { concurrency: false }, () => {
     const logs = await podmanOk(['logs', NAME])
     const messages = logs.split('\n').filter((line) => line.startsWith('{')).map((line) => (JSON.parse(line) as { msg?: string }).msg)
     assert.equal(messages.at(-1), 'stopped', logs)
+  })
+})
+
+describe('two containers on one PostgreSQL database and one Redis', { concurrency: false }, () => {
+  const names = [`${NAME}-a`, `${NAME}-b`]
+
+  after(async () => {
+    await Promise.all(names.map(async (name) => await podman(['rm', '--force', '--time', '0', name])))
+  })
+
+  test('When requests with one key are split over two containers, then together they admit exactly its per-minute limit', async () => {
+    // Arrange
+    const redisUrl = process.env.PETSTORE_TEST_REDIS_URL
+    assert.ok(redisUrl !== undefined && redisUrl !== '', 'PETSTORE_TEST_REDIS_URL is not set: run `npm run test:image`')
+    const env = ['--env', `DATABASE_URL=${await freshPostgresDatabase()}`, '--env', `REDIS_URL=${redisUrl}`]
+    const limit = 10
+    const created = await podmanOk(['run', '--rm', '--network', 'host', ...env, IMAGE,
+      'keys', 'create', '--plan', 'enterprise', '--per-minute', String(limit), '--per-day', '1000', '--json'])
+    const { token } = JSON.parse(created) as { token: string }
+    const ports = [await freePort(), await freePort()]
+    await Promise.all(names.map(async (name, i) =>
+      await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...env, '--env', `PORT=${ports[i]}`, IMAGE])))
+    await Promise.all(ports.map(async (port) => await untilHealthy(port)))
+    // A minute window that ends during the test would admit a second quota.
+    const toNextMinute = 60_000 - (Date.now() % 60_000)
+    if (toNextMinute < 10_000) await delay(toNextMinute + 200)
+
+    // Act
+    const statuses = await Promise.all(Array.from({ length: 3 * limit }, async (_, i) =>
+      (await fetch(`http://127.0.0.1:${ports[i % 2]}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${token}` } })).status))
+
+    // Assert
+    assert.equal(statuses.filter((status) => status === 200).length, limit, String(statuses))
+    assert.equal(statuses.filter((status) => status === 429).length, 2 * limit, String(statuses))
   })
 })
