@@ -16,6 +16,9 @@
 // npm inside the build reaches the registry as this machine's npm does: the
 // machine's CA bundle and global npm configuration are mounted read-only.
 //
+// The test also runs two containers on PostgreSQL and Redis, started here
+// as `npm test` starts them (scripts/test-services.js).
+//
 // Installs podman, runc and mmdebstrap with apt-get when missing (as root).
 // The cache is $PETSTORE_IMAGE_CACHE, else $XDG_CACHE_HOME/petstore-image,
 // else ~/.cache/petstore-image.
@@ -197,8 +200,8 @@ run('podman', ['build', '--network', 'host', ...npmMounts(),
   '--format', 'docker',
   '--build-arg', `NODE_IMAGE=${BASE}`, '--tag', IMAGE, '--file', join(ROOT, 'Dockerfile'), ROOT], { env })
 const buildSeconds = (Date.now() - buildStarted) / 1000
-// The last run's image, when this build replaced it, by its ID (its build
-// cache stays: its layers are this one's too, or soon replaced).
+// The last run's image, when this build replaced it, by its ID, so that
+// runs do not pile up images (the build cache stays).
 if (previous !== undefined && previous !== output('podman', ['image', 'inspect', '--format', '{{.Id}}', IMAGE], { env })) {
   spawnSync('podman', ['rmi', previous], { env, stdio: 'ignore' })
 }
