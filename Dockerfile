@@ -22,11 +22,12 @@ COPY client/package.json client/
 # --ignore-scripts: the only install script the project allows is
 # better-sqlite3's, and that is npm's default `node-gyp rebuild`, run
 # because the package holds a binding.gyp. better-sqlite3 13 ships prebuilt
-# binaries (prebuilds/) and loads them when nothing was compiled, so the
-# compile would need a compiler and Python that a slim image does not have,
-# for a binary it already has. The 12.x copy for Node 20 (the optional
-# dependency better-sqlite3-node20) would be built by the same script; it is
-# not loaded on this Node and is left out of the runtime below.
+# binaries (prebuilds/) and loads them when nothing was compiled: its
+# binding.gyp then builds nothing, but node-gyp still needs Python and make
+# to find that out (and a C++ compiler where no prebuilt binary fits), none
+# of which a slim image has. The 12.x copy for Node 20 (the optional
+# dependency better-sqlite3-node20) would be compiled by the same script; it
+# is not loaded on Node 22 and later and is left out of the runtime below.
 RUN npm ci --ignore-scripts --workspaces=false --no-audit --no-fund --no-update-notifier
 COPY tsconfig.json ./
 COPY src src
