@@ -215,6 +215,11 @@ console.log(`test:image: built in ${buildSeconds.toFixed(0)} s; ${IMAGE} ${mb(im
 run('npm', ['run', 'build', '--silent'], { cwd: ROOT, env: cleanEnv() })
 // PostgreSQL and Redis for the containers that share them, as `npm test` starts them.
 const services = await startServices(['postgres', 'redis'])
+// What podman holds before the test, to find what it leaves behind.
+const leftovers = () => ['ps', 'volume'].flatMap((kind) =>
+  (output('podman', kind === 'ps' ? ['ps', '--all', '--quiet', '--no-trunc'] : ['volume', 'ls', '--quiet'], { env }) ?? '')
+    .split('\n').filter((id) => id !== '').map((id) => `${kind === 'ps' ? 'container' : 'volume'} ${id}`))
+const before = new Set(leftovers())
 // Not spawnSync: the servers' output comes through this process's event loop.
 const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', TEST], {
   stdio: 'inherit',
@@ -223,5 +228,8 @@ const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', TEST],
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner.kill(signal))
 const code = await new Promise((resolve) => runner.on('close', (status) => resolve(status ?? 1)))
 await services.stop()
+// The test removes what it creates, by name; anything new is a leak.
+const left = leftovers().filter((item) => !before.has(item))
+if (left.length > 0) console.error(`test:image: FAILED: the test left behind ${left.join(', ')}`)
 console.log(`test:image: ${((Date.now() - started) / 1000).toFixed(0)} s in all`)
-process.exit(code)
+process.exit(left.length > 0 ? 1 : code)

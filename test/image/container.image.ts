@@ -81,7 +81,7 @@ describe('the container image', { concurrency: false }, () => {
 
   after(async () => {
     // Only what this run created, by name.
-    await podman(['rm', '--force', '--time', '0', NAME])
+    await podman(['rm', '--force', '--volumes', '--time', '0', NAME])
     await podman(['volume', 'rm', '--force', VOLUME])
   })
 
@@ -192,7 +192,8 @@ describe('two containers on one PostgreSQL database and one Redis', { concurrenc
   const names = [`${NAME}-a`, `${NAME}-b`]
 
   after(async () => {
-    await Promise.all(names.map(async (name) => await podman(['rm', '--force', '--time', '0', name])))
+    // By name, with the anonymous volume each got for /data (its VOLUME).
+    await Promise.all(names.map(async (name) => await podman(['rm', '--force', '--volumes', '--time', '0', name])))
   })
 
   test('When requests with one key are split over two containers, then together they admit exactly its per-minute limit', async () => {
