@@ -4,6 +4,8 @@
 #   docker run -p 8080:8080 -v petstore-data:/data petstore
 #   docker run --rm -v petstore-data:/data petstore keys create --plan free
 #
+# With Podman: `podman build --format docker …`; an OCI image has no HEALTHCHECK.
+#
 # The base is a build argument so that the image can be built on a local
 # base where no image registry is reachable (`npm run test:image` does).
 # Node.js 24: better-sqlite3 13 needs 22 or later (README: Node.js versions).
