@@ -132,6 +132,15 @@ describe('the container image', { concurrency: false }, () => {
     await podmanOk(['healthcheck', 'run', NAME])
   })
 
+  test('When the docs page and its script are asked for, then they are served from what the image kept of the dependencies', async () => {
+    const page = await fetch(`http://127.0.0.1:${port}/v1/docs`)
+    assert.equal(page.status, 200)
+    assert.match(await page.text(), /swagger-ui/i)
+    const script = await fetch(`http://127.0.0.1:${port}/v1/docs/static/swagger-ui-bundle.js`)
+    assert.equal(script.status, 200)
+    assert.ok((await script.arrayBuffer()).byteLength > 100_000)
+  })
+
   test('When the service runs, then it runs as a user other than root', async () => {
     const uid = await podmanOk(['exec', NAME, 'node', '-p', 'process.getuid()'])
     assert.notEqual(uid.trim(), '0')
