@@ -171,7 +171,7 @@ describe('the key lookup cache', () => {
     const find = storage.findApiKeyByTokenHash.bind(storage)
     storage.findApiKeyByTokenHash = async (hash) => { lookups++; return await find(hash) }
     const keys = createKeyLookup({ storage, environment: 'production', clock: now })
-    const identifier = createIdentify({ environment: 'production', keys })
+    const identifier = createIdentify({ environment: 'production', keys, now: Date.now })
     const identify = async (header: string): Promise<unknown> => {
       const token = identifier.read(header)
       return token instanceof ApiError ? token : await identifier.find(token)
