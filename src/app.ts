@@ -76,7 +76,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   })
   // Resolves once the index is loaded, or its load failed: until then every token is looked up.
   await keys.start()
-  const identify = createIdentify({ environment: config.environment, keys })
+  const identify = createIdentify({ environment: config.environment, keys, now })
   const banLog = logger === undefined ? undefined : createBanLog(logger, now)
   const events: LimitEvents = {
     refused: (code) => { metrics?.refused(code) },

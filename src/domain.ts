@@ -12,3 +12,7 @@ export type Plan = typeof PLANS[number]
 /** An animal's availability. */
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export type PetStatus = typeof PET_STATUSES[number]
+
+/** What a key may do (README: API keys): each operation needs one. */
+export const SCOPES = ['pets:read', 'pets:write'] as const
+export type Scope = typeof SCOPES[number]

@@ -9,7 +9,8 @@ export const ERROR_CODES = {
   invalid_request: { status: 400, description: 'a parameter, a header, the body or the cursor is not valid; `details` names each problem' },
   invalid_json: { status: 400, description: 'the body is not JSON' },
   missing_api_key: { status: 401, description: 'no API key was sent' },
-  invalid_api_key: { status: 401, description: 'the API key is unknown, revoked, mistyped or of the other environment' },
+  invalid_api_key: { status: 401, description: 'the API key is unknown, revoked, expired, mistyped or of the other environment' },
+  insufficient_scope: { status: 403, description: 'the API key is valid, but its scopes do not cover this operation' },
   not_found: { status: 404, description: 'no such animal, or no such route' },
   method_not_allowed: { status: 405, description: 'the path exists, the method does not' },
   request_timeout: { status: 408, description: 'the request did not arrive in time' },
@@ -109,6 +110,12 @@ export const Errors = {
   notAKey: () => refusedKey('The API key is not a petstore key; check that it was copied whole.'),
   keyOfOtherEnvironment: (key: string, service: string) => refusedKey(`This is a ${key} API key; this is the ${service} service.`),
   unknownKey: () => refusedKey('The API key is unknown or has been revoked.'),
+  expiredKey: (at: Date) => refusedKey(`The API key expired at ${at.toISOString()}; ask for a new one.`),
+
+  // 403: the key is fine, but not for this (RFC 6750 §3.1).
+  insufficientScope: (scope: string) => new ApiError('insufficient_scope', `This API key does not have the scope ${scope}, which this operation needs.`, {
+    headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` }
+  }),
 
   // 404, 405, 408, 409, 410
   /** `url` as requested; its query is left out of the message. */

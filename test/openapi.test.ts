@@ -299,7 +299,7 @@ describe('the OpenAPI document', () => {
       assert.deepEqual(listing[status as string], { $ref: `#/components/responses/${name}` })
       assert.deepEqual(creating[status as string], { $ref: `#/components/responses/${name}` })
     }
-    assert.deepEqual(Object.keys(served.components.responses).sort(), ['BadRequest', 'ExpectationFailed', 'InternalServerError', 'ServiceUnavailable', 'TooManyRequests', 'Unauthorized'])
+    assert.deepEqual(Object.keys(served.components.responses).sort(), ['BadRequest', 'ExpectationFailed', 'Forbidden', 'InternalServerError', 'ServiceUnavailable', 'TooManyRequests', 'Unauthorized'])
   })
 
   test('When an operation is called with X-Request-Id, then the document says it takes 1 to 128 visible ASCII characters and echoes them', () => {

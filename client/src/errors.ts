@@ -67,3 +67,19 @@ export class ApiKeyBannedError extends PetstoreError {
     this.until = init.until
   }
 }
+
+/**
+ * A 403 `insufficient_scope`: the key is valid but may not do this (a
+ * read-only key asked to add an animal). Retrying cannot help; a key with
+ * `scope` can.
+ */
+export class InsufficientScopeError extends PetstoreError {
+  override name = 'InsufficientScopeError'
+  /** The scope the operation needs (`pets:write`), from `WWW-Authenticate`; undefined when the response did not name it. */
+  readonly scope: string | undefined
+
+  constructor (init: PetstoreErrorInit & { scope: string | undefined }) {
+    super(init)
+    this.scope = init.scope
+  }
+}

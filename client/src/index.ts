@@ -1,6 +1,6 @@
 export { PetstoreClient } from './client.js'
 export type { ListPetsQuery, NewPet, Pet, PetPage, PetStatus, PetstoreClientOptions } from './client.js'
-export { ApiKeyBannedError, PetstoreError, RateLimitedError } from './errors.js'
+export { ApiKeyBannedError, InsufficientScopeError, PetstoreError, RateLimitedError } from './errors.js'
 export type { ErrorDetail } from './errors.js'
 export type { RateLimit } from './pacer.js'
 export type { DeprecationNotice } from './transport.js'

@@ -24,7 +24,7 @@
 // Idempotency-Key, and the waits share one time budget with the ban and the
 // pacing. undici's RetryHandler is a Node.js dispatcher, not a fetch.
 import LinkHeader from 'http-link-header'
-import { ApiKeyBannedError, PetstoreError, RateLimitedError, type ErrorDetail } from './errors.js'
+import { ApiKeyBannedError, InsufficientScopeError, PetstoreError, RateLimitedError, type ErrorDetail } from './errors.js'
 import { parseJson } from './json.js'
 import { Pacer, type RateLimit } from './pacer.js'
 import { sleep, timeoutError } from './timers.js'
@@ -178,6 +178,9 @@ function toError (response: Response, text: string): PetstoreError {
     details: body?.details,
     response
   }
+  if (response.status === 403 && init.code === 'insufficient_scope') {
+    return new InsufficientScopeError({ ...init, scope: challengeScope(response.headers.get('www-authenticate')) })
+  }
   if (response.status !== 429) return new PetstoreError(init)
   const retryAfter = retryAfterMs(response.headers)
   const retryAt = new Date(Date.now() + (retryAfter ?? 0))
@@ -187,6 +190,11 @@ function toError (response: Response, text: string): PetstoreError {
     return new ApiKeyBannedError({ ...init, until: retryAfter === undefined && reset !== undefined ? reset : retryAt })
   }
   return new RateLimitedError({ ...init, retryAt })
+}
+
+/** The `scope` of a Bearer challenge (RFC 6750 §3), as the service writes it: `scope="pets:write"`. */
+function challengeScope (challenge: string | null): string | undefined {
+  return challenge === null ? undefined : /(?:^|[ ,])scope="([^"]*)"/.exec(challenge)?.[1]
 }
 
 function errorBody (text: string): { code: string, message: string, details?: ErrorDetail[] } | undefined {

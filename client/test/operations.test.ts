@@ -2,7 +2,7 @@
 // paging, typed errors and the deprecated getPet.
 import { afterEach, beforeEach, describe, it, mock } from 'node:test'
 import assert from 'node:assert/strict'
-import { ApiKeyBannedError, PetstoreError, RateLimitedError, type DeprecationNotice } from 'petstore-client'
+import { ApiKeyBannedError, InsufficientScopeError, PetstoreError, RateLimitedError, type DeprecationNotice } from 'petstore-client'
 import { BASE_URL, PET_JSON, errorResponse, fakeFetch, jsonResponse, newClient, settle, useFakeTimers } from './support.js'
 
 const INT64_MAX = 9223372036854775807n
@@ -132,6 +132,25 @@ describe('the operations', () => {
     assert.equal(errors[0].name, 'RateLimitedError')
     assert.ok(errors[1] instanceof ApiKeyBannedError && errors[1] instanceof PetstoreError)
     assert.equal(errors[1].name, 'ApiKeyBannedError')
+  })
+
+  it('When the service answers 403 insufficient_scope, then the call fails at once with an InsufficientScopeError naming the scope', async () => {
+    // Arrange
+    const service = fakeFetch(() => errorResponse(403, 'insufficient_scope', {
+      'www-authenticate': 'Bearer realm="petstore", error="insufficient_scope", scope="pets:write"'
+    }))
+    const client = newClient(service.fetch)
+
+    // Act
+    const error = await settle(client.createPet({ name: 'Rex', categoryId: 1 })).catch((e: unknown) => e)
+
+    // Assert
+    assert.ok(error instanceof InsufficientScopeError && error instanceof PetstoreError)
+    assert.equal(error.name, 'InsufficientScopeError')
+    assert.equal(error.code, 'insufficient_scope')
+    assert.equal(error.status, 403)
+    assert.equal(error.scope, 'pets:write')
+    assert.equal(service.received.length, 1, 'a 403 is not retried')
   })
 
   it('When two responses say Deprecation, then onDeprecation is called once, with the sunset and the successor', async () => {

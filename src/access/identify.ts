@@ -59,14 +59,19 @@ function readToken (header: string | undefined, environment: Environment, header
   return { tokenHash: hashToken(token) }
 }
 
-export function createIdentify ({ environment, keys }: { environment: Environment, keys: Pick<KeyLookup, 'find' | 'mayExist'> }): Identify {
+export function createIdentify ({ environment, keys, now }: { environment: Environment, keys: Pick<KeyLookup, 'find' | 'mayExist'>, now: () => number }): Identify {
   return {
     read: (header, headers) => readToken(header, environment, headers),
     mayExist: ({ tokenHash }) => keys.mayExist(tokenHash),
     async find ({ tokenHash }) {
       try {
         const key = await keys.find(tokenHash)
-        return key === undefined ? Errors.unknownKey() : { key, limits: limitsFor(key.plan, key) }
+        if (key === undefined) return Errors.unknownKey()
+        // Checked on every request, after the cache: a key cached a moment
+        // before its expiry is refused from that instant on, not up to a
+        // cache lifetime later.
+        if (key.expiresAt !== null && now() >= key.expiresAt) return Errors.expiredKey(new Date(key.expiresAt))
+        return { key, limits: limitsFor(key.plan, key) }
       } catch (error) {
         // Counted as anonymous, then answered 503: the key could not be checked.
         if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()

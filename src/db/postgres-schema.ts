@@ -41,7 +41,18 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE secrets (
      name text PRIMARY KEY,
      value bytea NOT NULL
-   );`
+   );`,
+  // The life of a key (README: API keys). Keys made before it keep working
+  // with both scopes and no expiry; their token is gone, so their hint is
+  // the prefix alone. The previous token's columns wait for rolling.
+  `ALTER TABLE api_keys
+     ADD COLUMN scopes text NOT NULL DEFAULT 'pets:read pets:write',
+     ADD COLUMN expires_at bigint,
+     ADD COLUMN last_used_at bigint,
+     ADD COLUMN token_hint text NOT NULL DEFAULT '',
+     ADD COLUMN previous_token_hash text UNIQUE,
+     ADD COLUMN previous_token_expires_at bigint;
+   UPDATE api_keys SET token_hint = CASE environment WHEN 'production' THEN 'pet_live_…' ELSE 'pet_test_…' END;`
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

@@ -22,7 +22,7 @@ import type {
   ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   PetRecord, PoolUse, Storage
 } from './storage.js'
-import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+import { KEY_COLUMNS, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -44,7 +44,6 @@ interface PendingInsert {
 }
 
 const PET_COLUMNS = 'id, name, category_id, status'
-const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, environment, created_at, revoked_at'
 
 export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_MS, poolSize = DEFAULT_POOL_SIZE }: PostgresOptions = {}): Promise<PostgresStorage> {
   const pool = new pg.Pool({
@@ -194,14 +193,20 @@ export class PostgresStorage implements Storage {
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     const rows = await this.#query<ApiKeyRow>(
-      `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${KEY_COLUMNS}`,
-      [key.name, key.plan, key.perMinute, key.perDay, key.environment, key.tokenHash, key.createdAt])
+      `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+      [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
+        key.createdAt, key.expiresAt])
     return toApiKey(rows[0] as ApiKeyRow)
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
     const rows = await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = $1`, [tokenHash])
+    return rows[0] === undefined ? undefined : toApiKey(rows[0])
+  }
+
+  async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
+    const rows = await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])
     return rows[0] === undefined ? undefined : toApiKey(rows[0])
   }
 

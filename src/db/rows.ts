@@ -1,6 +1,6 @@
 // The rows both backends read, column for column (the same schema, and
 // every integer read as bigint), and the records they become.
-import type { Environment, PetStatus, Plan } from '../domain.js'
+import { SCOPES, type Environment, type PetStatus, type Plan } from '../domain.js'
 import type { ApiKeyRecord, PetRecord } from './storage.js'
 
 export interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
@@ -12,9 +12,17 @@ export interface ApiKeyRow {
   per_minute: bigint | null
   per_day: bigint | null
   environment: Environment
+  /** Space-separated, as OAuth writes scopes (RFC 6749 §3.3). */
+  scopes: string
+  token_hint: string
   created_at: bigint
+  expires_at: bigint | null
+  last_used_at: bigint | null
   revoked_at: bigint | null
 }
+
+/** The columns an ApiKeyRow is read from. */
+export const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, environment, scopes, token_hint, created_at, expires_at, last_used_at, revoked_at'
 
 export function toPet (row: PetRow): PetRecord {
   return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
@@ -28,7 +36,16 @@ export function toApiKey (row: ApiKeyRow): ApiKeyRecord {
     perMinute: row.per_minute === null ? null : Number(row.per_minute),
     perDay: row.per_day === null ? null : Number(row.per_day),
     environment: row.environment,
+    scopes: SCOPES.filter((scope) => row.scopes.split(' ').includes(scope)),
+    tokenHint: row.token_hint,
     createdAt: Number(row.created_at),
+    expiresAt: row.expires_at === null ? null : Number(row.expires_at),
+    lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
     revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)
   }
+}
+
+/** How scopes are stored: space-separated. */
+export function scopesColumn (scopes: readonly string[]): string {
+  return scopes.join(' ')
 }

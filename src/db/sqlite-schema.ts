@@ -33,7 +33,18 @@ const MIGRATIONS: readonly string[] = [
    CREATE TABLE secrets (
      name TEXT PRIMARY KEY,
      value BLOB NOT NULL
-   );`
+   );`,
+  // The life of a key (README: API keys). Keys made before it keep working
+  // with both scopes and no expiry; their token is gone, so their hint is
+  // the prefix alone. The previous token's columns wait for rolling.
+  `ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';
+   ALTER TABLE api_keys ADD COLUMN expires_at INTEGER;
+   ALTER TABLE api_keys ADD COLUMN last_used_at INTEGER;
+   ALTER TABLE api_keys ADD COLUMN token_hint TEXT NOT NULL DEFAULT '';
+   ALTER TABLE api_keys ADD COLUMN previous_token_hash TEXT;
+   ALTER TABLE api_keys ADD COLUMN previous_token_expires_at INTEGER;
+   UPDATE api_keys SET token_hint = CASE environment WHEN 'production' THEN 'pet_live_…' ELSE 'pet_test_…' END;
+   CREATE UNIQUE INDEX api_keys_previous_token_hash ON api_keys (previous_token_hash);`
 ]
 
 export function migrateSqlite (db: Database): void {

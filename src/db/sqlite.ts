@@ -28,7 +28,7 @@ import type {
   ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   PetRecord, Storage
 } from './storage.js'
-import { toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+import { KEY_COLUMNS, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
 
@@ -141,13 +141,12 @@ export class SqliteStorage implements Storage {
     this.#listByStatus = new StatementPerLimit((limit) => db.prepare<[string, bigint], PetTuple>(
       `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit}`).raw(true))
     this.#purgeIdempotency = db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
-    this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, bigint]>(
-      `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`)
-    const keyColumns = 'id, name, plan, per_minute, per_day, environment, created_at, revoked_at'
-    this.#findKey = db.prepare<[string], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE token_hash = ?`)
-    this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys WHERE id = ?`)
-    this.#listKeys = db.prepare<[], ApiKeyRow>(`SELECT ${keyColumns} FROM api_keys ORDER BY id`)
+    this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, string, string, bigint, bigint | null]>(
+      `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+    this.#findKey = db.prepare<[string], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = ?`)
+    this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
+    this.#listKeys = db.prepare<[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
     this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
     // Called inside #commitGroup's transaction, a better-sqlite3 transaction
     // function runs in a savepoint: if it throws, its rows (the animal and
@@ -266,14 +265,19 @@ export class SqliteStorage implements Storage {
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     return this.#write(() => {
-      const { id } = this.#insertKey.get(key.name, key.plan, key.perMinute, key.perDay,
-        key.environment, key.tokenHash, BigInt(key.createdAt)) as { id: bigint }
+      const { id } = this.#insertKey.get(key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes),
+        key.tokenHash, key.tokenHint, BigInt(key.createdAt), key.expiresAt === null ? null : BigInt(key.expiresAt)) as { id: bigint }
       return toApiKey(this.#getKey.get(id) as ApiKeyRow)
     })
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
     const row = this.#read(() => this.#findKey.get(tokenHash))
+    return row === undefined ? undefined : toApiKey(row)
+  }
+
+  async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
+    const row = this.#read(() => this.#getKey.get(BigInt(id)))
     return row === undefined ? undefined : toApiKey(row)
   }
 

@@ -5,7 +5,7 @@
 // another client, out of disk: a retry later may succeed) rejects with
 // StorageUnavailableError, which the clients see as 503; any other failure
 // is a fault on our side and rejects with the error as it is (500).
-import type { Environment, PetStatus, Plan } from '../domain.js'
+import type { Environment, PetStatus, Plan, Scope } from '../domain.js'
 
 export interface PetRecord {
   id: bigint
@@ -51,7 +51,15 @@ export interface ApiKeyRecord {
   perMinute: number | null
   perDay: number | null
   environment: Environment
+  /** At least one, in the order of SCOPES. */
+  scopes: Scope[]
+  /** The token's prefix and last four characters (`pet_live_…Wx3k`); the prefix alone for keys made before hints were kept. */
+  tokenHint: string
   createdAt: number
+  /** From this instant on the key is refused; null: never. */
+  expiresAt: number | null
+  /** Not written yet: null. */
+  lastUsedAt: number | null
   revokedAt: number | null
 }
 
@@ -61,8 +69,11 @@ export interface NewApiKeyRecord {
   perMinute: number | null
   perDay: number | null
   environment: Environment
+  scopes: Scope[]
   tokenHash: string
+  tokenHint: string
   createdAt: number
+  expiresAt: number | null
 }
 
 /** A key's id and token hash: what an in-memory index of every token that may be valid is built from. */
@@ -97,6 +108,7 @@ export interface Storage {
 
   createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined>
+  getApiKey (id: number): Promise<ApiKeyRecord | undefined>
   listApiKeys (): Promise<ApiKeyRecord[]>
   revokeApiKey (id: number, at: number): Promise<boolean>
   /**

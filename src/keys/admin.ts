@@ -1,18 +1,23 @@
 // Issuing, listing and revoking API keys: what the `petstore keys` command
 // does, as plain functions over the storage, so tests call them directly.
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
-import type { Environment, Plan } from '../domain.js'
+import { SCOPES, type Environment, type Plan, type Scope } from '../domain.js'
 import { limitsFor, type Limits } from '../limits/plans.js'
-import { generateToken, hashToken } from './tokens.js'
+import { generateToken, hashToken, tokenHint } from './tokens.js'
 
+/** A key as operators see it; times are RFC 3339 strings in UTC. */
 export interface KeyView {
   id: number
   name: string
   plan: Plan
   perMinute: number
   perDay: number
+  scopes: Scope[]
   environment: Environment
+  tokenHint: string
   created: string
+  expiresAt: string | null
+  lastUsedAt: string | null
   revoked: boolean
   revokedAt: string | null
 }
@@ -22,6 +27,10 @@ export interface IssueKeyInput {
   name: string
   perMinute: number | undefined
   perDay: number | undefined
+  /** Default: every scope. */
+  scopes?: readonly Scope[]
+  /** Epoch milliseconds, after `now`; default: never. */
+  expiresAt?: number | null
   environment: Environment
   now: number
 }
@@ -30,6 +39,10 @@ export async function issueKey (storage: Storage, input: IssueKeyInput): Promise
   if (input.plan === 'enterprise' && (input.perMinute === undefined || input.perDay === undefined)) {
     throw new Error('an enterprise key needs --per-minute and --per-day')
   }
+  const scopes = SCOPES.filter((scope) => (input.scopes ?? SCOPES).includes(scope))
+  if (scopes.length === 0) throw new Error('a key needs at least one scope')
+  const expiresAt = input.expiresAt ?? null
+  if (expiresAt !== null && expiresAt <= input.now) throw new Error('a key cannot expire in the past')
   const token = generateToken(input.environment)
   const record = await storage.createApiKey({
     name: input.name,
@@ -37,14 +50,23 @@ export async function issueKey (storage: Storage, input: IssueKeyInput): Promise
     perMinute: input.perMinute ?? null,
     perDay: input.perDay ?? null,
     environment: input.environment,
+    scopes,
     tokenHash: hashToken(token),
-    createdAt: input.now
+    tokenHint: tokenHint(token),
+    createdAt: input.now,
+    expiresAt
   })
   return { ...view(record), token }
 }
 
 export async function listKeys (storage: Storage): Promise<KeyView[]> {
   return (await storage.listApiKeys()).map(view)
+}
+
+/** One key, revoked or expired ones too; undefined when no key has this id. */
+export async function showKey (storage: Storage, id: number): Promise<KeyView | undefined> {
+  const key = await storage.getApiKey(id)
+  return key === undefined ? undefined : view(key)
 }
 
 function view (key: ApiKeyRecord): KeyView {
@@ -55,9 +77,17 @@ function view (key: ApiKeyRecord): KeyView {
     plan: key.plan,
     perMinute: limits.perMinute,
     perDay: limits.perDay,
+    scopes: key.scopes,
     environment: key.environment,
+    tokenHint: key.tokenHint,
     created: new Date(key.createdAt).toISOString(),
+    expiresAt: time(key.expiresAt),
+    lastUsedAt: time(key.lastUsedAt),
     revoked: key.revokedAt !== null,
-    revokedAt: key.revokedAt === null ? null : new Date(key.revokedAt).toISOString()
+    revokedAt: time(key.revokedAt)
   }
+}
+
+function time (ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString()
 }

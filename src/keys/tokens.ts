@@ -43,6 +43,11 @@ export function inspectToken (token: string): TokenCheck {
   return { ok: true, environment: match[1] === 'live' ? 'production' : 'staging' }
 }
 
+/** What people tell keys apart by: the prefix and the last four characters (`pet_live_…Wx3k`), never enough to use. */
+export function tokenHint (token: string): string {
+  return `${token.slice(0, token.indexOf('_', 4) + 1)}…${token.slice(-4)}`
+}
+
 /**
  * What is stored instead of the token. A token carries 178 random bits, so a
  * fast hash cannot be brute-forced; a slow password hash would only slow

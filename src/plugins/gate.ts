@@ -12,7 +12,12 @@
 //      connection closed after the answer;
 //   4. framing: a request Node would have refused itself (no Host, an
 //      unmet Expect), 400 or 417: the edge (edge.ts) passes these on so
-//      that they get the Error body and, here, the rate-limit headers.
+//      that they get the Error body and, here, the rate-limit headers;
+//   5. scope: a valid key whose scopes lack the one its route declares
+//      (`config.scope`) gets 403. Routing has happened by now (onRequest
+//      runs after it), so the router's own answers (404, 405) declare no
+//      scope and come instead; the body is not read yet, so a key that may
+//      not write learns nothing of what is wrong with its body.
 //
 // Only a request that passes reaches the router's answers (404, 405), the
 // body parser and the handler. Requests the router cannot even route
@@ -25,8 +30,13 @@ import type { IncomingMessage } from 'node:http'
 import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
 import type { Caller, Identify } from '../access/identify.js'
 import type { Limit } from '../access/limit.js'
+import type { Scope } from '../domain.js'
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope a key needs for this route; every API operation declares one. */
+    scope?: Scope
+  }
   interface FastifyRequest {
     /** The request's valid API key, once the gate has identified it; undefined without one, and outside the gate. */
     access: Caller | undefined
@@ -43,7 +53,8 @@ export type Gate = (request: FastifyRequest, reply: FastifyReply) => Promise<voi
 const GATE_ANSWERS = [
   'missing_api_key', 'invalid_api_key', 'service_unavailable', // identify, refuse
   'rate_limited', 'api_key_banned', // limit
-  'invalid_request', 'expectation_failed' // framing; a URL the router cannot take
+  'invalid_request', 'expectation_failed', // framing; a URL the router cannot take
+  'insufficient_scope' // scope
 ] as const satisfies readonly ErrorCode[]
 
 /** The statuses of the gate's answers, in ascending order. */
@@ -81,6 +92,9 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     }
     const unmet = unmetFraming(request.raw)
     if (unmet !== undefined) throw unmet
+    // A request the router could not take (frameworkErrors) has no route options.
+    const scope = (request.routeOptions as Partial<typeof request.routeOptions> | undefined)?.config?.scope
+    if (scope !== undefined && caller !== undefined && !caller.key.scopes.includes(scope)) throw Errors.insufficientScope(scope)
   }
 }
 

@@ -28,6 +28,7 @@ const ALWAYS = [...GATE_STATUSES, 500]
 
 const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, baseUrl }) => {
   app.get('/pets', {
+    config: { scope: 'pets:read' },
     schema: {
       operationId: 'listPets',
       summary: 'List animals',
@@ -52,6 +53,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
   })
 
   app.post('/pets', {
+    config: { scope: 'pets:write' },
     schema: {
       operationId: 'createPet',
       summary: 'Add an animal',
@@ -81,7 +83,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
   })
 
   app.get('/pets/:petId', {
-    config: { deprecation: GET_PET_DEPRECATION },
+    config: { scope: 'pets:read', deprecation: GET_PET_DEPRECATION },
     schema: {
       operationId: 'getPet',
       summary: 'Get an animal (deprecated)',

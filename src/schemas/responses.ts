@@ -70,7 +70,7 @@ export const HEADERS = {
   },
   'WWW-Authenticate': {
     name: 'WWW-Authenticate',
-    schema: text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750).', 1000, '^Bearer realm="petstore"')
+    schema: text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused, or `error="insufficient_scope"` and the `scope` the operation needs when the key lacks it (RFC 6750).', 1000, '^Bearer realm="petstore"')
   },
   Allow: { name: 'Allow', schema: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') },
   'X-Content-Type-Options': {
@@ -126,6 +126,7 @@ export function withHeaders<T extends TSchema> (schema: T, description: string, 
 /** Headers that some error statuses carry besides the rate-limit ones. */
 const ERROR_HEADERS: Record<number, Headers> = {
   401: sent(HEADERS['WWW-Authenticate']),
+  403: sent(HEADERS['WWW-Authenticate']),
   405: sent(HEADERS.Allow),
   409: RETRY_AFTER,
   429: RETRY_AFTER,

@@ -5,8 +5,12 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { openPostgres, type PostgresStorage } from '../../src/db/postgres.js'
 import { StorageUnavailableError } from '../../src/errors.js'
+import { generateToken, hashToken } from '../../src/keys/tokens.js'
+import { buildTestApp, jsonHeaders } from '../support/app.js'
+import { bearer, newPetJson } from '../support/fixtures.js'
 import { freshPostgresDatabase, viaPort } from '../support/postgres.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
+import { POSTGRES_MIGRATIONS_TABLE, POSTGRES_SCHEMA_V1 } from './schema-v1.js'
 import { storageContract } from './storage-contract.js'
 
 /** Short, so that the unavailability tests are quick; production waits 5 s. */
@@ -72,7 +76,7 @@ describe('PostgreSQL', () => {
     await client.connect()
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
     await client.end()
-    assert.deepEqual(rows.map((row) => row.version), [1])
+    assert.deepEqual(rows.map((row) => row.version), [1, 2])
   })
 
   it('When creates arrive together, then they are inserted by one statement, in one transaction', async () => {
@@ -130,5 +134,66 @@ describe('PostgreSQL', () => {
 
     // Assert
     assert.match(rows.map((row) => row['QUERY PLAN']).join('\n'), /pets_status_id/)
+  })
+})
+
+describe('PostgreSQL, a database of the schema before key scopes', () => {
+  /** A fresh database as the release before key scopes left it, holding one production key; its URL and the key's token. */
+  async function databaseOfSchemaV1 (): Promise<{ url: string, token: string }> {
+    const url = await freshPostgresDatabase()
+    const token = generateToken('production')
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    try {
+      await client.query(POSTGRES_MIGRATIONS_TABLE)
+      await client.query(POSTGRES_SCHEMA_V1)
+      await client.query('INSERT INTO schema_migrations (version) VALUES (1)')
+      await client.query(`INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
+                          VALUES ('old', 'pro', NULL, NULL, 'production', $1, 1000)`, [hashToken(token)])
+    } finally {
+      await client.end()
+    }
+    return { url, token }
+  }
+
+  it('When five instances open it at the same moment, then all come up, it is migrated once, and its key has both scopes, no expiry, the prefix alone as its hint, and still reads and writes', async () => {
+    // Arrange
+    const { url, token } = await databaseOfSchemaV1()
+
+    // Act
+    const storages = await Promise.all(Array.from({ length: 5 }, async () => await openPostgres(url, { poolSize: 2 })))
+    const [first, ...others] = storages as [PostgresStorage, ...PostgresStorage[]]
+    await Promise.all(others.map(async (s) => await s.close()))
+    const t = await buildTestApp({}, { storage: first })
+    try {
+      const listed = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
+      const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: newPetJson() })
+      const [key] = await t.storage.listApiKeys()
+
+      // Assert
+      assert.equal(listed.statusCode, 200)
+      assert.equal(created.statusCode, 201)
+      assert.deepEqual(key, {
+        id: 1,
+        name: 'old',
+        plan: 'pro',
+        perMinute: null,
+        perDay: null,
+        environment: 'production',
+        scopes: ['pets:read', 'pets:write'],
+        tokenHint: 'pet_live_…',
+        createdAt: 1000,
+        expiresAt: null,
+        lastUsedAt: null,
+        revokedAt: null
+      })
+    } finally {
+      await t.close()
+    }
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+    await client.end()
+    assert.deepEqual(rows.map((row) => row.version), [1, 2])
   })
 })

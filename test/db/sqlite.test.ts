@@ -1,5 +1,7 @@
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,8 +9,10 @@ import { Database, SqliteError } from '../../src/db/sqlite-driver.js'
 import { classifySqliteError, openSqlite } from '../../src/db/sqlite.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../support/app.js'
-import { buildPet } from '../support/fixtures.js'
+import { generateToken, hashToken } from '../../src/keys/tokens.js'
+import { bearer, buildKeyRecord, buildPet, newPetJson } from '../support/fixtures.js'
 import { pollUntil } from '../support/process.js'
+import { SQLITE_SCHEMA_V1 } from './schema-v1.js'
 import { storageContract } from './storage-contract.js'
 
 // One file for the whole suite, reopened by every test: each finds the rows
@@ -156,6 +160,98 @@ describe('SQLite file', () => {
   })
 })
 
+/** A file as the release before key scopes left it, holding one production key; its token. */
+function databaseOfSchemaV1 (file: string): string {
+  const token = generateToken('production')
+  const db = new Database(file)
+  db.exec(SQLITE_SCHEMA_V1)
+  db.pragma('user_version = 1')
+  db.prepare(`INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
+              VALUES ('old', 'pro', NULL, NULL, 'production', ?, 1000)`).run(hashToken(token))
+  db.close()
+  return token
+}
+
+/**
+ * Opens the file in `count` processes that start migrating together: each
+ * loads the code, says so, and opens the file only when every one is
+ * ready. Resolves to their exit codes and stderr.
+ */
+async function openTogether (file: string, count: number): Promise<Array<{ code: number | null, stderr: string }>> {
+  const module = new URL('../../src/db/sqlite.js', import.meta.url).href
+  const script = `import { openSqlite } from ${JSON.stringify(module)}
+    process.stdout.write('ready\\n')
+    process.stdin.once('data', async () => { await openSqlite(${JSON.stringify(`sqlite:${file}`)}).close(); process.exit(0) })`
+  const children = Array.from({ length: count }, () => spawn(process.execPath, ['--input-type=module', '-e', script]))
+  const stderrs = children.map((child) => {
+    let text = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { text += chunk })
+    return () => text
+  })
+  const exits = children.map(async (child) => (await once(child, 'close'))[0] as number | null)
+  await Promise.all(children.map(async (child) => await once(child.stdout, 'data')))
+  for (const child of children) child.stdin.end('go\n')
+  const codes = await Promise.all(exits)
+  return codes.map((code, i) => ({ code, stderr: stderrs[i]?.() ?? '' }))
+}
+
+describe('SQLite, a database of the schema before key scopes', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-migrate-'))
+  after(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('When it is opened, then its key has both scopes, no expiry, the prefix alone as its hint, and still reads and writes', async () => {
+    // Arrange
+    const file = join(dir, 'v1.db')
+    const token = databaseOfSchemaV1(file)
+
+    // Act
+    const t = await buildTestApp({}, { storage: openSqlite(`sqlite:${file}`) })
+    try {
+      const listed = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
+      const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: newPetJson() })
+      const [key] = await t.storage.listApiKeys()
+
+      // Assert
+      assert.equal(listed.statusCode, 200)
+      assert.equal(created.statusCode, 201)
+      assert.deepEqual(key, {
+        id: 1,
+        name: 'old',
+        plan: 'pro',
+        perMinute: null,
+        perDay: null,
+        environment: 'production',
+        scopes: ['pets:read', 'pets:write'],
+        tokenHint: 'pet_live_…',
+        createdAt: 1000,
+        expiresAt: null,
+        lastUsedAt: null,
+        revokedAt: null
+      })
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When three processes open it at the same moment, then all come up, it is migrated once, and the key is kept', async () => {
+    // Arrange
+    const file = join(dir, 'v1-shared.db')
+    databaseOfSchemaV1(file)
+
+    // Act
+    const exits = await openTogether(file, 3)
+
+    // Assert
+    assert.deepEqual(exits, [0, 0, 0].map((code) => ({ code, stderr: '' })))
+    const db = new Database(file, { readonly: true })
+    const version = Number(db.pragma('user_version', { simple: true }))
+    const keys = db.prepare('SELECT name, scopes, token_hint FROM api_keys').all()
+    db.close()
+    assert.equal(version, 2)
+    assert.deepEqual(keys, [{ name: 'old', scopes: 'pets:read pets:write', token_hint: 'pet_live_…' }])
+  })
+})
+
 describe('SQLite errors', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sqlite-errors-'))
   after(() => rmSync(dir, { recursive: true, force: true }))
@@ -252,7 +348,7 @@ describe('SQLite errors', () => {
     // Arrange
     const file = join(dir, 'group-once.db')
     const storage = openSqlite(`sqlite:${file}`)
-    const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: 'h', createdAt: 1000 })
+    const key = await storage.createApiKey(buildKeyRecord())
     refuse(file, { table: 'idempotency_keys', column: 'key', value: 'poison' })
     const once = { apiKeyId: key.id, requestHash: 'rh', createdAt: 5000, liveAfter: 0 }
 

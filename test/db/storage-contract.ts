@@ -11,7 +11,7 @@ import assert from 'node:assert/strict'
 import type { ApiKeyHash, ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
-import { INT64_MAX } from '../support/fixtures.js'
+import { INT64_MAX, buildKeyRecord } from '../support/fixtures.js'
 
 /** What a backend gives the suite, once per test. */
 export interface StorageHarness {
@@ -138,7 +138,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
 
     it('When a key is created, found and revoked, then its record says so', () => withStorage(async (storage) => {
       const tokenHash = `h-${randomUUID()}`
-      const key = await storage.createApiKey({ name: 'ent', plan: 'enterprise', perMinute: 5, perDay: 50, environment: 'staging', tokenHash, createdAt: 1000 })
+      const key = await storage.createApiKey(buildKeyRecord({ name: 'ent', plan: 'enterprise', perMinute: 5, perDay: 50, environment: 'staging', tokenHash }))
       assert.deepEqual(await storage.findApiKeyByTokenHash(tokenHash), key)
       assert.equal(key.revokedAt, null)
       assert.equal(await storage.revokeApiKey(key.id, 2000), true)
@@ -147,12 +147,29 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.ok((await storage.listApiKeys()).some((k) => k.id === key.id && k.revokedAt === 2000))
     }))
 
+    it('When a key is created with scopes, an expiry and a hint, then it is found, got by id and listed with them, and has not been used', () => withStorage(async (storage) => {
+      const readOnly = await storage.createApiKey(buildKeyRecord({ scopes: ['pets:read'], tokenHint: 'pet_live_…Wx3k', expiresAt: 5000, createdAt: 1000 }))
+      const writeOnly = await storage.createApiKey(buildKeyRecord({ scopes: ['pets:write'], tokenHint: 'pet_test_…0aZ9', environment: 'staging' }))
+      assert.deepEqual(
+        [readOnly.scopes, readOnly.tokenHint, readOnly.expiresAt, readOnly.lastUsedAt],
+        [['pets:read'], 'pet_live_…Wx3k', 5000, null])
+      assert.deepEqual([writeOnly.scopes, writeOnly.tokenHint, writeOnly.expiresAt], [['pets:write'], 'pet_test_…0aZ9', null])
+      assert.deepEqual(await storage.getApiKey(readOnly.id), readOnly)
+      assert.deepEqual(await storage.getApiKey(writeOnly.id), writeOnly)
+      const listed = await storage.listApiKeys()
+      assert.deepEqual(listed.filter((key) => key.id === readOnly.id || key.id === writeOnly.id), [readOnly, writeOnly])
+    }))
+
+    it('When no key has an id, then getting it gives undefined', () => withStorage(async (storage) => {
+      assert.equal(await storage.getApiKey(2 ** 31 - 1), undefined)
+    }))
+
     it('When key hashes are listed after an id, then the later keys come, lowest id first, up to the limit, revoked and other-environment keys too', () => withStorage(async (storage) => {
       const before = await storage.countApiKeys()
       const made = [] as Array<{ id: number, tokenHash: string }>
       for (const environment of ['production', 'staging', 'production'] as const) {
         const tokenHash = `h-${randomUUID()}`
-        const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment, tokenHash, createdAt: 1000 })
+        const key = await storage.createApiKey(buildKeyRecord({ environment, tokenHash }))
         made.push({ id: key.id, tokenHash })
       }
       const [first, , last] = made as [ApiKeyHash, ApiKeyHash, ApiKeyHash]
@@ -238,7 +255,7 @@ function uniqueTag (): string {
 
 /** A key of its own: token hashes are unique, and the database may hold an earlier run's. */
 function newApiKey (storage: Storage): Promise<ApiKeyRecord> {
-  return storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `h-${randomUUID()}`, createdAt: 1000 })
+  return storage.createApiKey(buildKeyRecord())
 }
 
 /** Every stored animal called `name` with an id above `afterId`, page by page. */

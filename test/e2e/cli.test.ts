@@ -8,6 +8,7 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { displayWidth } from '../../src/cli/table.js'
+import { buildKeyRecord } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import {
@@ -50,7 +51,7 @@ async function insertKeys (dir: string, count: number, name: (i: number) => stri
   const storage = openSqlite(sqliteUrl(dir))
   try {
     for (let i = 0; i < count; i++) {
-      await storage.createApiKey({ name: name(i), plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: `hash-${i}`, createdAt: Date.now() })
+      await storage.createApiKey(buildKeyRecord({ name: name(i), tokenHash: `hash-${i}`, createdAt: Date.now() }))
     }
   } finally {
     await storage.close()
@@ -58,7 +59,7 @@ async function insertKeys (dir: string, count: number, name: (i: number) => stri
 }
 
 describe('petstore, its help and version', { timeout: 60_000 }, () => {
-  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'revoke']]
+  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'revoke']]
   for (const command of commands) {
     it(`When \`petstore ${[...command, '--help'].join(' ')}\` is run, then it prints that command's usage on stdout and exits 0`, async () => {
       // Act
@@ -112,6 +113,13 @@ describe('petstore, on bad usage', { timeout: 60_000 }, () => {
     ['an unknown plan', ['keys', 'create', '--plan', 'gold'], /^petstore: option '--plan <plan>' argument 'gold' is invalid\. Allowed choices are free, pro, business, enterprise\.$/, 'petstore keys create'],
     ['a limit of zero', ['keys', 'create', '--plan', 'pro', '--per-day', '0'], /^petstore: option '--per-day <n>' argument '0' is invalid\. must be a positive integer$/, 'petstore keys create'],
     ['an enterprise plan without --per-day', ['keys', 'create', '--plan', 'enterprise', '--per-minute', '10'], /^petstore: an enterprise key needs --per-minute and --per-day$/, 'petstore keys create'],
+    ['an unknown scope', ['keys', 'create', '--plan', 'free', '--scopes', 'pets:read,pets:delete'], /^petstore: option '--scopes <scopes>' argument 'pets:read,pets:delete' is invalid\. unknown scope 'pets:delete'; the scopes are pets:read, pets:write$/, 'petstore keys create'],
+    ['an expiry in the past', ['keys', 'create', '--plan', 'free', '--expires-at', '2020-01-01'], /^petstore: option '--expires-at <date>' argument '2020-01-01' is invalid\. must be in the future$/, 'petstore keys create'],
+    ['an expiry on a day that does not exist', ['keys', 'create', '--plan', 'free', '--expires-at', '2099-02-30'], /^petstore: option '--expires-at <date>' argument '2099-02-30' is invalid\. must be an RFC 3339 time/, 'petstore keys create'],
+    ['an expiry without its time zone', ['keys', 'create', '--plan', 'free', '--expires-at', '2099-01-01T00:00:00'], /^petstore: option '--expires-at <date>' argument '2099-01-01T00:00:00' is invalid\. must be an RFC 3339 time/, 'petstore keys create'],
+    ['a duration without its unit', ['keys', 'create', '--plan', 'free', '--expires-in', '90'], /^petstore: option '--expires-in <duration>' argument '90' is invalid\. must be a positive number of minutes, hours or days: 30m, 12h, 90d$/, 'petstore keys create'],
+    ['both an expiry and a duration', ['keys', 'create', '--plan', 'free', '--expires-at', '2099-01-01', '--expires-in', '1d'], /^petstore: option '--expires-at <date>' cannot be used with option '--expires-in <duration>'$/, 'petstore keys create'],
+    ['no key id to show', ['keys', 'show'], /^petstore: missing required argument 'id'$/, 'petstore keys show'],
     ['no key id', ['keys', 'revoke'], /^petstore: missing required argument 'id'$/, 'petstore keys revoke'],
     ['a key id that is not a number', ['keys', 'revoke', 'abc'], /^petstore: command-argument value 'abc' is invalid for argument 'id'\. must be a positive integer$/, 'petstore keys revoke'],
     ['an extra argument', ['keys', 'list', 'all'], /^petstore: too many arguments for 'list'\. Expected 0 arguments but got 1\.$/, 'petstore keys list']
@@ -381,6 +389,84 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
     // Assert
     const line = assertOneLineFailure(result, 1)
     assert.equal(line, 'petstore: no active key has the id 999; see `petstore keys list`')
+  })
+})
+
+describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }, () => {
+  let dir = ''
+  before(() => { dir = makeTempDir() })
+  after(() => { removeTempDir(dir) })
+
+  const DAY_MS = 86_400_000
+
+  it('When a key is created with --scopes and --expires-in, then --json has them and the hint, and list and show --json agree', async () => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const before = Date.now()
+
+    // Act
+    const { stdout } = await runCliOk(['keys', 'create', '--plan', 'pro', '--name', 'reader', '--scopes', 'pets:read', '--expires-in', '90d', '--json'], env)
+    const after = Date.now()
+    const created = JSON.parse(stdout) as { id: number, token: string, scopes: string[], expiresAt: string, tokenHint: string }
+    const listed = JSON.parse((await runCliOk(['keys', 'list', '--json'], env)).stdout) as Array<Record<string, unknown>>
+    const shown = JSON.parse((await runCliOk(['keys', 'show', String(created.id), '--json'], env)).stdout) as Record<string, unknown>
+
+    // Assert
+    assert.deepEqual(created.scopes, ['pets:read'])
+    assert.match(created.expiresAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+    const expiresAt = Date.parse(created.expiresAt)
+    assert.ok(expiresAt >= before + 90 * DAY_MS && expiresAt <= after + 90 * DAY_MS, created.expiresAt)
+    assert.equal(created.tokenHint, `pet_live_…${created.token.slice(-4)}`)
+    const entry = listed.find((key) => key['id'] === created.id)
+    assert.deepEqual(entry, { ...shown })
+    assert.deepEqual(
+      [entry?.['scopes'], entry?.['expiresAt'], entry?.['lastUsedAt'], entry?.['tokenHint'], entry?.['revoked']],
+      [['pets:read'], created.expiresAt, null, created.tokenHint, false])
+    assert.ok(!JSON.stringify(listed).includes(created.token), 'a token is listed')
+  })
+
+  it('When a key is created with --expires-at as a date, then it expires at that day\'s first instant, UTC, and the token is still alone on the last line', async () => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+
+    // Act
+    const created = await runCliOk(['keys', 'create', '--plan', 'free', '--scopes', 'pets:write,pets:read', '--expires-at', '2099-01-02'], env)
+    const listed = JSON.parse((await runCliOk(['keys', 'list', '--json'], env)).stdout) as Array<{ scopes: string[], expiresAt: string | null, tokenHint: string }>
+    const table = await runCliOk(['keys', 'list'], env)
+
+    // Assert
+    const token = lines(created.stdout).at(-1) ?? ''
+    assert.match(token, TOKEN)
+    const key = listed.at(-1)
+    assert.deepEqual([key?.scopes, key?.expiresAt], [['pets:read', 'pets:write'], '2099-01-02T00:00:00.000Z'])
+    assert.ok(table.stdout.includes(`pet_live_…${token.slice(-4)}`), table.stdout)
+    assert.ok(table.stdout.includes('2099-01-02T00:00:00.000Z'), table.stdout)
+  })
+
+  it('When a key is shown for people, then each field is on a line of its own, with its hint and never its token', async () => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const key = await createKey(env, ['--plan', 'business', '--name', 'shown'])
+
+    // Act
+    const { stdout } = await runCliOk(['keys', 'show', String(key.id)], env)
+
+    // Assert
+    assert.match(stdout, /^id: \d+$/m)
+    assert.match(stdout, /^name: shown$/m)
+    assert.match(stdout, /^scopes: pets:read,pets:write$/m)
+    assert.match(stdout, /^expires: never$/m)
+    assert.ok(stdout.includes(`token: pet_live_…${key.token.slice(-4)}\n`), stdout)
+    assert.ok(!stdout.includes(key.token), 'the token is shown')
+  })
+
+  it('When no key has the id, then `keys show` exits 1 with one line', async () => {
+    // Act
+    const result = await runCli(['keys', 'show', '999'], { DATABASE_URL: sqliteUrl(dir) })
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.equal(line, 'petstore: no key has the id 999; see `petstore keys list`')
   })
 })
 

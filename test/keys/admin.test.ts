@@ -48,3 +48,59 @@ describe('issuing API keys', () => {
     }
   })
 })
+
+describe('the scopes, expiry and hint of an issued key', () => {
+  it('When a key is issued without scopes or expiry, then it has both scopes, never expires, and its hint is its prefix and last four characters', async () => {
+    // Arrange
+    const storage = openSqlite('sqlite::memory:')
+    try {
+      // Act
+      const key = await issueKey(storage, buildKeyRequest())
+
+      // Assert
+      assert.deepEqual(key.scopes, ['pets:read', 'pets:write'])
+      assert.equal(key.expiresAt, null)
+      assert.equal(key.lastUsedAt, null)
+      assert.equal(key.tokenHint, `pet_live_…${key.token.slice(-4)}`)
+    } finally {
+      await storage.close()
+    }
+  })
+
+  it('When a key is issued with one scope and an expiry, then it has them, the expiry as RFC 3339 in UTC', async () => {
+    // Arrange
+    const storage = openSqlite('sqlite::memory:')
+    try {
+      // Act
+      const key = await issueKey(storage, buildKeyRequest({ scopes: ['pets:read'], expiresAt: Date.parse('2027-04-01T00:00:00Z') }))
+
+      // Assert
+      assert.deepEqual(key.scopes, ['pets:read'])
+      assert.equal(key.expiresAt, '2027-04-01T00:00:00.000Z')
+    } finally {
+      await storage.close()
+    }
+  })
+
+  const refused: Array<[string, Partial<IssueKeyInput>, RegExp]> = [
+    ['an expiry now', { expiresAt: CLOCK_START }, /cannot expire in the past/],
+    ['an expiry in the past', { expiresAt: CLOCK_START - 1 }, /cannot expire in the past/],
+    ['no scope', { scopes: [] }, /at least one scope/]
+  ]
+  for (const [what, input, message] of refused) {
+    it(`When a key is asked for with ${what}, then it is refused and no key is stored`, async () => {
+      // Arrange
+      const storage = openSqlite('sqlite::memory:')
+      try {
+        // Act
+        const issued = issueKey(storage, buildKeyRequest(input))
+
+        // Assert
+        await assert.rejects(issued, message)
+        assert.deepEqual(await storage.listApiKeys(), [])
+      } finally {
+        await storage.close()
+      }
+    })
+  }
+})

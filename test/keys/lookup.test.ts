@@ -36,8 +36,11 @@ function buildKey (overrides: Partial<NewApiKeyRecord> = {}): NewApiKeyRecord {
     perMinute: null,
     perDay: null,
     environment: 'production',
+    scopes: ['pets:read', 'pets:write'],
     tokenHash: hashToken(generateToken('production')),
+    tokenHint: 'pet_live_…0000',
     createdAt: 0,
+    expiresAt: null,
     ...overrides
   }
 }
@@ -277,7 +280,7 @@ class HeldLookups implements LookupStorage {
   finds = 0
 
   add (tokenHash: string, environment: Environment = 'production'): ApiKeyRecord {
-    const key: ApiKeyRecord = { id: this.#keys.size + 1, name: 'k', plan: 'free', perMinute: null, perDay: null, environment, createdAt: 0, revokedAt: null }
+    const key: ApiKeyRecord = { id: this.#keys.size + 1, name: 'k', plan: 'free', perMinute: null, perDay: null, environment, scopes: ['pets:read'], tokenHint: 'pet_live_…0000', createdAt: 0, expiresAt: null, lastUsedAt: null, revokedAt: null }
     this.#keys.set(tokenHash, key)
     return key
   }

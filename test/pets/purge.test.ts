@@ -2,7 +2,7 @@ import { describe, it, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { purgeExpiredIdempotencyKeys } from '../../src/pets/purge.js'
-import { CLOCK_START } from '../support/fixtures.js'
+import { CLOCK_START, buildKeyRecord } from '../support/fixtures.js'
 
 const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
@@ -12,7 +12,7 @@ describe('the hourly purge of idempotency keys', () => {
     // Arrange
     t.mock.timers.enable({ apis: ['setInterval'] })
     const storage = openSqlite('sqlite::memory:')
-    const key = await storage.createApiKey({ name: 'k', plan: 'free', perMinute: null, perDay: null, environment: 'production', tokenHash: 'h', createdAt: 0 })
+    const key = await storage.createApiKey(buildKeyRecord({ createdAt: 0 }))
     const pet = { name: 'Rex', categoryId: 1n, status: 'available' } as const
     const old = { apiKeyId: key.id, key: 'old', requestHash: 'a', createdAt: CLOCK_START - DAY - 1, liveAfter: 0 }
     const fresh = { apiKeyId: key.id, key: 'fresh', requestHash: 'b', createdAt: CLOCK_START - HOUR, liveAfter: 0 }

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import type { InjectOptions } from 'fastify'
 import { ERROR_CODES, type ErrorCode } from '../../src/errors.js'
+import { issueKey } from '../../src/keys/admin.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
@@ -113,11 +114,13 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
   })
   after(async () => { await t.close() })
 
-  it('When requests are refused before they reach a route (401, 404, 405, 400 URL, 417), then each body is a bare Error', async () => {
+  it('When requests are refused before they reach their operation (401, 403, 404, 405, 400 URL, 417), then each body is a bare Error', async () => {
     check('no key', await inject(t, { url: '/v1/pets' }), 401, 'missing_api_key')
     check('Basic scheme', await inject(t, { url: '/v1/pets', headers: { authorization: 'Basic dXNlcjpwYXNz' } }), 401, 'missing_api_key')
     check('a mistyped key', await inject(t, { url: '/v1/pets', headers: bearer('pet_live_not-a-key') }), 401, 'invalid_api_key')
     check('an unknown key', await inject(t, { url: '/v1/pets', headers: bearer(generateToken('production')) }), 401, 'invalid_api_key')
+    const readOnly = await issueKey(t.storage, { plan: 'pro', name: 'read-only', perMinute: undefined, perDay: undefined, scopes: ['pets:read'], environment: t.config.environment, now: t.clock.now() })
+    check('a read-only key adding an animal', await inject(t, { method: 'POST', url: '/v1/pets', headers: { ...bearer(readOnly.token), 'content-type': 'application/json' }, payload: newPetJson() }), 403, 'insufficient_scope')
     check('a staging key', await inject(t, { url: '/v1/pets', headers: bearer(generateToken('staging')) }), 401, 'invalid_api_key')
     check('two keys', await inject(t, { url: '/v1/pets', headers: { authorization: `Bearer ${token} ${token}` } }), 401, 'invalid_api_key')
     check('unknown route', await inject(t, { url: '/v1/animals', headers: bearer(token) }), 404, 'not_found')

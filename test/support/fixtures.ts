@@ -1,5 +1,7 @@
 // Values and factories every kind of test shares: component tests
 // (support/app.ts), end-to-end tests and the benchmark (support/process.ts).
+import { randomUUID } from 'node:crypto'
+import type { NewApiKeyRecord } from '../../src/db/storage.js'
 import type { PetStatus } from '../../src/domain.js'
 
 /** The largest int64: the top of every id and categoryId. */
@@ -31,4 +33,21 @@ export function newPetJson (overrides: NewPetInput = {}): string {
   const fields = [`"name":${JSON.stringify(name)}`, `"categoryId":${categoryId.toString()}`]
   if (status !== undefined) fields.push(`"status":${JSON.stringify(status)}`)
   return `{${fields.join(',')}}`
+}
+
+/** A key record straight into storage: a free production key with every scope, no expiry, and a hash of its own. */
+export function buildKeyRecord (overrides: Partial<NewApiKeyRecord> = {}): NewApiKeyRecord {
+  return {
+    name: 'k',
+    plan: 'free',
+    perMinute: null,
+    perDay: null,
+    environment: 'production',
+    scopes: ['pets:read', 'pets:write'],
+    tokenHash: `h-${randomUUID()}`,
+    tokenHint: 'pet_live_…0000',
+    createdAt: 1000,
+    expiresAt: null,
+    ...overrides
+  }
 }

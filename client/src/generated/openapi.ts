@@ -106,7 +106,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "request_header_fields_too_large" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "request_header_fields_too_large" | "internal_error" | "service_unavailable";
             /** @description Human-readable description. */
             message: string;
             /**
@@ -147,7 +147,7 @@ export interface components {
                 };
             };
         };
-        /** @description `missing_api_key`: no API key was sent. `invalid_api_key`: the API key is unknown, revoked, mistyped or of the other environment. */
+        /** @description `missing_api_key`: no API key was sent. `invalid_api_key`: the API key is unknown, revoked, expired, mistyped or of the other environment. */
         Unauthorized: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -166,6 +166,28 @@ export interface components {
                 "application/json": components["schemas"]["Error"] & {
                     /** @enum {string} */
                     code?: "missing_api_key" | "invalid_api_key";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description The API key is valid, but its scopes do not cover this operation (`insufficient_scope`). */
+        Forbidden: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "insufficient_scope";
                     /** Format: int32 */
                     status?: number;
                 };
@@ -294,7 +316,7 @@ export interface components {
         "Link-Next": string;
         /** @description Present when this response repeats the first one sent for the same Idempotency-Key. */
         "Idempotent-Replayed": "true";
-        /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused (RFC 6750). */
+        /** @description `Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused, or `error="insufficient_scope"` and the `scope` the operation needs when the key lacks it (RFC 6750). */
         "WWW-Authenticate": string;
         /** @description Always `nosniff`: a browser takes the body as the `Content-Type` says, never as what its bytes look like. */
         "X-Content-Type-Options": "nosniff";
@@ -349,6 +371,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
@@ -394,6 +417,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description A request with the same Idempotency-Key is still in progress (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -555,7 +579,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `missing_api_key`: no API key was sent. `invalid_api_key`: the API key is unknown, revoked, mistyped or of the other environment. */
+            /** @description `missing_api_key`: no API key was sent. `invalid_api_key`: the API key is unknown, revoked, expired, mistyped or of the other environment. */
             401: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -577,6 +601,31 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         code?: "missing_api_key" | "invalid_api_key";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            /** @description The API key is valid, but its scopes do not cover this operation (`insufficient_scope`). */
+            403: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link-Deprecation"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "insufficient_scope";
                         /** Format: int32 */
                         status?: number;
                     };
