@@ -164,6 +164,8 @@ describe('SQLite file', () => {
 function databaseOfSchemaV1 (file: string): string {
   const token = generateToken('production')
   const db = new Database(file)
+  // As the service left every file it opened: in WAL mode.
+  db.pragma('journal_mode = WAL')
   db.exec(SQLITE_SCHEMA_V1)
   db.pragma('user_version = 1')
   db.prepare(`INSERT INTO api_keys (name, plan, per_minute, per_day, environment, token_hash, created_at)
