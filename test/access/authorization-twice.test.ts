@@ -6,15 +6,14 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { ANONYMOUS_PER_MINUTE } from '../../src/limits/plans.js'
-import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { appWithKey, errorOf, type TestApp } from '../support/app.js'
 
 describe('two Authorization headers are silently reduced to the first', () => {
   let t: TestApp
   let valid: string
   let other: string
   before(async () => {
-    t = await buildTestApp()
-    valid = await t.newKey('pro')
+    ({ t, token: valid } = await appWithKey('pro'))
     other = await t.newKey('free')
   })
   after(async () => { await t.close() })

@@ -6,11 +6,9 @@ import pg from 'pg'
 import { openPostgres, type PostgresStorage } from '../../src/db/postgres.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { generateToken, hashToken } from '../../src/keys/tokens.js'
-import { buildTestApp, jsonHeaders } from '../support/app.js'
-import { bearer, newPetJson } from '../support/fixtures.js'
 import { freshPostgresDatabase, viaPort } from '../support/postgres.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { POSTGRES_MIGRATIONS_TABLE, POSTGRES_SCHEMA_V1 } from './schema-v1.js'
+import { POSTGRES_MIGRATIONS_TABLE, POSTGRES_SCHEMA_V1, assertOldKeyServed } from './schema-v1.js'
 import { storageContract } from './storage-contract.js'
 
 /** Short, so that the unavailability tests are quick; production waits 5 s. */
@@ -164,32 +162,9 @@ describe('PostgreSQL, a database of the schema before key scopes', () => {
     const storages = await Promise.all(Array.from({ length: 5 }, async () => await openPostgres(url, { poolSize: 2 })))
     const [first, ...others] = storages as [PostgresStorage, ...PostgresStorage[]]
     await Promise.all(others.map(async (s) => await s.close()))
-    const t = await buildTestApp({}, { storage: first })
-    try {
-      const listed = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
-      const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: newPetJson() })
-      const [key] = await t.storage.listApiKeys()
 
-      // Assert
-      assert.equal(listed.statusCode, 200)
-      assert.equal(created.statusCode, 201)
-      assert.deepEqual(key, {
-        id: 1,
-        name: 'old',
-        plan: 'pro',
-        perMinute: null,
-        perDay: null,
-        environment: 'production',
-        scopes: ['pets:read', 'pets:write'],
-        tokenHint: 'pet_live_…',
-        createdAt: 1000,
-        expiresAt: null,
-        lastUsedAt: null,
-        revokedAt: null
-      })
-    } finally {
-      await t.close()
-    }
+    // Assert
+    await assertOldKeyServed(first, token)
     const client = new pg.Client({ connectionString: url })
     await client.connect()
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')

@@ -3,6 +3,44 @@
 // can make a database an earlier release left behind and open it with this
 // one.
 
+import assert from 'node:assert/strict'
+import type { Storage } from '../../src/db/storage.js'
+import { buildTestApp, jsonHeaders } from '../support/app.js'
+import { bearer, newPetJson } from '../support/fixtures.js'
+
+/**
+ * The one key a version-1 database holds ('old', pro, made at 1000), once
+ * migrated: both scopes, no expiry, the prefix alone as its hint (its token
+ * is gone), and its token still reads and writes.
+ */
+export async function assertOldKeyServed (storage: Storage, token: string): Promise<void> {
+  const t = await buildTestApp({}, { storage })
+  try {
+    const listed = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
+    const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: newPetJson() })
+    const [key] = await t.storage.listApiKeys()
+
+    assert.equal(listed.statusCode, 200)
+    assert.equal(created.statusCode, 201)
+    assert.deepEqual(key, {
+      id: 1,
+      name: 'old',
+      plan: 'pro',
+      perMinute: null,
+      perDay: null,
+      environment: 'production',
+      scopes: ['pets:read', 'pets:write'],
+      tokenHint: 'pet_live_…',
+      createdAt: 1000,
+      expiresAt: null,
+      lastUsedAt: null,
+      revokedAt: null
+    })
+  } finally {
+    await t.close()
+  }
+}
+
 /** SQLite, version 1 (`PRAGMA user_version = 1`). */
 export const SQLITE_SCHEMA_V1 = `CREATE TABLE pets (
      id INTEGER PRIMARY KEY AUTOINCREMENT,
