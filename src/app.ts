@@ -22,7 +22,7 @@ import { compileValidator, type HttpPart } from './schemas/validator.js'
 import { createIdentify } from './access/identify.js'
 import { createKeyLookup } from './keys/lookup.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
-import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
+import { ANSWER_HEADERS, DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
@@ -184,11 +184,6 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
 
   return app
 }
-
-/** On every response (the onSend hook in buildApp says why). */
-const ANSWER_HEADERS = { 'x-content-type-options': 'nosniff' }
-/** On every JSON response; edge.ts sends the same on the answers it writes itself. */
-const JSON_ANSWER_HEADERS = { ...ANSWER_HEADERS, 'cache-control': 'no-store' }
 
 /** A CORS preflight: an OPTIONS that names its origin and the method it asks for. https://fetch.spec.whatwg.org/#cors-preflight-fetch */
 function isPreflight (request: FastifyRequest): boolean {

@@ -16,3 +16,8 @@ export type PetStatus = typeof PET_STATUSES[number]
 /** What a key may do (README: API keys): each operation needs one. */
 export const SCOPES = ['pets:read', 'pets:write'] as const
 export type Scope = typeof SCOPES[number]
+
+/** The known scopes among those given, once each, in SCOPES order: how a key's scopes are kept and shown. */
+export function inScopeOrder (given: readonly string[]): Scope[] {
+  return SCOPES.filter((scope) => given.includes(scope))
+}

@@ -182,18 +182,17 @@ function isRoutable (request: IncomingMessage): boolean {
 function refuseUnroutable (request: IncomingMessage, response: ServerResponse, countAddress: CountAddress): void {
   const answer = Errors.invalidHttp()
   const send = (headers: Record<string, string>): void => {
-    response.writeHead(answer.status, { ...headers, 'content-type': 'application/json; charset=utf-8', ...HAND_WRITTEN_HEADERS, 'x-request-id': randomUUID(), connection: 'close' })
+    response.writeHead(answer.status, { ...headers, 'content-type': 'application/json; charset=utf-8', ...JSON_ANSWER_HEADERS, 'x-request-id': randomUUID(), connection: 'close' })
     response.end(JSON.stringify(errorBody(answer)))
   }
   countAddress(request.socket.remoteAddress ?? '').then(send, () => { send({}) })
 }
 
-/**
- * What every JSON answer of the service carries (app.ts sets them on the
- * answers Fastify sends): no sniffing of the type, and no caching.
- */
-const HAND_WRITTEN_HEADERS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' }
-const RAW_HEADERS = Object.entries(HAND_WRITTEN_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+/** On every response of the service (app.ts says why). */
+export const ANSWER_HEADERS = { 'x-content-type-options': 'nosniff' }
+/** On every JSON response: the edge's own, and those Fastify sends (app.ts). */
+export const JSON_ANSWER_HEADERS = { ...ANSWER_HEADERS, 'cache-control': 'no-store' }
+const RAW_HEADERS = Object.entries(JSON_ANSWER_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
 
 const PARSER_ERRORS: Record<string, () => ApiError> = {
   HPE_HEADER_OVERFLOW: Errors.headersTooLarge,

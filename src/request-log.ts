@@ -35,6 +35,9 @@ function loggableUrl (url: string): string {
   return out + url.slice(written)
 }
 
+/** The levels at which a `debug` line is written. */
+const WRITES_DEBUG = new Set(['debug', 'trace'])
+
 export class RequestLog extends LogController {
   constructor () {
     super({ requestIdLogLabel: 'requestId' })
@@ -42,6 +45,8 @@ export class RequestLog extends LogController {
 
   /** At `debug` only: a line when a request arrives, to find the ones that never finish. */
   override incomingRequest (request: FastifyRequest): void {
+    // Fastify calls this for every request: at `info` the line is dropped, and so should be the token scan of its URL.
+    if (!WRITES_DEBUG.has(request.log.level)) return
     request.log.debug({ method: request.method, url: loggableUrl(request.url) }, 'request received')
   }
 

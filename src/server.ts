@@ -1,9 +1,9 @@
 // The process: configuration, logger, metrics, storage, listen, graceful
 // shutdown.
-import { setTimeout as delay } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import { buildAdminApp } from './admin.js'
+import { DeadlineError, within as withDeadline } from './deadline.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
@@ -108,14 +108,11 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
  * line saying why would stay in the log's buffer.
  */
 async function within (ms: number, closing: Promise<void>): Promise<'done' | 'late' | { failed: unknown }> {
-  const deadline = new AbortController()
   try {
-    return await Promise.race([
-      closing.then(() => 'done' as const, (error: unknown) => ({ failed: error })),
-      delay(ms, 'late' as const, { signal: deadline.signal })
-    ])
-  } finally {
-    deadline.abort()
+    await withDeadline(ms, async () => { await closing })
+    return 'done'
+  } catch (error) {
+    return error instanceof DeadlineError && error.ms === ms ? 'late' : { failed: error }
   }
 }
 

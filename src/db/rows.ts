@@ -1,6 +1,6 @@
 // The rows both backends read, column for column (the same schema, and
 // every integer read as bigint), and the records they become.
-import { SCOPES, type Environment, type PetStatus, type Plan } from '../domain.js'
+import { inScopeOrder, type Environment, type PetStatus, type Plan } from '../domain.js'
 import type { ApiKeyRecord, PetRecord } from './storage.js'
 
 export interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
@@ -36,7 +36,7 @@ export function toApiKey (row: ApiKeyRow): ApiKeyRecord {
     perMinute: row.per_minute === null ? null : Number(row.per_minute),
     perDay: row.per_day === null ? null : Number(row.per_day),
     environment: row.environment,
-    scopes: SCOPES.filter((scope) => row.scopes.split(' ').includes(scope)),
+    scopes: inScopeOrder(row.scopes.split(' ')),
     tokenHint: row.token_hint,
     createdAt: Number(row.created_at),
     expiresAt: row.expires_at === null ? null : Number(row.expires_at),

@@ -116,6 +116,8 @@ export class SqliteStorage implements Storage {
   readonly #findKey
   readonly #getKey
   readonly #listKeys
+  readonly #listKeyHashes
+  readonly #countKeys
   readonly #revokeKey
   readonly #insertOne
   readonly #commitGroup
@@ -147,6 +149,8 @@ export class SqliteStorage implements Storage {
     this.#findKey = db.prepare<[string], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = ?`)
     this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
     this.#listKeys = db.prepare<[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
+    this.#listKeyHashes = db.prepare<[bigint, number], [bigint, string]>('SELECT id, token_hash FROM api_keys WHERE id > ? ORDER BY id LIMIT ?').raw(true)
+    this.#countKeys = db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_keys')
     this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
     // Called inside #commitGroup's transaction, a better-sqlite3 transaction
     // function runs in a savepoint: if it throws, its rows (the animal and
@@ -290,14 +294,13 @@ export class SqliteStorage implements Storage {
   }
 
   async listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]> {
-    // Prepared per call, as rarely as it is called (an index of tokens refreshing itself).
-    const rows = this.#read(() => this.#db.prepare<[bigint, number], [bigint, string]>(
-      'SELECT id, token_hash FROM api_keys WHERE id > ? ORDER BY id LIMIT ?').raw(true).all(BigInt(afterId), limit))
+    // Every instance's index of tokens reads it every 500 ms: prepared once.
+    const rows = this.#read(() => this.#listKeyHashes.all(BigInt(afterId), limit))
     return rows.map(([id, tokenHash]) => ({ id: Number(id), tokenHash }))
   }
 
   async countApiKeys (): Promise<number> {
-    const row = this.#read(() => this.#db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_keys').get())
+    const row = this.#read(() => this.#countKeys.get())
     return Number(row?.n ?? 0n)
   }
 

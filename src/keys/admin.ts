@@ -1,7 +1,7 @@
 // Issuing, listing and revoking API keys: what the `petstore keys` command
 // does, as plain functions over the storage, so tests call them directly.
 import type { ApiKeyRecord, Storage } from '../db/storage.js'
-import { SCOPES, type Environment, type Plan, type Scope } from '../domain.js'
+import { SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
 import { limitsFor, type Limits } from '../limits/plans.js'
 import { generateToken, hashToken, tokenHint } from './tokens.js'
 
@@ -39,7 +39,7 @@ export async function issueKey (storage: Storage, input: IssueKeyInput): Promise
   if (input.plan === 'enterprise' && (input.perMinute === undefined || input.perDay === undefined)) {
     throw new Error('an enterprise key needs --per-minute and --per-day')
   }
-  const scopes = SCOPES.filter((scope) => (input.scopes ?? SCOPES).includes(scope))
+  const scopes = inScopeOrder(input.scopes ?? SCOPES)
   if (scopes.length === 0) throw new Error('a key needs at least one scope')
   const expiresAt = input.expiresAt ?? null
   if (expiresAt !== null && expiresAt <= input.now) throw new Error('a key cannot expire in the past')
