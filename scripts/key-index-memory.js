@@ -22,8 +22,8 @@ if (typeof globalThis.gc !== 'function') {
 
 const hashOf = (id) => createHash('sha256').update(`key-${id}`).digest('hex')
 const storage = {
-  countApiKeys: async () => keys,
-  listApiKeyHashes: async (afterId, limit) => {
+  countTokens: async () => keys,
+  listTokenHashes: async (afterId, limit) => {
     const rows = []
     for (let id = afterId + 1; id <= Math.min(keys, afterId + limit); id++) rows.push({ id, tokenHash: hashOf(id) })
     return rows

@@ -65,12 +65,15 @@ export function createIdentify ({ environment, keys, now }: { environment: Envir
     mayExist: ({ tokenHash }) => keys.mayExist(tokenHash),
     async find ({ tokenHash }) {
       try {
-        const key = await keys.find(tokenHash)
-        if (key === undefined) return Errors.unknownKey()
-        // Checked on every request, after the cache: a key cached a moment
-        // before its expiry is refused from that instant on, not up to a
+        const match = await keys.find(tokenHash)
+        if (match === undefined) return Errors.unknownKey()
+        const { key } = match
+        // Both checked on every request, after the cache: a key cached a
+        // moment before its expiry, or a rolled-away token a moment before
+        // its overlap ends, is refused from that instant on, not up to a
         // cache lifetime later.
         if (key.expiresAt !== null && now() >= key.expiresAt) return Errors.expiredKey(new Date(key.expiresAt))
+        if (match.previous && (key.previousTokenExpiresAt === null || now() >= key.previousTokenExpiresAt)) return Errors.unknownKey()
         return { key, limits: limitsFor(key.plan, key) }
       } catch (error) {
         // Counted as anonymous, then answered 503: the key could not be checked.

@@ -4,7 +4,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander'
 import { loadConfig, type Config } from '../config.js'
 import type { Storage } from '../db/storage.js'
 import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
-import { issueKey, listKeys, showKey, type KeyView } from '../keys/admin.js'
+import { issueKey, listKeys, revokeKey, showKey, type KeyView } from '../keys/manage.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
 import { formatTable, printable, type Column } from './table.js'
@@ -83,7 +83,7 @@ const KEY_COLUMNS: readonly Column[] = [
 function keyRow (key: KeyView): string[] {
   return [
     String(key.id), key.name, key.plan, String(key.perMinute), String(key.perDay), key.scopes.join(','), key.environment,
-    key.tokenHint, key.created, key.expiresAt ?? 'never', key.revokedAt ?? 'no'
+    key.tokenHint, key.createdAt, key.expiresAt ?? 'never', key.revokedAt ?? 'no'
   ]
 }
 
@@ -143,7 +143,7 @@ export function addKeysCommands (program: Command): void {
     .description('list API keys, oldest first (never their secrets)')
     .option('--json', 'print a JSON array of objects (id, name, plan, limits, scopes, tokenHint, created, expiresAt, lastUsedAt, revoked, …)')
     .action(async (options: { json?: boolean }) => {
-      const { all, url } = await withStorage(async (storage, config) => ({ all: await listKeys(storage), url: config.databaseUrl }))
+      const { all, url } = await withStorage(async (storage, config) => ({ all: await listKeys(storage, Date.now()), url: config.databaseUrl }))
       if (options.json === true) {
         write(JSON.stringify(all) + '\n')
       } else if (all.length === 0) {
@@ -158,7 +158,7 @@ export function addKeysCommands (program: Command): void {
     .argument('<id>', 'the key id, as `petstore keys list` shows it', positiveInteger)
     .option('--json', 'print one JSON object, as one element of `keys list --json`')
     .action(async (id: number, options: { json?: boolean }) => {
-      const key = await withStorage(async (storage) => await showKey(storage, id))
+      const key = await withStorage(async (storage) => await showKey(storage, id, Date.now()))
       if (key === undefined) throw new CommandFailure(`no key has the id ${id}; see \`petstore keys list\``)
       if (options.json === true) {
         write(JSON.stringify(key) + '\n')
@@ -172,8 +172,8 @@ export function addKeysCommands (program: Command): void {
     .description('revoke an API key: every instance refuses it within one second')
     .argument('<id>', 'the key id, as `petstore keys list` shows it', positiveInteger)
     .action(async (id: number) => {
-      const revoked = await withStorage(async (storage) => await storage.revokeApiKey(id, Date.now()))
-      if (!revoked) throw new CommandFailure(`no active key has the id ${id}; see \`petstore keys list\``)
+      const revoked = await withStorage(async (storage) => await revokeKey(storage, id, Date.now()))
+      if (revoked === undefined) throw new CommandFailure(`no key has the id ${id}; see \`petstore keys list\``)
       write(`Revoked key ${id}.\n`)
     })
 }

@@ -19,10 +19,10 @@ import pg from 'pg'
 import { StorageUnavailableError } from '../errors.js'
 import { migratePostgres } from './postgres-schema.js'
 import type {
-  ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  PetRecord, PoolUse, Storage
+  ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  IssuedToken, PetRecord, PoolUse, Storage
 } from './storage.js'
-import { KEY_COLUMNS, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -192,17 +192,26 @@ export class PostgresStorage implements Storage {
   }
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
+    // One statement, so one transaction: the key and its token are written together.
     const rows = await this.#query<ApiKeyRow>(
-      `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}`,
+      `WITH key AS (
+         INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}
+       ), token AS (
+         INSERT INTO api_key_tokens (api_key_id, token_hash) SELECT id, $7 FROM key
+       )
+       SELECT * FROM key`,
       [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
         key.createdAt, key.expiresAt])
     return toApiKey(rows[0] as ApiKeyRow)
   }
 
-  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
-    const rows = await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = $1`, [tokenHash])
-    return rows[0] === undefined ? undefined : toApiKey(rows[0])
+  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
+    const rows = await this.#query<ApiKeyRow & { previous: boolean }>(
+      `SELECT ${KEY_COLUMNS}, false AS previous FROM api_keys WHERE token_hash = $1
+       UNION ALL SELECT ${KEY_COLUMNS}, true AS previous FROM api_keys WHERE previous_token_hash = $1`, [tokenHash])
+    const row = rows[0]
+    return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous }
   }
 
   async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
@@ -210,8 +219,28 @@ export class PostgresStorage implements Storage {
     return rows[0] === undefined ? undefined : toApiKey(rows[0])
   }
 
-  async listApiKeys (): Promise<ApiKeyRecord[]> {
-    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)).map(toApiKey)
+  async listApiKeys (afterId = 0, limit?: number): Promise<ApiKeyRecord[]> {
+    // LIMIT NULL: no limit.
+    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit ?? null]))
+      .map(toApiKey)
+  }
+
+  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
+    return await this.#transaction(async (client) => {
+      // FOR UPDATE: a change made meanwhile by another instance waits for this one, and then reads what it wrote.
+      const { rows } = await client.query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id])
+      const row = rows[0]
+      if (row === undefined) return undefined
+      const changes = change(toApiKey(row))
+      const { set, values } = keyChangeSql(changes, (n) => `$${n}`)
+      if (set === '') return toApiKey(row)
+      const updated = await client.query<ApiKeyRow>(
+        `UPDATE api_keys SET ${set} WHERE id = $${values.length + 1} RETURNING ${KEY_COLUMNS}`, [...values, id])
+      if (changes.token !== undefined) {
+        await client.query('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES ($1, $2)', [id, changes.token.hash])
+      }
+      return toApiKey(updated.rows[0] as ApiKeyRow)
+    })
   }
 
   async revokeApiKey (id: number, at: number): Promise<boolean> {
@@ -219,14 +248,14 @@ export class PostgresStorage implements Storage {
     return (result.rowCount ?? 0) > 0
   }
 
-  async listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]> {
+  async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
     const rows = await this.#query<{ id: bigint, token_hash: string }>(
-      'SELECT id, token_hash FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit])
+      'SELECT id, token_hash FROM api_key_tokens WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit])
     return rows.map((row) => ({ id: Number(row.id), tokenHash: row.token_hash }))
   }
 
-  async countApiKeys (): Promise<number> {
-    const rows = await this.#query<{ n: bigint }>('SELECT count(*) AS n FROM api_keys')
+  async countTokens (): Promise<number> {
+    const rows = await this.#query<{ n: bigint }>('SELECT count(*) AS n FROM api_key_tokens')
     return Number(rows[0]?.n ?? 0n)
   }
 

@@ -1,7 +1,7 @@
 // The rows both backends read, column for column (the same schema, and
 // every integer read as bigint), and the records they become.
 import { inScopeOrder, type Environment, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyRecord, PetRecord } from './storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, PetRecord } from './storage.js'
 
 export interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 
@@ -19,10 +19,11 @@ export interface ApiKeyRow {
   expires_at: bigint | null
   last_used_at: bigint | null
   revoked_at: bigint | null
+  previous_token_expires_at: bigint | null
 }
 
 /** The columns an ApiKeyRow is read from. */
-export const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, environment, scopes, token_hint, created_at, expires_at, last_used_at, revoked_at'
+export const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, environment, scopes, token_hint, created_at, expires_at, last_used_at, revoked_at, previous_token_expires_at'
 
 export function toPet (row: PetRow): PetRecord {
   return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
@@ -41,8 +42,44 @@ export function toApiKey (row: ApiKeyRow): ApiKeyRecord {
     createdAt: Number(row.created_at),
     expiresAt: row.expires_at === null ? null : Number(row.expires_at),
     lastUsedAt: row.last_used_at === null ? null : Number(row.last_used_at),
-    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at)
+    revokedAt: row.revoked_at === null ? null : Number(row.revoked_at),
+    previousTokenExpiresAt: row.previous_token_expires_at === null ? null : Number(row.previous_token_expires_at)
   }
+}
+
+/**
+ * The SET list of an UPDATE making these changes, in the order of its
+ * values; `param(n)` writes the n-th placeholder (`?` or `$n`). Column
+ * names come from this function alone, never from the caller.
+ * Right-hand sides read the row as it was, so the current token becomes
+ * the previous one in the same statement.
+ */
+export function keyChangeSql (changes: ApiKeyChanges, param: (n: number) => string): { set: string, values: unknown[] } {
+  const set: string[] = []
+  const values: unknown[] = []
+  const assign = (column: string, value: unknown): void => {
+    values.push(value)
+    set.push(`${column} = ${param(values.length)}`)
+  }
+  if (changes.name !== undefined) assign('name', changes.name)
+  if (changes.plan !== undefined) assign('plan', changes.plan)
+  if (changes.perMinute !== undefined) assign('per_minute', changes.perMinute)
+  if (changes.perDay !== undefined) assign('per_day', changes.perDay)
+  if (changes.scopes !== undefined) assign('scopes', scopesColumn(changes.scopes))
+  if (changes.expiresAt !== undefined) assign('expires_at', changes.expiresAt)
+  if (changes.revokedAt !== undefined) assign('revoked_at', changes.revokedAt)
+  const token = changes.token
+  if (token !== undefined) {
+    if (token.previousValidUntil === null) {
+      set.push('previous_token_hash = NULL', 'previous_token_expires_at = NULL')
+    } else {
+      set.push('previous_token_hash = token_hash')
+      assign('previous_token_expires_at', token.previousValidUntil)
+    }
+    assign('token_hash', token.hash)
+    assign('token_hint', token.hint)
+  }
+  return { set: set.join(', '), values }
 }
 
 /** How scopes are stored: space-separated. */

@@ -44,7 +44,18 @@ const MIGRATIONS: readonly string[] = [
    ALTER TABLE api_keys ADD COLUMN previous_token_hash TEXT;
    ALTER TABLE api_keys ADD COLUMN previous_token_expires_at INTEGER;
    UPDATE api_keys SET token_hint = CASE environment WHEN 'production' THEN 'pet_live_…' ELSE 'pet_test_…' END;
-   CREATE UNIQUE INDEX api_keys_previous_token_hash ON api_keys (previous_token_hash);`
+   CREATE UNIQUE INDEX api_keys_previous_token_hash ON api_keys (previous_token_hash);`,
+  // Every token ever issued, in the order issued: what each instance's
+  // index of token hashes reads (keys/lookup.ts). A key's id no longer
+  // tells a new token from an old one once tokens can be rolled.
+  `CREATE TABLE api_key_tokens (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     token_hash TEXT NOT NULL UNIQUE
+   );
+   INSERT INTO api_key_tokens (api_key_id, token_hash) SELECT id, token_hash FROM api_keys ORDER BY id;
+   INSERT INTO api_key_tokens (api_key_id, token_hash)
+     SELECT id, previous_token_hash FROM api_keys WHERE previous_token_hash IS NOT NULL ORDER BY id;`
 ]
 
 export function migrateSqlite (db: Database): void {

@@ -25,10 +25,10 @@ import type { PetStatus } from '../domain.js'
 import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
-  ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  PetRecord, Storage
+  ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  IssuedToken, PetRecord, Storage
 } from './storage.js'
-import { KEY_COLUMNS, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
 
@@ -116,9 +116,11 @@ export class SqliteStorage implements Storage {
   readonly #findKey
   readonly #getKey
   readonly #listKeys
-  readonly #listKeyHashes
-  readonly #countKeys
+  readonly #insertToken
+  readonly #listTokens
+  readonly #countTokens
   readonly #revokeKey
+  readonly #changeKey
   readonly #insertOne
   readonly #commitGroup
 
@@ -146,12 +148,28 @@ export class SqliteStorage implements Storage {
     this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, string, string, bigint, bigint | null]>(
       `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
-    this.#findKey = db.prepare<[string], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE token_hash = ?`)
+    // Two lookups by their unique indexes, rather than one `OR` the planner may scan for.
+    this.#findKey = db.prepare<[string, string], ApiKeyRow & { previous: bigint }>(
+      `SELECT ${KEY_COLUMNS}, 0 AS previous FROM api_keys WHERE token_hash = ?
+       UNION ALL SELECT ${KEY_COLUMNS}, 1 AS previous FROM api_keys WHERE previous_token_hash = ?`)
     this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
-    this.#listKeys = db.prepare<[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ORDER BY id`)
-    this.#listKeyHashes = db.prepare<[bigint, number], [bigint, string]>('SELECT id, token_hash FROM api_keys WHERE id > ? ORDER BY id LIMIT ?').raw(true)
-    this.#countKeys = db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_keys')
+    // LIMIT -1: no limit.
+    this.#listKeys = db.prepare<[bigint, number], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > ? ORDER BY id LIMIT ?`)
+    this.#insertToken = db.prepare<[bigint, string]>('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES (?, ?)')
+    this.#listTokens = db.prepare<[bigint, number], [bigint, string]>('SELECT id, token_hash FROM api_key_tokens WHERE id > ? ORDER BY id LIMIT ?').raw(true)
+    this.#countTokens = db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_key_tokens')
     this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
+    this.#changeKey = db.transaction((id: bigint, change: (key: ApiKeyRecord) => ApiKeyChanges): ApiKeyRecord | undefined => {
+      const row = this.#getKey.get(id)
+      if (row === undefined) return undefined
+      const changes = change(toApiKey(row))
+      const { set, values } = keyChangeSql(changes, () => '?')
+      if (set === '') return toApiKey(row)
+      // Changes are rare (an operator's request): the statement is prepared each time.
+      db.prepare(`UPDATE api_keys SET ${set} WHERE id = ?`).run(...values.map(sqliteValue), id)
+      if (changes.token !== undefined) this.#insertToken.run(id, changes.token.hash)
+      return toApiKey(this.#getKey.get(id) as ApiKeyRow)
+    })
     // Called inside #commitGroup's transaction, a better-sqlite3 transaction
     // function runs in a savepoint: if it throws, its rows (the animal and
     // its idempotency record) are rolled back and the group goes on.
@@ -268,16 +286,17 @@ export class SqliteStorage implements Storage {
   }
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    return this.#write(() => {
+    return this.#write(() => this.#db.transaction(() => {
       const { id } = this.#insertKey.get(key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes),
         key.tokenHash, key.tokenHint, BigInt(key.createdAt), key.expiresAt === null ? null : BigInt(key.expiresAt)) as { id: bigint }
+      this.#insertToken.run(id, key.tokenHash)
       return toApiKey(this.#getKey.get(id) as ApiKeyRow)
-    })
+    }).immediate())
   }
 
-  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
-    const row = this.#read(() => this.#findKey.get(tokenHash))
-    return row === undefined ? undefined : toApiKey(row)
+  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
+    const row = this.#read(() => this.#findKey.get(tokenHash, tokenHash))
+    return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous === 1n }
   }
 
   async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
@@ -285,22 +304,26 @@ export class SqliteStorage implements Storage {
     return row === undefined ? undefined : toApiKey(row)
   }
 
-  async listApiKeys (): Promise<ApiKeyRecord[]> {
-    return this.#read(() => this.#listKeys.all()).map(toApiKey)
+  async listApiKeys (afterId = 0, limit?: number): Promise<ApiKeyRecord[]> {
+    return this.#read(() => this.#listKeys.all(BigInt(afterId), limit ?? -1)).map(toApiKey)
+  }
+
+  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
+    return this.#write(() => this.#changeKey.immediate(BigInt(id), change))
   }
 
   async revokeApiKey (id: number, at: number): Promise<boolean> {
     return this.#write(() => this.#revokeKey.run(BigInt(at), BigInt(id)).changes > 0)
   }
 
-  async listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]> {
+  async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
     // Every instance's index of tokens reads it every 500 ms: prepared once.
-    const rows = this.#read(() => this.#listKeyHashes.all(BigInt(afterId), limit))
+    const rows = this.#read(() => this.#listTokens.all(BigInt(afterId), limit))
     return rows.map(([id, tokenHash]) => ({ id: Number(id), tokenHash }))
   }
 
-  async countApiKeys (): Promise<number> {
-    const row = this.#read(() => this.#countKeys.get())
+  async countTokens (): Promise<number> {
+    const row = this.#read(() => this.#countTokens.get())
     return Number(row?.n ?? 0n)
   }
 
@@ -392,6 +415,11 @@ class StatementPerLimit<S> {
     }
     return statement
   }
+}
+
+/** Whole numbers bound as SQLite integers (better-sqlite3 binds a number as a float). */
+function sqliteValue (value: unknown): unknown {
+  return typeof value === 'number' && Number.isInteger(value) ? BigInt(value) : value
 }
 
 function isBusy (error: unknown): boolean {

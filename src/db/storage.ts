@@ -61,6 +61,33 @@ export interface ApiKeyRecord {
   /** Not written yet: null. */
   lastUsedAt: number | null
   revokedAt: number | null
+  /** While a roll's overlap runs, when the token before the current one stops working; else null. */
+  previousTokenExpiresAt: number | null
+}
+
+/** A key found by one of its tokens. */
+export interface ApiKeyMatch {
+  key: ApiKeyRecord
+  /** The token is the key's previous one, valid only until `key.previousTokenExpiresAt`. */
+  previous: boolean
+}
+
+/** What a change to a key sets; a field left out keeps its value. */
+export interface ApiKeyChanges {
+  name?: string
+  plan?: Plan
+  /** Null: the plan's. */
+  perMinute?: number | null
+  perDay?: number | null
+  scopes?: Scope[]
+  expiresAt?: number | null
+  revokedAt?: number
+  /**
+   * A new token. The current one becomes the previous, valid until
+   * `previousValidUntil`; null ends it at once. A previous token the key
+   * had before ends at once either way: a key has at most two.
+   */
+  token?: { hash: string, hint: string, previousValidUntil: number | null }
 }
 
 export interface NewApiKeyRecord {
@@ -76,8 +103,8 @@ export interface NewApiKeyRecord {
   expiresAt: number | null
 }
 
-/** A key's id and token hash: what an in-memory index of every token that may be valid is built from. */
-export interface ApiKeyHash {
+/** A token as issued, numbered in the order tokens were issued: what an in-memory index of every token that may be valid is built from. */
+export interface IssuedToken {
   id: number
   tokenHash: string
 }
@@ -107,18 +134,28 @@ export interface Storage {
   purgeIdempotentRequests (createdBefore: number): Promise<number>
 
   createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
-  findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined>
+  /** The key whose current or previous token has this hash, whatever its state. */
+  findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined>
   getApiKey (id: number): Promise<ApiKeyRecord | undefined>
-  listApiKeys (): Promise<ApiKeyRecord[]>
+  /** The keys with an id above `afterId`, lowest first, at most `limit` (default: all): revoked ones too. */
+  listApiKeys (afterId?: number, limit?: number): Promise<ApiKeyRecord[]>
   revokeApiKey (id: number, at: number): Promise<boolean>
   /**
-   * The keys with an id above `afterId`, lowest id first, at most `limit`
-   * of them: every environment, revoked ones too. Ids only grow, so a
-   * reader that remembers the highest it has seen asks for new keys alone.
+   * Reads the key, asks `change` what to change, and writes that, in one
+   * transaction: no other change to the key comes between the read and
+   * the write. `change` may throw, and nothing is changed. Undefined when
+   * no key has this id.
    */
-  listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]>
-  /** How many keys there are, revoked ones too. */
-  countApiKeys (): Promise<number>
+  changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined>
+  /**
+   * The tokens issued after the one numbered `afterId`, in the order
+   * issued, at most `limit` of them: every key's, revoked ones too.
+   * Numbers only grow, so a reader that remembers the highest it has seen
+   * asks for new tokens alone.
+   */
+  listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]>
+  /** How many tokens were ever issued. */
+  countTokens (): Promise<number>
 
   /** The connection pool's use, for metrics; undefined where there is no pool (SQLite). */
   poolUse (): PoolUse | undefined

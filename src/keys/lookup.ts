@@ -51,7 +51,7 @@ import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { LRUCache } from 'lru-cache'
 import type { Environment } from '../domain.js'
-import type { ApiKeyRecord, Storage } from '../db/storage.js'
+import type { ApiKeyMatch, Storage } from '../db/storage.js'
 
 /** A revoked key is refused by every instance within this long. */
 const CACHE_MS = 500
@@ -74,7 +74,7 @@ const GAP_WINDOW = 1000
 const SHA256_HEX = /^[0-9a-f]{64}$/
 
 export interface KeyLookupOptions {
-  storage: Pick<Storage, 'findApiKeyByTokenHash' | 'listApiKeyHashes' | 'countApiKeys'>
+  storage: Pick<Storage, 'findApiKeyByTokenHash' | 'listTokenHashes' | 'countTokens'>
   environment: Environment
   /**
    * Monotonic milliseconds, performance.now unless a test sets it. It must
@@ -86,8 +86,12 @@ export interface KeyLookupOptions {
 }
 
 export interface KeyLookup {
-  /** The valid, unrevoked key of this environment with this token hash; cached for CACHE_MS. */
-  find: (tokenHash: string) => Promise<ApiKeyRecord | undefined>
+  /**
+   * The unrevoked key of this environment whose current or previous token
+   * has this hash; cached for CACHE_MS. Its expiry, and the end of a
+   * previous token's overlap, are the caller's to check at each use.
+   */
+  find: (tokenHash: string) => Promise<ApiKeyMatch | undefined>
   /**
    * False only when certainly no key had this token hash at the last
    * refresh (at most about REFRESH_MS × 2 ago). True until the first load
@@ -104,7 +108,7 @@ export interface KeyLookup {
 export function createKeyLookup ({ storage, environment, clock = () => performance.now(), onRefreshError = () => {} }: KeyLookupOptions): KeyLookup {
   // Unknown tokens are remembered too (as `key: undefined`), so that
   // guessing costs no more lookups than using a real key.
-  const cache = new LRUCache<string, { key: ApiKeyRecord | undefined }>({
+  const cache = new LRUCache<string, { match: ApiKeyMatch | undefined }>({
     max: CACHE_MAX,
     ttl: CACHE_MS,
     // Read on every lookup: a revocation must show within CACHE_MS.
@@ -115,17 +119,17 @@ export function createKeyLookup ({ storage, environment, clock = () => performan
   let timer: NodeJS.Timeout | undefined
   let closed = false
 
-  async function find (tokenHash: string): Promise<ApiKeyRecord | undefined> {
+  async function find (tokenHash: string): Promise<ApiKeyMatch | undefined> {
     const hit = cache.get(tokenHash)
-    if (hit !== undefined) return hit.key
+    if (hit !== undefined) return hit.match
     const sentAt = clock()
     const found = await storage.findApiKeyByTokenHash(tokenHash)
-    const key = found === undefined || found.revokedAt !== null || found.environment !== environment ? undefined : found
-    if (key !== undefined) index.add(tokenHash)
+    const match = found === undefined || found.key.revokedAt !== null || found.key.environment !== environment ? undefined : found
+    if (match !== undefined) index.add(tokenHash)
     // Dated from when the query was sent: the key was valid then, not
     // necessarily when the answer came.
-    cache.set(tokenHash, { key }, { start: sentAt })
-    return key
+    cache.set(tokenHash, { match }, { start: sentAt })
+    return match
   }
 
   let running: Promise<void> | undefined
@@ -177,14 +181,14 @@ interface IndexState {
 
 /** The token hashes of every key, as a Bloom filter kept in step with the database. */
 class KeyIndex {
-  readonly #storage: Pick<Storage, 'listApiKeyHashes' | 'countApiKeys'>
+  readonly #storage: Pick<Storage, 'listTokenHashes' | 'countTokens'>
   readonly #clock: () => number
   readonly #onError: (error: unknown) => void
   #state: IndexState | undefined
   /** A larger filter being read, once the keys outnumber what this one was sized for. */
   #rebuilding: Promise<void> | undefined
 
-  constructor (storage: Pick<Storage, 'listApiKeyHashes' | 'countApiKeys'>, clock: () => number, onError: (error: unknown) => void) {
+  constructor (storage: Pick<Storage, 'listTokenHashes' | 'countTokens'>, clock: () => number, onError: (error: unknown) => void) {
     this.#storage = storage
     this.#clock = clock
     this.#onError = onError
@@ -215,7 +219,7 @@ class KeyIndex {
 
   /** Builds a new filter from every key, sized for their number; the old one answers until it is done. */
   async #load (): Promise<void> {
-    const capacity = Math.max(MIN_CAPACITY, GROWTH * await this.#storage.countApiKeys())
+    const capacity = Math.max(MIN_CAPACITY, GROWTH * await this.#storage.countTokens())
     const state: IndexState = { filter: new BloomFilter(capacity, FALSE_POSITIVE_RATE), count: 0, highest: 0, gaps: new Map() }
     await this.#read(state, 0)
     this.#state = state
@@ -226,7 +230,7 @@ class KeyIndex {
     const now = this.#clock()
     let previous = from
     for (;;) {
-      const page = await this.#storage.listApiKeyHashes(previous, PAGE)
+      const page = await this.#storage.listTokenHashes(previous, PAGE)
       for (const { id, tokenHash } of page) {
         if (id > state.highest || state.gaps.delete(id)) {
           state.filter.add(tokenHash)

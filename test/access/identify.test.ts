@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Database } from '../../src/db/sqlite-driver.js'
 import { openSqlite } from '../../src/db/sqlite.js'
-import { issueKey } from '../../src/keys/admin.js'
+import { issueKey } from '../../src/keys/manage.js'
 import { generateToken, hashToken } from '../../src/keys/tokens.js'
 import { createIdentify } from '../../src/access/identify.js'
 import { createKeyLookup } from '../../src/keys/lookup.js'
@@ -106,7 +106,7 @@ describe('authentication', () => {
     assert.equal((await list(`Bearer ${revoked}`)).statusCode, 200)
     const key = await t.storage.findApiKeyByTokenHash(hashToken(revoked))
     assert.ok(key !== undefined)
-    await t.storage.revokeApiKey(key.id, t.clock.now())
+    await t.storage.revokeApiKey(key.key.id, t.clock.now())
     t.clock.advance(1000)
 
     const response = await list(`Bearer ${revoked}`)

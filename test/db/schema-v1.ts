@@ -34,7 +34,8 @@ export async function assertOldKeyServed (storage: Storage, token: string): Prom
       createdAt: 1000,
       expiresAt: null,
       lastUsedAt: null,
-      revokedAt: null
+      revokedAt: null,
+      previousTokenExpiresAt: null
     })
   } finally {
     await t.close()

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { ApiKeyHash, ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
+import type { IssuedToken, ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
 import { INT64_MAX, buildKeyRecord } from '../support/fixtures.js'
@@ -139,11 +139,11 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
     it('When a key is created, found and revoked, then its record says so', () => withStorage(async (storage) => {
       const tokenHash = `h-${randomUUID()}`
       const key = await storage.createApiKey(buildKeyRecord({ name: 'ent', plan: 'enterprise', perMinute: 5, perDay: 50, environment: 'staging', tokenHash }))
-      assert.deepEqual(await storage.findApiKeyByTokenHash(tokenHash), key)
+      assert.deepEqual(await storage.findApiKeyByTokenHash(tokenHash), { key, previous: false })
       assert.equal(key.revokedAt, null)
       assert.equal(await storage.revokeApiKey(key.id, 2000), true)
       assert.equal(await storage.revokeApiKey(key.id, 3000), false)
-      assert.equal((await storage.findApiKeyByTokenHash(tokenHash))?.revokedAt, 2000)
+      assert.equal((await storage.findApiKeyByTokenHash(tokenHash))?.key.revokedAt, 2000)
       assert.ok((await storage.listApiKeys()).some((k) => k.id === key.id && k.revokedAt === 2000))
     }))
 
@@ -165,19 +165,19 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
     }))
 
     it('When key hashes are listed after an id, then the later keys come, lowest id first, up to the limit, revoked and other-environment keys too', () => withStorage(async (storage) => {
-      const before = await storage.countApiKeys()
+      const before = await storage.countTokens()
       const made = [] as Array<{ id: number, tokenHash: string }>
       for (const environment of ['production', 'staging', 'production'] as const) {
         const tokenHash = `h-${randomUUID()}`
         const key = await storage.createApiKey(buildKeyRecord({ environment, tokenHash }))
         made.push({ id: key.id, tokenHash })
       }
-      const [first, , last] = made as [ApiKeyHash, ApiKeyHash, ApiKeyHash]
+      const [first, , last] = made as [IssuedToken, IssuedToken, IssuedToken]
       await storage.revokeApiKey(last.id, 2000)
 
-      const all = await storage.listApiKeyHashes(first.id - 1, 1000)
-      const two = await storage.listApiKeyHashes(first.id - 1, 2)
-      const past = await storage.listApiKeyHashes(last.id + 1_000_000, 10)
+      const all = await storage.listTokenHashes(first.id - 1, 1000)
+      const two = await storage.listTokenHashes(first.id - 1, 2)
+      const past = await storage.listTokenHashes(last.id + 1_000_000, 10)
 
       // Other tests may add keys meanwhile, with ids in between.
       for (const key of made) assert.deepEqual(all.find((k) => k.id === key.id), key)
@@ -185,7 +185,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.deepEqual(all.map((k) => k.id), all.map((k) => k.id).sort((x, y) => x - y))
       assert.deepEqual(two, all.slice(0, 2))
       assert.deepEqual(past, [])
-      assert.ok(await storage.countApiKeys() >= before + 3)
+      assert.ok(await storage.countTokens() >= before + 3)
     }))
 
     it('When a secret is asked for twice, then it is the same 32 random bytes', () => withStorage(async (storage) => {

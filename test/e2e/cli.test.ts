@@ -379,7 +379,7 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
     assert.deepEqual((JSON.parse(json.stdout) as Array<{ name: string }>).map((k) => k.name), names)
   })
 
-  it('When a key id has no active key, then `keys revoke` exits 1 with one line', async () => {
+  it('When no key has the id, then `keys revoke` exits 1 with one line', async () => {
     // Arrange
     const empty = makeTempDir()
 
@@ -388,7 +388,7 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
 
     // Assert
     const line = assertOneLineFailure(result, 1)
-    assert.equal(line, 'petstore: no active key has the id 999; see `petstore keys list`')
+    assert.equal(line, 'petstore: no key has the id 999; see `petstore keys list`')
   })
 })
 

@@ -2,13 +2,13 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import type { ApiKeyHash, ApiKeyRecord, NewApiKeyRecord, Storage } from '../../src/db/storage.js'
+import type { ApiKeyMatch, ApiKeyRecord, IssuedToken, NewApiKeyRecord, Storage } from '../../src/db/storage.js'
 import { openSqlite, type SqliteStorage } from '../../src/db/sqlite.js'
 import type { Environment } from '../../src/domain.js'
 import { BloomFilter, createKeyLookup, type KeyLookup } from '../../src/keys/lookup.js'
 import { generateToken, hashToken } from '../../src/keys/tokens.js'
 
-type LookupStorage = Pick<Storage, 'findApiKeyByTokenHash' | 'listApiKeyHashes' | 'countApiKeys'>
+type LookupStorage = Pick<Storage, 'findApiKeyByTokenHash' | 'listTokenHashes' | 'countTokens'>
 
 /** A monotonic clock the test moves; it starts above 0, which lru-cache would take for "no TTL". */
 function testClock (): { now: () => number, advance: (ms: number) => void } {
@@ -23,8 +23,8 @@ function counted (storage: LookupStorage): { storage: LookupStorage, calls: { fi
     calls,
     storage: {
       findApiKeyByTokenHash: async (hash) => { calls.find++; return await storage.findApiKeyByTokenHash(hash) },
-      listApiKeyHashes: async (after, limit) => { calls.list++; return await storage.listApiKeyHashes(after, limit) },
-      countApiKeys: async () => { calls.count++; return await storage.countApiKeys() }
+      listTokenHashes: async (after, limit) => { calls.list++; return await storage.listTokenHashes(after, limit) },
+      countTokens: async () => { calls.count++; return await storage.countTokens() }
     }
   }
 }
@@ -130,7 +130,7 @@ describe('the index of token hashes', () => {
     const found = await lookup.find(key.tokenHash)
 
     // Assert
-    assert.equal(found?.environment, 'production')
+    assert.equal(found?.key.environment, 'production')
     assert.equal(lookup.mayExist(key.tokenHash), true)
   })
 
@@ -154,7 +154,7 @@ describe('the index of token hashes', () => {
 
 /** Keys whose commits the test orders: a key is listed only once committed, whatever its id. */
 class CommitsInAnyOrder implements LookupStorage {
-  readonly committed: ApiKeyHash[] = []
+  readonly committed: IssuedToken[] = []
   listCalls: number[] = []
 
   commit (id: number): string {
@@ -164,16 +164,16 @@ class CommitsInAnyOrder implements LookupStorage {
     return tokenHash
   }
 
-  async findApiKeyByTokenHash (): Promise<ApiKeyRecord | undefined> {
+  async findApiKeyByTokenHash (): Promise<ApiKeyMatch | undefined> {
     return undefined
   }
 
-  async listApiKeyHashes (afterId: number, limit: number): Promise<ApiKeyHash[]> {
+  async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
     this.listCalls.push(afterId)
     return this.committed.filter((key) => key.id > afterId).slice(0, limit)
   }
 
-  async countApiKeys (): Promise<number> {
+  async countTokens (): Promise<number> {
     await this.#held
     return this.committed.length
   }
@@ -280,15 +280,15 @@ class HeldLookups implements LookupStorage {
   finds = 0
 
   add (tokenHash: string, environment: Environment = 'production'): ApiKeyRecord {
-    const key: ApiKeyRecord = { id: this.#keys.size + 1, name: 'k', plan: 'free', perMinute: null, perDay: null, environment, scopes: ['pets:read'], tokenHint: 'pet_live_…0000', createdAt: 0, expiresAt: null, lastUsedAt: null, revokedAt: null }
+    const key: ApiKeyRecord = { id: this.#keys.size + 1, name: 'k', plan: 'free', perMinute: null, perDay: null, environment, scopes: ['pets:read'], tokenHint: 'pet_live_…0000', createdAt: 0, expiresAt: null, lastUsedAt: null, revokedAt: null, previousTokenExpiresAt: null }
     this.#keys.set(tokenHash, key)
     return key
   }
 
-  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyRecord | undefined> {
+  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
     this.finds++
     const answer = this.#keys.get(tokenHash)
-    const copy = answer === undefined ? undefined : { ...answer }
+    const copy = answer === undefined ? undefined : { key: { ...answer }, previous: false }
     await new Promise<void>((resolve) => this.#waiting.push(resolve))
     return copy
   }
@@ -298,11 +298,11 @@ class HeldLookups implements LookupStorage {
     for (const resolve of this.#waiting.splice(0)) resolve()
   }
 
-  async listApiKeyHashes (): Promise<ApiKeyHash[]> {
+  async listTokenHashes (): Promise<IssuedToken[]> {
     return []
   }
 
-  async countApiKeys (): Promise<number> {
+  async countTokens (): Promise<number> {
     return 0
   }
 }
@@ -312,7 +312,7 @@ describe('the cache of key lookups', () => {
     const found = lookup.find(hash)
     await settled()
     storage.answer()
-    return await found
+    return (await found)?.key
   }
 
   it('When a key is revoked and the wall clock goes back an hour, then it is refused once 500 ms have passed on the monotonic clock', async (t) => {

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { Scope } from '../../src/domain.js'
-import { issueKey } from '../../src/keys/admin.js'
+import { issueKey } from '../../src/keys/manage.js'
 import { buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite.js'
-import { issueKey, type IssueKeyInput } from '../../src/keys/admin.js'
+import { issueKey, type IssueKeyInput } from '../../src/keys/manage.js'
 import { CLOCK_START } from '../support/fixtures.js'
 
 /** What `petstore keys create` asks for, on a free key unless told otherwise. */
@@ -24,7 +24,7 @@ describe('issuing API keys', () => {
         const issued = issueKey(storage, buildKeyRequest({ plan: 'enterprise', ...limits }))
 
         // Assert
-        await assert.rejects(issued, /an enterprise key needs --per-minute and --per-day/)
+        await assert.rejects(issued, /is required for an enterprise key/)
         assert.deepEqual(await storage.listApiKeys(), [])
       } finally {
         await storage.close()
@@ -83,9 +83,9 @@ describe('the scopes, expiry and hint of an issued key', () => {
   })
 
   const refused: Array<[string, Partial<IssueKeyInput>, RegExp]> = [
-    ['an expiry now', { expiresAt: CLOCK_START }, /cannot expire in the past/],
-    ['an expiry in the past', { expiresAt: CLOCK_START - 1 }, /cannot expire in the past/],
-    ['no scope', { scopes: [] }, /at least one scope/]
+    ['an expiry now', { expiresAt: CLOCK_START }, /expiresAt must be in the future/],
+    ['an expiry in the past', { expiresAt: CLOCK_START - 1 }, /expiresAt must be in the future/],
+    ['no scope', { scopes: [] }, /scopes must name at least one/]
   ]
   for (const [what, input, message] of refused) {
     it(`When a key is asked for with ${what}, then it is refused and no key is stored`, async () => {

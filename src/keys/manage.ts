@@ -1,0 +1,195 @@
+// The life of an API key (README: Managing keys): issuing, reading,
+// changing, rolling, revoking and tracing keys, as plain functions over the
+// storage. The `petstore keys` commands and the admin API call these and
+// nothing else: one implementation, two doors. Each rule is checked here,
+// so both doors refuse the same things with the same words.
+import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
+import { SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
+import { limitsFor } from '../limits/plans.js'
+import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
+
+/** A key as operators see it; times are RFC 3339 strings in UTC. */
+export interface KeyView {
+  id: number
+  name: string
+  plan: Plan
+  perMinute: number
+  perDay: number
+  scopes: Scope[]
+  environment: Environment
+  tokenHint: string
+  createdAt: string
+  expiresAt: string | null
+  lastUsedAt: string | null
+  revoked: boolean
+  revokedAt: string | null
+  /** While a roll's overlap runs, when the token before the current one stops working; else null. */
+  previousTokenExpiresAt: string | null
+}
+
+/** A key with its token, shown once, in the answer that made it. */
+export type KeyWithToken = KeyView & { token: string }
+
+/** The longest overlap a roll may give the token it replaces: 7 days. */
+export const MAX_OVERLAP_SECONDS = 604_800
+
+/** A request that breaks a rule of keys; `field` names the input, as the admin API's body has it. */
+export class KeyRuleError extends Error {
+  override name = 'KeyRuleError'
+  constructor (readonly field: string, readonly reason: string) {
+    super(`${field} ${reason}`)
+  }
+}
+
+/** A revoked key can be read, never changed or rolled: revoking is final. */
+export class KeyRevokedError extends Error {
+  override name = 'KeyRevokedError'
+  constructor (readonly id: number) {
+    super(`key ${id} is revoked; a revoked key cannot be changed`)
+  }
+}
+
+export interface IssueKeyInput {
+  plan: Plan
+  name: string
+  perMinute: number | undefined
+  perDay: number | undefined
+  /** Default: every scope. */
+  scopes?: readonly Scope[]
+  /** Epoch milliseconds, after `now`; default: never. */
+  expiresAt?: number | null
+  environment: Environment
+  now: number
+}
+
+export async function issueKey (storage: Storage, input: IssueKeyInput): Promise<KeyWithToken> {
+  const scopes = inScopeOrder(input.scopes ?? SCOPES)
+  const expiresAt = input.expiresAt ?? null
+  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt }, input.now)
+  const token = generateToken(input.environment)
+  const record = await storage.createApiKey({
+    name: input.name,
+    plan: input.plan,
+    perMinute: input.perMinute ?? null,
+    perDay: input.perDay ?? null,
+    environment: input.environment,
+    scopes,
+    tokenHash: hashToken(token),
+    tokenHint: tokenHint(token),
+    createdAt: input.now,
+    expiresAt
+  })
+  return { ...view(record, input.now), token }
+}
+
+/** Keys by id, from the one after `afterId`, at most `limit` (default: all). */
+export async function listKeys (storage: Storage, now: number, page: { afterId?: number, limit?: number } = {}): Promise<KeyView[]> {
+  return (await storage.listApiKeys(page.afterId, page.limit)).map((key) => view(key, now))
+}
+
+/** One key, revoked or expired ones too; undefined when no key has this id. */
+export async function showKey (storage: Storage, id: number, now: number): Promise<KeyView | undefined> {
+  const key = await storage.getApiKey(id)
+  return key === undefined ? undefined : view(key, now)
+}
+
+/** What an operator may change on a key; a field left out keeps its value. */
+export interface KeyUpdate {
+  name?: string
+  plan?: Plan
+  /** Null: back to the plan's. */
+  perMinute?: number | null
+  perDay?: number | null
+  scopes?: readonly Scope[]
+  /** Null: never expires. */
+  expiresAt?: number | null
+}
+
+/** Changes a key, checking the rules on the key as it will be; undefined when no key has this id. */
+export async function updateKey (storage: Storage, id: number, update: KeyUpdate, now: number): Promise<KeyView | undefined> {
+  const changed = await storage.changeApiKey(id, (key) => {
+    if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
+    const { scopes, ...rest } = update
+    const changes: ApiKeyChanges = { ...rest, ...(scopes === undefined ? {} : { scopes: inScopeOrder(scopes) }) }
+    const after = { ...key, ...changes }
+    // An expiry already set may have passed; only a new one must lie ahead.
+    checkRules({ ...after, expiresAt: update.expiresAt === undefined ? null : after.expiresAt }, now)
+    return changes
+  })
+  return changed === undefined ? undefined : view(changed, now)
+}
+
+/**
+ * Gives a key a new token. The current one keeps working for
+ * `expireCurrentInSeconds` (0: it stops at once); a previous token still
+ * in its overlap stops at once. Same key: same id, limits, counters, ban.
+ */
+export async function rollKey (storage: Storage, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken | undefined> {
+  if (!Number.isSafeInteger(expireCurrentInSeconds) || expireCurrentInSeconds < 0 || expireCurrentInSeconds > MAX_OVERLAP_SECONDS) {
+    throw new KeyRuleError('expireCurrentInSeconds', `must be a whole number of seconds from 0 to ${MAX_OVERLAP_SECONDS} (7 days)`)
+  }
+  let token: string | undefined
+  const rolled = await storage.changeApiKey(id, (key) => {
+    if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
+    token = generateToken(key.environment)
+    return {
+      token: {
+        hash: hashToken(token),
+        hint: tokenHint(token),
+        previousValidUntil: expireCurrentInSeconds === 0 ? null : now + expireCurrentInSeconds * 1000
+      }
+    }
+  })
+  return rolled === undefined || token === undefined ? undefined : { ...view(rolled, now), token }
+}
+
+/** Revokes a key, both its tokens; a key revoked before stays as it was. Undefined when no key has this id. */
+export async function revokeKey (storage: Storage, id: number, now: number): Promise<KeyView | undefined> {
+  const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {})
+  return key === undefined ? undefined : view(key, now)
+}
+
+/**
+ * The key a token belongs to, by its current or its previous token, in any
+ * state: what a secret-scanning alert needs before the key is revoked.
+ * Undefined for a token no key has, or that is not a petstore token.
+ */
+export async function findKey (storage: Storage, token: string, now: number): Promise<KeyView | undefined> {
+  if (!inspectToken(token).ok) return undefined
+  const match = await storage.findApiKeyByTokenHash(hashToken(token))
+  return match === undefined ? undefined : view(match.key, now)
+}
+
+/** The rules every key keeps, whichever door made or changed it. */
+function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number | null, scopes: readonly Scope[], expiresAt: number | null }, now: number): void {
+  if (key.plan === 'enterprise' && (key.perMinute === null || key.perDay === null)) {
+    throw new KeyRuleError(key.perMinute === null ? 'perMinute' : 'perDay', 'is required for an enterprise key (with perDay and perMinute)')
+  }
+  if (key.scopes.length === 0) throw new KeyRuleError('scopes', `must name at least one of ${SCOPES.join(', ')}`)
+  if (key.expiresAt !== null && key.expiresAt <= now) throw new KeyRuleError('expiresAt', 'must be in the future')
+}
+
+function view (key: ApiKeyRecord, now: number): KeyView {
+  const limits = limitsFor(key.plan, key)
+  const overlap = key.previousTokenExpiresAt !== null && key.previousTokenExpiresAt > now ? key.previousTokenExpiresAt : null
+  return {
+    id: key.id,
+    name: key.name,
+    plan: key.plan,
+    perMinute: limits.perMinute,
+    perDay: limits.perDay,
+    scopes: key.scopes,
+    environment: key.environment,
+    tokenHint: key.tokenHint,
+    createdAt: time(key.createdAt),
+    expiresAt: key.expiresAt === null ? null : time(key.expiresAt),
+    lastUsedAt: key.lastUsedAt === null ? null : time(key.lastUsedAt),
+    revoked: key.revokedAt !== null,
+    revokedAt: key.revokedAt === null ? null : time(key.revokedAt),
+    previousTokenExpiresAt: overlap === null ? null : time(overlap)
+  }
+}
+
+function time (ms: number): string {
+  return new Date(ms).toISOString()
+}
