@@ -1,46 +1,103 @@
-// The operators' port (ADMIN_PORT): Prometheus metrics at GET /metrics.
-// A server of its own, so that the public port never serves them and a
-// firewall can keep the two apart.
+// The operators' listener (ADMIN_HOST:ADMIN_PORT): Prometheus metrics at
+// GET /metrics and, when ADMIN_TOKEN is set, the admin API under /admin/v1
+// (README: Managing keys). A server of its own, so that the public port
+// never serves them and a firewall can keep the two apart.
 //
 // Built as app.ts builds the public one: the same edge (edge.ts: its
 // connection timeouts and caps, and the Error body for a request Node's
-// parser refuses), the same error model (plugins/errors.ts) for 404 and
-// every other error, then each part of the admin interface as a plugin of
-// its own. Nothing here is rate limited.
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from 'fastify'
+// parser refuses), the same error model (plugins/errors.ts), the same JSON
+// bodies and validation, then each part of the admin interface as a plugin
+// of its own. Nothing here is rate limited but wrong admin tokens.
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
+import type { Storage } from './db/storage.js'
+import type { Environment } from './domain.js'
 import { Errors } from './errors.js'
-import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type Timeouts } from './edge.js'
+import { ANSWER_HEADERS, DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, createEdge, type Timeouts } from './edge.js'
 import type { Metrics } from './metrics.js'
+import adminAuth from './plugins/admin-auth.js'
+import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
 import errorsPlugin, { sendError } from './plugins/errors.js'
 import { framingOutsideGate } from './plugins/gate.js'
+import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
+import { RequestLog, requestId } from './request-log.js'
+import adminKeyRoutes from './routes/admin-keys.js'
+import methodNotAllowedRoutes, { collectPaths, routeEveryMethod } from './routes/method-not-allowed.js'
+import { compileValidator, type HttpPart } from './schemas/validator.js'
+
+/** What the admin API needs; without it, the listener serves metrics alone. */
+interface AdminApiOptions {
+  /** ADMIN_TOKEN. */
+  token: string
+  storage: Storage
+  /** The environment whose keys it makes. */
+  environment: Environment
+}
 
 export interface AdminOptions {
+  metrics?: Metrics
+  api?: AdminApiOptions
+  /** A pino logger; none in tests. */
+  logger?: FastifyBaseLogger
+  /** Unix milliseconds; injected so that tests control expiry and overlaps. */
+  now?: () => number
   /** Connection timeouts (edge.ts); tests shorten them. */
   timeouts?: Partial<Timeouts>
 }
 
-export async function buildAdminApp (metrics: Metrics, { timeouts = {} }: AdminOptions = {}): Promise<FastifyInstance> {
+export async function buildAdminApp ({ metrics, api, logger, now = Date.now, timeouts = {} }: AdminOptions): Promise<FastifyInstance> {
   // The edge counts each answer it writes by hand against the client's
   // address, for the public port's rate-limit headers; here there are none.
   const edge = createEdge({ countAddress: async () => ({}), timeouts: { ...DEFAULT_TIMEOUTS, ...timeouts }, caps: DEFAULT_CONNECTION_CAPS })
   const app = Fastify({
-    logger: false,
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({ listener: 'admin' }) }),
     serverFactory: edge.serverFactory,
     clientErrorHandler: edge.clientError,
     // Idle connections are the edge's to close, after a grace.
     forceCloseConnections: false,
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: false,
+    requestIdHeader: false,
+    genReqId: requestId,
+    logController: new RequestLog(),
     // A URL the router cannot decode (`%zz`): the Error body, as on the public port.
-    frameworkErrors: (_error, _request, reply) => { sendError(reply, Errors.invalidUrl()) }
+    frameworkErrors: (_error, request, reply) => {
+      reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)
+      sendError(reply, Errors.invalidUrl())
+    }
+  })
+  routeEveryMethod(app)
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
+  // As on the public port (app.ts): the request id, and no sniffing or caching of any answer.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id)
+    done()
+  })
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
+    done(null, payload)
   })
   await app.register(errorsPlugin)
   // The edge passes on a request without Host or with an unmet Expect; it is refused here.
   await app.register(framingOutsideGate)
-  await app.register(metricsRoute, { metrics })
+  await app.register(jsonBodyPlugin)
+  if (metrics !== undefined) await app.register(metricsRoute, { metrics })
+  if (api !== undefined) {
+    await app.register(async function adminApi (scope) {
+      await scope.register(adminAuth, { token: api.token, now })
+      await scope.register(adminOpenapi)
+      const paths = collectPaths(scope)
+      await scope.register(adminKeyRoutes, { storage: api.storage, environment: api.environment, now })
+      await scope.register(methodNotAllowedRoutes, { paths })
+      // Unknown paths under the prefix need the token too: they tell nothing to whoever lacks it.
+      scope.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })
+    }, { prefix: ADMIN_PREFIX })
+  }
   return app
 }
 
 const metricsRoute: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
-  app.get('/metrics', async (_request, reply) => {
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
 }

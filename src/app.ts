@@ -7,8 +7,6 @@
 // (plugins/gate.ts) decides who may call /v1 and in which order; then the
 // router (404, 405), the body parser (415, 413, bad JSON), schema
 // validation (400), the handler, the service and the storage.
-import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { Config } from './config.js'
@@ -29,7 +27,7 @@ import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
 import metricsPlugin from './plugins/metrics.js'
-import { RequestLog, mayHoldToken } from './request-log.js'
+import { RequestLog, requestId } from './request-log.js'
 import { createBanLog } from './limits/ban-log.js'
 import type { Metrics } from './metrics.js'
 import healthRoutes from './routes/health.js'
@@ -188,15 +186,6 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
 /** A CORS preflight: an OPTIONS that names its origin and the method it asks for. https://fetch.spec.whatwg.org/#cors-preflight-fetch */
 function isPreflight (request: FastifyRequest): boolean {
   return request.method === 'OPTIONS' && request.headers.origin !== undefined && request.headers['access-control-request-method'] !== undefined
-}
-
-/** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */
-const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/
-
-/** The client's id when usable; one that may hold a token is not, since ids are logged. */
-function requestId (request: IncomingMessage): string {
-  const theirs = request.headers['x-request-id']
-  return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) && !mayHoldToken(theirs) ? theirs : randomUUID()
 }
 
 /** TRUST_PROXY=N: believe the last N proxies of X-Forwarded-For. https://fastify.dev/docs/latest/Reference/Server/#trustproxy */

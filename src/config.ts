@@ -2,6 +2,7 @@
 // a bad value stops the process with a message that names the variable.
 import ipaddr from 'ipaddr.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
+import { inspectToken } from './keys/tokens.js'
 import { parseRedisUrl } from './limits/redis-url.js'
 import type { LogFormat } from './log.js'
 
@@ -35,6 +36,11 @@ export interface Config {
    * is, so that opening the public port to the world does not open this one.
    */
   readonly adminHost: string
+  /**
+   * The bearer token of the admin API (README: Managing keys), served on
+   * the admin listener when both it and `adminPort` are set; undefined: off.
+   */
+  readonly adminToken: string | undefined
 }
 
 export class ConfigError extends Error {
@@ -70,7 +76,8 @@ export function loadConfig (env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     adminPort: adminPort(env, port),
-    adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1'
+    adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1',
+    adminToken: adminToken(env)
   })
 }
 
@@ -103,6 +110,22 @@ function adminPort (env: Env, publicPort: number): number | undefined {
   const port = integer(env, 'ADMIN_PORT', 0, 0, 65535)
   if (port !== 0 && port === publicPort) throw new ConfigError(`ADMIN_PORT must differ from PORT (${publicPort}): metrics are never served on the public port`)
   return port
+}
+
+/** The shortest ADMIN_TOKEN taken: 32 characters from `openssl rand -hex 16` are 128 bits. */
+const ADMIN_TOKEN_MIN_LENGTH = 32
+
+/** It can mint keys: long enough not to be guessed, sendable in a header, and never mistaken for an API key. */
+function adminToken (env: Env): string | undefined {
+  const raw = env.ADMIN_TOKEN
+  if (raw === undefined || raw === '') return undefined
+  // The value is never echoed: an error message ends up in logs.
+  if (!/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError('ADMIN_TOKEN must be visible ASCII characters only (no spaces), e.g. the output of `openssl rand -hex 32`')
+  if (raw.length < ADMIN_TOKEN_MIN_LENGTH) {
+    throw new ConfigError(`ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters long (it has ${raw.length}), e.g. the output of \`openssl rand -hex 32\``)
+  }
+  if (inspectToken(raw).ok) throw new ConfigError('ADMIN_TOKEN must not be an API key: make one with `openssl rand -hex 32`')
+  return raw
 }
 
 function list (env: Env, name: string): string[] {

@@ -10,11 +10,13 @@ export const ERROR_CODES = {
   invalid_json: { status: 400, description: 'the body is not JSON' },
   missing_api_key: { status: 401, description: 'no API key was sent' },
   invalid_api_key: { status: 401, description: 'the API key is unknown, revoked, expired, mistyped or of the other environment' },
+  invalid_admin_token: { status: 401, description: 'the admin token is missing or wrong' },
   insufficient_scope: { status: 403, description: 'the API key is valid, but its scopes do not cover this operation' },
   not_found: { status: 404, description: 'no such animal, or no such route' },
   method_not_allowed: { status: 405, description: 'the path exists, the method does not' },
   request_timeout: { status: 408, description: 'the request did not arrive in time' },
   idempotency_key_in_use: { status: 409, description: 'a request with the same Idempotency-Key is still in progress' },
+  key_revoked: { status: 409, description: 'the key is revoked: it can be read, never changed or rolled' },
   gone: { status: 410, description: 'this operation has been removed' },
   payload_too_large: { status: 413, description: 'the body is larger than 16 KiB' },
   expectation_failed: { status: 417, description: 'the `Expect` header asks for something other than `100-continue`, the only expectation the service meets' },
@@ -28,6 +30,15 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, { status: number, description: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES
+
+/** Who may be answered a code: the admin API's own codes are never answered on /v1, and its OpenAPI document alone lists them. */
+export type Audience = 'api' | 'admin'
+const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_revoked'])
+
+/** The codes one audience may be answered. */
+export function codesFor (audience: Audience): ErrorCode[] {
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => audience === 'admin' || !ADMIN_ONLY.has(code))
+}
 
 export interface ErrorDetail {
   field: string
@@ -112,6 +123,13 @@ export const Errors = {
   unknownKey: () => refusedKey('The API key is unknown or has been revoked.'),
   expiredKey: (at: Date) => refusedKey(`The API key expired at ${at.toISOString()}; ask for a new one.`),
 
+  adminTokenRequired: () => new ApiError('invalid_admin_token', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', {
+    headers: { 'www-authenticate': 'Bearer realm="petstore-admin"' }
+  }),
+  wrongAdminToken: () => new ApiError('invalid_admin_token', 'The admin token is wrong.', {
+    headers: { 'www-authenticate': 'Bearer realm="petstore-admin", error="invalid_token"' }
+  }),
+
   // 403: the key is fine, but not for this (RFC 6750 §3.1).
   insufficientScope: (scope: string) => new ApiError('insufficient_scope', `This API key does not have the scope ${scope}, which this operation needs.`, {
     headers: { 'www-authenticate': `${REALM}, error="insufficient_scope", scope="${scope}"` }
@@ -127,6 +145,9 @@ export const Errors = {
   idempotencyKeyInUse: () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry after it completes.', {
     headers: { 'retry-after': '1' }
   }),
+  noSuchKey: (id: number) => new ApiError('not_found', `No API key has the id ${id}.`),
+  noKeyForToken: () => new ApiError('not_found', 'No API key has this token, current or previous.'),
+  keyRevoked: (id: number) => new ApiError('key_revoked', `The API key ${id} is revoked: it can be read, never changed or rolled.`),
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
 
@@ -137,6 +158,9 @@ export const Errors = {
   notUtf8: (charset: string) => new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`),
   encodedBody: (encoding: string) => new ApiError('unsupported_media_type', `The body must be sent uncompressed, not with Content-Encoding: ${clip(encoding, 50)}.`),
   idempotencyKeyReused: () => new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different body; use a new key for a new animal.'),
+  adminAttemptsSpent: (retryAfterSeconds: number) => new ApiError('rate_limited', 'Too many requests with a wrong admin token from this address: wait for the number of seconds in Retry-After.', {
+    headers: { 'retry-after': String(retryAfterSeconds) }
+  }),
   rateLimited: (retryAfterSeconds: number) => new ApiError('rate_limited', 'Too many requests: wait for the number of seconds in Retry-After, then back off exponentially.', {
     headers: { 'retry-after': String(retryAfterSeconds) }
   }),

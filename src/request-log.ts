@@ -8,6 +8,8 @@
 // Fastify's LogController is the place for this: its two lines per request
 // (incoming, completed) become this one, and the first is kept at `debug`.
 // https://fastify.dev/docs/latest/Reference/Server/#logcontroller
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { findTokens } from './keys/tokens.js'
 
@@ -17,8 +19,17 @@ import { findTokens } from './keys/tokens.js'
  * any other token (README: API keys), percent-encoded or not, with or
  * without its prefix: src/keys/tokens.ts knows what one looks like.
  */
-export function mayHoldToken (text: string): boolean {
+function mayHoldToken (text: string): boolean {
   return findTokens(text).length > 0
+}
+
+/** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */
+const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/
+
+/** A request's id: the client's when usable; one that may hold a token is not, since ids are logged. */
+export function requestId (request: IncomingMessage): string {
+  const theirs = request.headers['x-request-id']
+  return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) && !mayHoldToken(theirs) ? theirs : randomUUID()
 }
 
 function loggableUrl (url: string): string {

@@ -75,7 +75,9 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
       : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
     const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
     const app = await buildApp({ config, storage, limiter, logger, metrics })
-    const admin = metrics === undefined ? undefined : await buildAdminApp(metrics)
+    // The admin API is on only when both the port and the token are set (README: Managing keys).
+    const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
+    const admin = metrics === undefined ? undefined : await buildAdminApp({ metrics, api, logger })
     const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
     const closeStores = async (): Promise<void> => { await Promise.all([storage.close(), limiter.close()]) }
     stop = async () => {
@@ -86,15 +88,17 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
     }
 
     // Metrics first: a load balancer may send traffic as soon as the public port listens.
-    const metricsAddress = admin === undefined || config.adminPort === undefined
+    const adminAddress = admin === undefined || config.adminPort === undefined
       ? undefined
-      : `${await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)}/metrics`
+      : await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)
+    const metricsAddress = adminAddress === undefined ? undefined : `${adminAddress}/metrics`
+    const adminApiAddress = adminAddress === undefined || api === undefined ? undefined : `${adminAddress}/admin/v1`
     const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
       listenTextResolver: (address) => `listening on ${address}`
     })
     // Operators' scripts wait for this line, whatever the log level.
     if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-    logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress }, 'petstore started')
+    logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress, adminApi: adminApiAddress }, 'petstore started')
   } catch (error) {
     // A start that failed is reported by the caller, which exits.
     exit.uninstall()

@@ -21,7 +21,7 @@ describe('the admin listener keeps Fastify\'s default timeouts and its default 4
   before(async () => {
     storage = openSqlite('sqlite::memory:')
     const metrics = createMetrics({ limiter: new MemoryStore(), poolUse: () => storage.poolUse(), droppedLogLines: () => 0 })
-    admin = await buildAdminApp(metrics)
+    admin = await buildAdminApp({ metrics })
     await admin.listen({ host: '127.0.0.1', port: 0 })
     port = (admin.server.address() as AddressInfo).port
   })

@@ -18,7 +18,7 @@ async function withMeasuredApp (work: (t: TestApp, scrape: () => Promise<string>
   const limiter = new MemoryStore()
   const metrics = createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: () => 0 })
   const t = await buildTestApp(env, { storage: timedStorage(opened, metrics.query), limiter, metrics })
-  const admin = await buildAdminApp(metrics)
+  const admin = await buildAdminApp({ metrics })
   try {
     await work(t, async () => {
       const response = await admin.inject({ url: '/metrics' })

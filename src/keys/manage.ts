@@ -109,7 +109,8 @@ export interface KeyUpdate {
 export async function updateKey (storage: Storage, id: number, update: KeyUpdate, now: number): Promise<KeyView | undefined> {
   const changed = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
-    const { scopes, ...rest } = update
+    // Only the fields given: one left undefined keeps its value.
+    const { scopes, ...rest } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as KeyUpdate
     const changes: ApiKeyChanges = { ...rest, ...(scopes === undefined ? {} : { scopes: inScopeOrder(scopes) }) }
     const after = { ...key, ...changes }
     // An expiry already set may have passed; only a new one must lie ahead.
@@ -171,7 +172,7 @@ function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number
 
 function view (key: ApiKeyRecord, now: number): KeyView {
   const limits = limitsFor(key.plan, key)
-  const overlap = key.previousTokenExpiresAt !== null && key.previousTokenExpiresAt > now ? key.previousTokenExpiresAt : null
+  const overlap = key.revokedAt === null && key.previousTokenExpiresAt !== null && key.previousTokenExpiresAt > now ? key.previousTokenExpiresAt : null
   return {
     id: key.id,
     name: key.name,

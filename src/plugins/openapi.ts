@@ -184,12 +184,12 @@ interface OpenApiDocument {
 const OPERATION_KEYS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
 /** The document's own values, without TypeBox's symbols. */
-const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+export const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
 
 const same = (a: unknown, b: unknown): boolean => isDeepStrictEqual(plain(a), plain(b))
 
 /** A header or parameter as OpenAPI writes it: the description beside the schema, not in it (as @fastify/swagger writes a route's headers). */
-function headerObject ({ description, ...schema }: TSchema): { description?: string, schema: Json } {
+export function headerObject ({ description, ...schema }: TSchema): { description?: string, schema: Json } {
   return { ...(typeof description === 'string' ? { description } : {}), schema }
 }
 
@@ -198,7 +198,7 @@ function headerObject ({ description, ...schema }: TSchema): { description?: str
  * writes a request body's or a response's own schema in full; those become
  * references here. A response keeps its description and headers.
  */
-function referToRootSchemas (schema: FastifySchema): FastifySchema {
+export function referToRootSchemas (schema: FastifySchema): FastifySchema {
   // Swagger calls this for every route, with or without a schema.
   if ((schema as FastifySchema | undefined) === undefined) return schema
   const ref = (node: Json): Json => ({ $ref: `#/components/schemas/${String(node.$id)}` })
@@ -225,7 +225,7 @@ function referToRootSchemas (schema: FastifySchema): FastifySchema {
  * `components.schemas` from `$id`s, and has no such thing for headers,
  * parameters and responses.
  */
-function referToComponents<T extends object> (openapiObject: T): T {
+export function referToComponents<T extends object> (openapiObject: T): T {
   const document = openapiObject as OpenApiDocument
   const headers = Object.entries(HEADERS).map(([key, { name, schema }]) => ({ key, name: name.toLowerCase(), value: headerObject(schema) }))
   const operations: Operation[] = []

@@ -1,8 +1,8 @@
 // Response schemas with the headers each response carries, so that the
 // OpenAPI document describes what the service really sends.
 import { Type, type TSchema } from 'typebox'
-import { ERROR_CODES, type ErrorCode } from '../errors.js'
-import { ErrorBody } from './error.js'
+import { ERROR_CODES, codesFor, type Audience, type ErrorCode } from '../errors.js'
+import { AdminErrorBody, ErrorBody } from './error.js'
 import { POLICY_ITEM_PATTERN as POLICY_ITEM, STATE_ITEM_PATTERN as STATE_ITEM } from '../access/limit.js'
 
 const INT32_MAX = 2_147_483_647
@@ -72,6 +72,10 @@ export const HEADERS = {
     name: 'WWW-Authenticate',
     schema: text('`Bearer realm="petstore"`, with `error="invalid_token"` when a key was sent and refused, or `error="insufficient_scope"` and the `scope` the operation needs when the key lacks it (RFC 6750).', 1000, '^Bearer realm="petstore"')
   },
+  'WWW-Authenticate-Admin': {
+    name: 'WWW-Authenticate',
+    schema: text('`Bearer realm="petstore-admin"`, with `error="invalid_token"` when a token was sent and is not the admin token (RFC 6750).', 200, '^Bearer realm="petstore-admin"')
+  },
   Allow: { name: 'Allow', schema: text('The methods the path has.', 100, '^[A-Z]+(, [A-Z]+)*$') },
   'X-Content-Type-Options': {
     name: 'X-Content-Type-Options',
@@ -133,13 +137,13 @@ const ERROR_HEADERS: Record<number, Headers> = {
   503: RETRY_AFTER
 }
 
-function codesOf (status: number): ErrorCode[] {
-  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status === status)
+function codesOf (status: number, audience: Audience): ErrorCode[] {
+  return codesFor(audience).filter((code) => ERROR_CODES[code].status === status)
 }
 
 /** A status's description, from the catalogue's words for each of its codes. */
-function describe (status: number): string {
-  const codes = codesOf(status)
+function describe (status: number, audience: Audience): string {
+  const codes = codesOf(status, audience)
   const [only] = codes
   if (codes.length === 1 && only !== undefined) {
     const { description } = ERROR_CODES[only]
@@ -152,20 +156,21 @@ function describe (status: number): string {
  * The Error body as a given status has it: the Error component, narrowed to
  * that status's codes and number.
  */
-function errorBodyFor (status: number): TSchema {
-  const codes = codesOf(status)
+function errorBodyFor (status: number, audience: Audience): TSchema {
+  const codes = codesOf(status, audience)
   const narrowed = {
     ...(codes.length === 0 ? {} : { code: { type: 'string', enum: codes } }),
     status: { type: 'integer', format: 'int32', minimum: status, maximum: status }
   }
-  return Type.Unsafe({ allOf: [ErrorBody, { properties: narrowed }] })
+  return Type.Unsafe({ allOf: [audience === 'api' ? ErrorBody : AdminErrorBody, { properties: narrowed }] })
 }
 
 /** Error responses of an operation, each with the Error body and its headers. */
-export function errorResponses (statuses: readonly number[], common: Headers): Record<number, TSchema> {
+export function errorResponses (statuses: readonly number[], common: Headers, audience: Audience = 'api'): Record<number, TSchema> {
   const responses: Record<number, TSchema> = {}
   for (const status of statuses) {
-    responses[status] = withHeaders(errorBodyFor(status), describe(status), { ...common, ...ERROR_HEADERS[status] })
+    const own = audience === 'admin' && status === 401 ? sent(HEADERS['WWW-Authenticate-Admin']) : ERROR_HEADERS[status]
+    responses[status] = withHeaders(errorBodyFor(status, audience), describe(status, audience), { ...common, ...own })
   }
   return responses
 }

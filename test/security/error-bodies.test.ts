@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
 import type { InjectOptions } from 'fastify'
+import { buildAdminApp } from '../../src/admin.js'
 import { ERROR_CODES, type ErrorCode } from '../../src/errors.js'
 import { issueKey } from '../../src/keys/manage.js'
 import { generateToken } from '../../src/keys/tokens.js'
@@ -50,7 +51,7 @@ async function harness (env: Record<string, string> = {}): Promise<Harness> {
   return { ...subject, port: (subject.app.server.address() as AddressInfo).port }
 }
 
-async function inject (t: Harness, options: InjectOptions): Promise<Answer> {
+async function inject (t: Pick<Harness, 'app'>, options: InjectOptions): Promise<Answer> {
   const response = await t.app.inject(options)
   return { status: response.statusCode, contentType: String(response.headers['content-type'] ?? ''), body: response.body }
 }
@@ -258,6 +259,23 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
       for (const [name, pattern] of LEAKS) assert.doesNotMatch(ready.body, pattern, `/readyz carries ${name}: ${ready.body}`)
     } finally {
       await closed.close()
+    }
+  })
+
+  it('When the admin API refuses a request (401, 409, 400, 404), then each body is a bare Error', async () => {
+    const adminToken = 'admin-token-for-error-bodies-0123456789'
+    const admin = await buildAdminApp({ api: { token: adminToken, storage: t.storage, environment: t.config.environment }, now: t.clock.now })
+    try {
+      const json = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' }
+      check('no admin token', await inject({ app: admin }, { url: '/admin/v1/keys' }), 401, 'invalid_admin_token')
+      check('an API key on the admin API', await inject({ app: admin }, { url: '/admin/v1/keys', headers: bearer(token) }), 401, 'invalid_admin_token')
+      const key = await issueKey(t.storage, { plan: 'free', name: 'gone', perMinute: undefined, perDay: undefined, environment: t.config.environment, now: t.clock.now() })
+      assert.equal((await inject({ app: admin }, { method: 'DELETE', url: `/admin/v1/keys/${key.id}`, headers: { authorization: json.authorization } })).status, 200)
+      check('rolling a revoked key', await inject({ app: admin }, { method: 'POST', url: `/admin/v1/keys/${key.id}/roll`, headers: json, payload: '{"expireCurrentInSeconds":0}' }), 409, 'key_revoked')
+      check('an enterprise key without limits', await inject({ app: admin }, { method: 'POST', url: '/admin/v1/keys', headers: json, payload: '{"plan":"enterprise"}' }), 400, 'invalid_request')
+      check('no such key', await inject({ app: admin }, { url: '/admin/v1/keys/424242', headers: json }), 404, 'not_found')
+    } finally {
+      await admin.close()
     }
   })
 

@@ -1,0 +1,65 @@
+// The admin API's own OpenAPI 3.1 document, at /admin/v1/openapi.json on
+// the admin listener, generated from the admin routes' schemas as the
+// public one is from the public routes' (plugins/openapi.ts, whose
+// transforms it shares). Registered inside the admin API's scope, after
+// the token check: it answers only with the admin token, as every admin
+// route does; it is no secret, but the admin API serves nothing to
+// whoever lacks the token.
+import fp from 'fastify-plugin'
+import swagger from '@fastify/swagger'
+import { AdminErrorBody } from '../schemas/error.js'
+import type { JsonSchema } from '../schemas/kinds.js'
+import { Key, KeyChanges, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
+import { REQUEST_ID_PARAMETER } from '../schemas/responses.js'
+import { headerObject, plain, referToComponents, referToRootSchemas } from './openapi.js'
+
+/** The named schemas; each one's `$id` is its name under `components.schemas`. */
+const SCHEMAS: JsonSchema[] = [Key, KeyWithToken, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, AdminErrorBody]
+
+export const ADMIN_PREFIX = '/admin/v1'
+
+/**
+ * Relative to the document's own address: the admin listener is reached by
+ * whatever address the operators' network gives it (often 0.0.0.0 in a
+ * container), which the instance cannot know. Links (`rel="next"`) are
+ * relative for the same reason.
+ */
+const SERVERS = [{ url: ADMIN_PREFIX, description: 'The admin listener this document was read from' }]
+
+export default fp(async function adminOpenapi (app) {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Animal Adoption Store: admin API',
+        version: '1.0.0',
+        description: 'Make, change, roll, revoke and trace the API keys of the Animal Adoption Store. Served on the operators\' admin listener only, never on the public port. Every operation needs the admin token, sent as `Authorization: Bearer <ADMIN_TOKEN>`; wrong tokens are limited per address.',
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
+      },
+      servers: SERVERS,
+      tags: [{ name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' }],
+      components: {
+        securitySchemes: {
+          adminToken: { type: 'http', scheme: 'bearer', description: 'The service\'s `ADMIN_TOKEN`, at least 32 characters.' }
+        },
+        // Copies: @fastify/swagger rewrites the schemas it is given here.
+        schemas: Object.fromEntries(SCHEMAS.map((schema) => [schema.$id, plain(schema)])),
+        parameters: { [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) } }
+      },
+      security: [{ adminToken: [] }]
+    },
+    // Paths are written relative to the server, which ends in /admin/v1.
+    stripBasePath: true,
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
+    },
+    transform: ({ schema, url }) => ({ schema: referToRootSchemas(schema), url }),
+    transformObject: (document) => 'openapiObject' in document ? referToComponents(document.openapiObject) : document.swaggerObject
+  })
+
+  let text: string | undefined
+  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
+    text ??= JSON.stringify(app.swagger())
+    return reply.type('application/json').send(text)
+  })
+}, { name: 'admin-openapi' })

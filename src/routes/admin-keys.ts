@@ -1,0 +1,178 @@
+// The admin API's operations on keys (README: Managing keys). The admin
+// token has been checked (plugins/admin-auth.ts) and the request validated
+// before a handler runs; handlers call keys/manage.ts, the same functions
+// as the `petstore keys` commands, and shape the answer.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Storage } from '../db/storage.js'
+import type { Environment } from '../domain.js'
+import { Errors } from '../errors.js'
+import {
+  KeyRevokedError, KeyRuleError, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type KeyUpdate, type KeyView
+} from '../keys/manage.js'
+import {
+  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, parseDateTime
+} from '../schemas/key.js'
+import { Type } from 'typebox'
+import { errorResponses, withHeaders } from '../schemas/responses.js'
+import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
+
+interface AdminKeyRoutesOptions {
+  storage: Storage
+  environment: Environment
+  now: () => number
+}
+
+/** Statuses every operation may answer besides its own: no or a wrong token, too many wrong ones, faults. */
+const ALWAYS = [401, 429, 500, 503]
+/** And those with a body: bad JSON or fields, a body too large or not JSON. */
+const WITH_BODY = [...ALWAYS, 400, 413, 415]
+
+/** Relative to the listener, whose address the instance cannot know (plugins/admin-openapi.ts). */
+const NEXT_KEYS = {
+  Link: Type.String({ maxLength: 200, pattern: '^<[^<>\\s]+>; *rel="next"$', description: 'Present when more keys follow: `</admin/v1/keys?limit=…&cursor=…>; rel="next"`, the next page, relative to this listener.' })
+}
+
+const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (app, { storage, environment, now }) => {
+  /** A key that must exist: 404 otherwise. */
+  const found = <T>(id: number, key: T | undefined): T => {
+    if (key === undefined) throw Errors.noSuchKey(id)
+    return key
+  }
+
+  app.post('/keys', {
+    schema: {
+      operationId: 'createKey',
+      summary: 'Make a key',
+      description: 'Makes an API key of this service\'s environment. Its token is in this answer only: store it now.',
+      tags: ['keys'],
+      body: NewKey,
+      response: { 201: withHeaders(KeyWithToken, 'The key, and its token.', {}), ...errorResponses(WITH_BODY, {}, 'admin') }
+    }
+  }, async (request, reply) => {
+    const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
+    const key = await asApiErrors(async () => await issueKey(storage, {
+      plan, name: name ?? '', perMinute: number(perMinute), perDay: number(perDay), scopes, expiresAt: expiresAt === undefined ? null : instant(expiresAt), environment, now: now()
+    }))
+    return reply.code(201).send(key)
+  })
+
+  app.get('/keys', {
+    schema: {
+      operationId: 'listKeys',
+      summary: 'List keys',
+      description: 'Every key, revoked and expired ones too, ordered by id. When more follow, the `Link` header has the URL of the next page.',
+      tags: ['keys'],
+      querystring: ListKeysQuery,
+      response: { 200: withHeaders(Keys, 'A page of keys.', NEXT_KEYS), ...errorResponses([...ALWAYS, 400], {}, 'admin') }
+    }
+  }, async (request, reply) => {
+    const limit = request.query.limit ?? DEFAULT_KEY_PAGE_SIZE
+    // One more than asked for tells whether another page follows.
+    const keys = await listKeys(storage, now(), { afterId: Number(request.query.cursor ?? 0), limit: limit + 1 })
+    const page = keys.slice(0, limit)
+    const last = page.at(-1)
+    if (keys.length > limit && last !== undefined) {
+      reply.header('link', `<${ADMIN_PREFIX}/keys?limit=${limit}&cursor=${last.id}>; rel="next"`)
+    }
+    return page
+  })
+
+  app.get('/keys/:id', {
+    schema: {
+      operationId: 'getKey',
+      summary: 'Get a key',
+      tags: ['keys'],
+      params: KeyIdParams,
+      response: { 200: withHeaders(Key, 'The key.', {}), ...errorResponses([...ALWAYS, 400, 404], {}, 'admin') }
+    }
+  }, async (request) => found(request.params.id, await showKey(storage, request.params.id, now())))
+
+  app.patch('/keys/:id', {
+    schema: {
+      operationId: 'updateKey',
+      summary: 'Change a key',
+      description: 'Changes the fields sent; `expiresAt: null` takes the expiry away, and a limit set to null goes back to the plan\'s. Every instance applies the change within one second. A revoked key cannot be changed (409).',
+      tags: ['keys'],
+      params: KeyIdParams,
+      body: KeyChanges,
+      response: { 200: withHeaders(Key, 'The key as changed.', {}), ...errorResponses([...WITH_BODY, 404, 409], {}, 'admin') }
+    }
+  }, async (request) => {
+    const { name, plan, perMinute, perDay, scopes, expiresAt } = request.body
+    const update: KeyUpdate = {
+      name,
+      plan,
+      scopes,
+      perMinute: perMinute === null ? null : number(perMinute),
+      perDay: perDay === null ? null : number(perDay),
+      expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : instant(expiresAt)
+    }
+    return found(request.params.id, await asApiErrors(async () => await updateKey(storage, request.params.id, update, now())))
+  })
+
+  app.post('/keys/:id/roll', {
+    schema: {
+      operationId: 'rollKey',
+      summary: 'Roll a key',
+      description: 'Gives the key a new token, in this answer only. The current token keeps working for `expireCurrentInSeconds`; both are the same key (same id, limits, counters, ban, scopes), and rolling never resets a quota or lifts a ban. A revoked key cannot be rolled (409).',
+      tags: ['keys'],
+      params: KeyIdParams,
+      body: RollRequest,
+      response: { 201: withHeaders(KeyWithToken, 'The key, and its new token.', {}), ...errorResponses([...WITH_BODY, 404, 409], {}, 'admin') }
+    }
+  }, async (request, reply) => {
+    const key = await asApiErrors(async () => await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now()))
+    return reply.code(201).send(found(request.params.id, key))
+  })
+
+  app.delete('/keys/:id', {
+    schema: {
+      operationId: 'revokeKey',
+      summary: 'Revoke a key',
+      description: 'Both its tokens are refused by every instance within one second. Revoking a revoked key changes nothing and answers the same.',
+      tags: ['keys'],
+      params: KeyIdParams,
+      response: { 200: withHeaders(Key, 'The key, revoked.', {}), ...errorResponses([...ALWAYS, 400, 404], {}, 'admin') }
+    }
+  }, async (request) => found(request.params.id, await revokeKey(storage, request.params.id, now())))
+
+  app.post('/keys/lookup', {
+    schema: {
+      operationId: 'findKeyByToken',
+      summary: 'Find the key of a token',
+      description: 'The key a token belongs to, by its current or its previous token, whatever the key\'s state: the step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
+      tags: ['keys'],
+      body: TokenLookup,
+      response: { 200: withHeaders(Key, 'The key the token belongs to.', {}), ...errorResponses([...WITH_BODY, 404], {}, 'admin') }
+    }
+  }, async (request) => {
+    const key = await findKey(storage, request.body.token, now())
+    if (key === undefined) throw Errors.noKeyForToken()
+    return key
+  })
+}
+
+/** A body's integer, within bounds its schema has checked. */
+function number (value: bigint | undefined): number | undefined {
+  return value === undefined ? undefined : Number(value)
+}
+
+/** The schema has checked the text; this is its instant. */
+function instant (text: string): number {
+  const at = parseDateTime(text)
+  if (at === undefined) throw new Error(`a validated time does not parse: ${text}`)
+  return at
+}
+
+/** The rules of keys/manage.ts, answered as the admin API's errors. */
+async function asApiErrors<T extends KeyView | undefined> (work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    if (error instanceof KeyRuleError) throw Errors.invalidRequest(`${error.field} ${error.reason}`, [{ field: `body.${error.field}`, reason: error.reason }])
+    if (error instanceof KeyRevokedError) throw Errors.keyRevoked(error.id)
+    throw error
+  }
+}
+
+export default adminKeyRoutes

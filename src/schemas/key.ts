@@ -1,0 +1,157 @@
+// The admin API's schemas (README: Managing keys): a key as operators see
+// it, and what each operation takes. Written once: they validate requests,
+// serialize answers, type the handlers and make the admin OpenAPI document.
+import { Type, type Static, type TUnsafe } from 'typebox'
+import { PLANS, SCOPES, type Scope } from '../domain.js'
+import { MAX_OVERLAP_SECONDS } from '../keys/manage.js'
+import { Check, Rule, StringEnum, Text } from './kinds.js'
+
+export const DEFAULT_KEY_PAGE_SIZE = 20
+const MAX_KEY_PAGE_SIZE = 100
+/** As `petstore keys create --per-minute/--per-day`: up to ten digits. */
+const MAX_LIMIT = 9_999_999_999
+/** Ids fit in a JavaScript number: keys are made one by one by operators. */
+const MAX_KEY_ID = Number.MAX_SAFE_INTEGER
+
+/** `2027-03-10T12:00:00Z`, `2027-03-10T14:00:00.5+02:00`: RFC 3339 §5.6 date-time. */
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
+
+/** The instant an RFC 3339 date-time names, in Unix milliseconds; undefined for any other text, or a date that does not exist (30 February). */
+export function parseDateTime (text: string): number | undefined {
+  const match = DATE_TIME.exec(text)
+  if (match === null) return undefined
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number]
+  const date = new Date(Date.UTC(year, month - 1, day))
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined
+  if (hour > 23 || minute > 59 || second > 59) return undefined
+  const at = Date.parse(text.toUpperCase())
+  return Number.isNaN(at) ? undefined : at
+}
+
+const DATE_TIME_RULE = 'must be an RFC 3339 time, e.g. 2027-03-10T12:00:00Z'
+
+/** A time in a request: RFC 3339, or null where `nullable`. */
+function DateTime (options: { description: string, nullable?: boolean }): TUnsafe<string> {
+  const nullable = options.nullable === true
+  return Type.Unsafe<string>({
+    type: nullable ? ['string', 'null'] : 'string',
+    format: 'date-time',
+    maxLength: 40,
+    description: options.description,
+    [Check]: (value: unknown) => (nullable && value === null) || (typeof value === 'string' && value.length <= 40 && parseDateTime(value) !== undefined),
+    [Rule]: nullable ? `${DATE_TIME_RULE}, or null` : DATE_TIME_RULE
+  })
+}
+
+/**
+ * An integer in a request body. Bodies are parsed without rounding
+ * (json.ts), so it arrives as a `bigint`; handlers take its Number, safe
+ * within these bounds.
+ */
+function BodyInteger (minimum: number, maximum: number, options: { description: string, format: 'int32' | 'int64' }): TUnsafe<bigint> {
+  return Type.Unsafe<bigint>({
+    type: 'integer',
+    minimum,
+    maximum,
+    ...options,
+    [Check]: (value: unknown) => typeof value === 'bigint' && value >= BigInt(minimum) && value <= BigInt(maximum),
+    [Rule]: `must be an integer from ${minimum} to ${maximum}`
+  })
+}
+
+/** A limit in a request: a positive integer, or null (the plan's) where `nullable`. */
+function Limit (description: string, nullable = false): TUnsafe<bigint> {
+  const limit = BodyInteger(1, MAX_LIMIT, { description, format: 'int64' })
+  if (!nullable) return limit
+  const check = (limit as unknown as Record<symbol, (value: unknown) => boolean>)[Check] as (value: unknown) => boolean
+  return Type.Unsafe<bigint>({
+    ...limit,
+    type: ['integer', 'null'],
+    [Check]: (value: unknown) => value === null || check(value),
+    [Rule]: `must be an integer from 1 to ${MAX_LIMIT}, or null`
+  })
+}
+
+/** One or both scopes, each once. */
+const ScopeList = Type.Unsafe<Scope[]>({
+  type: 'array',
+  items: { type: 'string', enum: [...SCOPES] },
+  minItems: 1,
+  maxItems: SCOPES.length,
+  uniqueItems: true,
+  description: 'What the key may do: `pets:read` (listPets, getPet), `pets:write` (createPet). Default: both.',
+  [Check]: (value: unknown) => Array.isArray(value) && value.length >= 1 && value.length <= SCOPES.length &&
+    new Set(value).size === value.length && value.every((scope) => (SCOPES as readonly unknown[]).includes(scope)),
+  [Rule]: `must be a list of one or both of ${SCOPES.map((s) => `"${s}"`).join(', ')}, each once`
+})
+
+const Plan = StringEnum(PLANS, { description: 'The plan whose limits apply: `free`, `pro`, `business`, or `enterprise` (limits set on the key).' })
+const KeyName = Text({ maxLength: 200, description: 'A label for people, e.g. who the key is for.' })
+const time = (description: string) => Type.String({ format: 'date-time', maxLength: 40, description })
+const timeOrNull = (description: string) => Type.Union([time(description), Type.Null()], { description })
+
+export const Key = Type.Object({
+  id: Type.Integer({ minimum: 1, maximum: MAX_KEY_ID, format: 'int64', description: 'The key\'s id; it never changes, rolls included.' }),
+  name: Type.String({ maxLength: 10_000, description: 'A label for people; empty when none was given.' }),
+  plan: StringEnum(PLANS, { description: 'The plan whose limits apply.' }),
+  perMinute: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, format: 'int64', description: 'Requests allowed per minute: the key\'s own, else its plan\'s.' }),
+  perDay: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, format: 'int64', description: 'Requests allowed per UTC day: the key\'s own, else its plan\'s.' }),
+  scopes: Type.Array(StringEnum(SCOPES), { minItems: 1, maxItems: SCOPES.length, uniqueItems: true, description: 'What the key may do.' }),
+  environment: StringEnum(['production', 'staging'] as const, { description: 'Which service accepts it: `pet_live_…` tokens in production, `pet_test_…` in staging.' }),
+  tokenHint: Type.String({ maxLength: 20, description: 'The current token\'s prefix and last four characters (`pet_live_…Wx3k`), to tell keys apart; never enough to use.' }),
+  createdAt: time('When the key was made.'),
+  expiresAt: timeOrNull('From this time on, the key\'s tokens are refused (401); null: never.'),
+  lastUsedAt: timeOrNull('The last admitted request\'s time, written within about 10 seconds; null: never used, or not recorded yet.'),
+  revoked: Type.Boolean({ description: 'Whether the key is revoked: both its tokens are refused.' }),
+  revokedAt: timeOrNull('When the key was revoked; null: it is not.'),
+  previousTokenExpiresAt: timeOrNull('While a roll\'s overlap runs, when the token before the current one stops working; null otherwise.')
+}, { $id: 'Key', additionalProperties: false, title: 'Key', description: 'An API key, never its token.' })
+export type Key = Static<typeof Key>
+
+export const KeyWithToken = Type.Object({
+  ...Key.properties,
+  token: Type.String({ minLength: 45, maxLength: 45, pattern: '^pet_(live|test)_[0-9A-Za-z]{36}$', description: 'The key\'s new token, shown only in this answer: store it now. Send it as `Authorization: Bearer <token>`.' })
+}, { $id: 'KeyWithToken', additionalProperties: false, title: 'KeyWithToken', description: 'An API key and its new token.' })
+
+export const Keys = Type.Array(Key, { $id: 'Keys', maxItems: MAX_KEY_PAGE_SIZE, title: 'Keys', description: 'A page of keys, ordered by id.' })
+
+export const NewKey = Type.Object({
+  plan: Plan,
+  name: Type.Optional(KeyName),
+  perMinute: Type.Optional(Limit('Requests per minute; required for `enterprise`, and overrides the plan\'s otherwise.')),
+  perDay: Type.Optional(Limit('Requests per UTC day; required for `enterprise`, and overrides the plan\'s otherwise.')),
+  scopes: Type.Optional(ScopeList),
+  expiresAt: Type.Optional(DateTime({ description: 'When the key stops working, in the future; default: never.' }))
+}, { $id: 'NewKey', additionalProperties: false, title: 'NewKey', description: 'A key to make.' })
+export type NewKey = Static<typeof NewKey>
+
+export const KeyChanges = Type.Object({
+  name: Type.Optional(KeyName),
+  plan: Type.Optional(Plan),
+  perMinute: Type.Optional(Limit('Requests per minute; null: the plan\'s (not for `enterprise`).', true)),
+  perDay: Type.Optional(Limit('Requests per UTC day; null: the plan\'s (not for `enterprise`).', true)),
+  scopes: Type.Optional(ScopeList),
+  expiresAt: Type.Optional(DateTime({ description: 'When the key stops working, in the future; null: never.', nullable: true }))
+}, { $id: 'KeyChanges', additionalProperties: false, title: 'KeyChanges', description: 'What to change on a key; a field left out keeps its value. Every instance applies the change within one second.' })
+export type KeyChanges = Static<typeof KeyChanges>
+
+export const RollRequest = Type.Object({
+  expireCurrentInSeconds: BodyInteger(0, MAX_OVERLAP_SECONDS, {
+    format: 'int32',
+    description: 'How long the current token keeps working beside the new one, in seconds: 0 (refused at once) to 604800 (7 days). A token the key had before the current one stops at once.'
+  })
+}, { $id: 'RollRequest', additionalProperties: false, title: 'RollRequest', description: 'How to roll a key.' })
+
+export const TokenLookup = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 200, description: 'A token, current or previous, e.g. one a secret scanner found.' })
+}, { $id: 'TokenLookup', additionalProperties: false, title: 'TokenLookup', description: 'A token whose key to find.' })
+
+export const KeyIdParams = Type.Object({
+  id: Type.Integer({ minimum: 1, maximum: MAX_KEY_ID, format: 'int64', description: 'The key\'s id.' })
+}, { additionalProperties: false })
+
+export const ListKeysQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_KEY_PAGE_SIZE, format: 'int32', default: DEFAULT_KEY_PAGE_SIZE, description: 'Maximum number of keys to return.' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 16, pattern: '^[1-9][0-9]{0,15}$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
+}, { additionalProperties: false })
+export type ListKeysQuery = Static<typeof ListKeysQuery>
