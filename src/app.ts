@@ -33,6 +33,7 @@ import type { Metrics } from './metrics.js'
 import healthRoutes from './routes/health.js'
 import methodNotAllowedRoutes, { collectPaths, routeEveryMethod } from './routes/method-not-allowed.js'
 import petRoutes from './routes/pets.js'
+import rateLimitRoutes from './routes/rate-limit.js'
 
 export interface AppDeps {
   config: Config
@@ -176,6 +177,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     await api.register(gatePlugin, { gate })
     const paths = collectPaths(api)
     await api.register(petRoutes, { pets, baseUrl })
+    await api.register(rateLimitRoutes)
     await api.register(methodNotAllowedRoutes, { paths })
     api.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })
   }, { prefix: '/v1' })

@@ -155,10 +155,10 @@ describe('the OpenAPI document', () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  test('is OpenAPI 3.1 with both environments and the three operations', () => {
+  test('is OpenAPI 3.1 with both environments, the three operations on animals and getRateLimit', () => {
     assert.match(document.openapi, /^3\.1\.\d+$/)
     assert.deepEqual(document.servers.map((s) => s.url), [PRODUCTION, STAGING])
-    assert.deepEqual([...operations(document).keys()].sort(), ['createPet', 'getPet', 'listPets'])
+    assert.deepEqual([...operations(document).keys()].sort(), ['createPet', 'getPet', 'getRateLimit', 'listPets'])
     assert.equal(operation(document, 'getPet').deprecated, true)
     assert.notEqual(operation(document, 'listPets').deprecated, true)
     assert.notEqual(operation(document, 'createPet').deprecated, true)
@@ -241,7 +241,7 @@ describe('the OpenAPI document', () => {
     assert.deepEqual([...seen].sort(), [200, 201, 400, 401, 404, 429])
   })
 
-  test('When a generator reads it, then Pet, NewPet, Pets, PetStatus and Error are components that every body refers to', () => {
+  test('When a generator reads it, then Pet, NewPet, Pets, PetStatus, RateLimitStatus and Error are components that every body refers to', () => {
     // Arrange
     const ref = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` })
     const body = (op: string, status: string): unknown => {
@@ -255,7 +255,8 @@ describe('the OpenAPI document', () => {
     const names = Object.keys(served.components.schemas).sort()
 
     // Assert
-    assert.deepEqual(names, ['Error', 'NewPet', 'Pet', 'PetStatus', 'Pets'])
+    assert.deepEqual(names, ['Error', 'NewPet', 'Pet', 'PetStatus', 'Pets', 'RateLimitStatus', 'WindowStanding'])
+    assert.deepEqual(body('getRateLimit', '200'), ref('RateLimitStatus'))
     assert.deepEqual(createPet.requestBody.content['application/json']?.schema, ref('NewPet'))
     assert.deepEqual(body('createPet', '201'), ref('Pet'))
     assert.deepEqual(body('getPet', '200'), ref('Pet'))

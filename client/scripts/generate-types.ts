@@ -27,19 +27,19 @@ const BIGINT = ts.factory.createKeywordTypeNode(ts.SyntaxKind.BigIntKeyword)
 export async function generateTypes (document: OpenAPI3): Promise<string> {
   const ast = await openapiTS(document, {
     // Header values arrive as text, whatever their format.
-    transform: (schema, { path }) => schema.format === 'int64' && path?.includes('/headers/') !== true ? BIGINT : undefined
+    transform: (schema, { path }) => isBigInt(schema) && path?.includes('/headers/') !== true ? BIGINT : undefined
   })
   const names = [...int64Properties(document)].sort()
   return `${BANNER}
 ${astToString(ast)}
-/** Properties that hold an int64: the client reads them as \`bigint\`. */
+/** Properties that hold an int64 a double may round: the client reads them as \`bigint\`. */
 export const int64Properties = ${JSON.stringify(names)} as const
 `
 }
 
 /**
- * The names of the properties whose schema is an int64, wherever they are.
- * A name that is an int64 in one schema and something else in another
+ * The names of the properties whose schema is an int64 a double may round,
+ * wherever they are. A name that is one in one schema and something else in another
  * cannot be parsed by name, and is refused.
  */
 function int64Properties (document: OpenAPI3): Set<string> {
@@ -51,7 +51,7 @@ function int64Properties (document: OpenAPI3): Set<string> {
     const properties = (node as SchemaObject & { properties?: Record<string, SchemaObject> }).properties
     if (typeof properties !== 'object' || properties === null) return
     for (const [name, schema] of Object.entries(properties)) {
-      const isInt64 = typeof schema === 'object' && schema !== null && schema.format === 'int64'
+      const isInt64 = typeof schema === 'object' && schema !== null && isBigInt(schema)
       ;(isInt64 ? int64 : other).add(name)
     }
   }
@@ -59,6 +59,18 @@ function int64Properties (document: OpenAPI3): Set<string> {
   const both = [...int64].filter((name) => other.has(name))
   if (both.length > 0) throw new Error(`properties that are int64 in one schema and not in another: ${both.join(', ')}`)
   return int64
+}
+
+/**
+ * An int64 a double may round: a `bigint`. One whose bounds a double holds
+ * exactly (Unix seconds, limits) stays a `number`, which is what a caller
+ * wants to compute with.
+ */
+function isBigInt (schema: SchemaObject): boolean {
+  if (schema.format !== 'int64') return false
+  const { minimum, maximum } = schema as { minimum?: unknown, maximum?: unknown }
+  const safe = (bound: unknown): boolean => typeof bound === 'number' && Math.abs(bound) <= Number.MAX_SAFE_INTEGER
+  return !(safe(minimum) && safe(maximum))
 }
 
 /** The document, from its JSON text. (Its int64 bounds become doubles, which no type shows.) */

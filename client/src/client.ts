@@ -13,6 +13,9 @@ type Schemas = components['schemas']
 export type Pet = Schemas['Pet']
 export type PetStatus = Schemas['PetStatus']
 
+/** Where the key stands: its quota in each window (`reset` in Unix seconds) and any ban (`bannedUntil`, Unix seconds, or null). */
+export type RateLimitStatus = Schemas['RateLimitStatus']
+
 /** An animal to add; `categoryId` may be a `number` (a safe integer) or a `bigint`. */
 export type NewPet = Omit<Schemas['NewPet'], 'categoryId'> & { categoryId: number | bigint }
 
@@ -81,6 +84,15 @@ export class PetstoreClient {
   /** What the last response said of the rate limit (`X-RateLimit-*`), undefined before the first. */
   get rateLimit (): RateLimit | undefined {
     return this.#transport.rateLimit
+  }
+
+  /**
+   * Where the key stands, asked of the service: spends none of its quota,
+   * and answers also when the quota is spent or the key is banned.
+   */
+  async fetchRateLimit (): Promise<RateLimitStatus> {
+    const { data } = await this.#api.GET('/rate_limit', { parseAs: 'text' })
+    return parseJson(data ?? '') as RateLimitStatus
   }
 
   /** One page of animals, ordered by id. */

@@ -1,5 +1,5 @@
 export { PetstoreClient } from './client.js'
-export type { ListPetsQuery, NewPet, Pet, PetPage, PetStatus, PetstoreClientOptions } from './client.js'
+export type { ListPetsQuery, NewPet, Pet, PetPage, PetStatus, PetstoreClientOptions, RateLimitStatus } from './client.js'
 export { ApiKeyBannedError, InsufficientScopeError, PetstoreError, RateLimitedError } from './errors.js'
 export type { ErrorDetail } from './errors.js'
 export type { RateLimit } from './pacer.js'

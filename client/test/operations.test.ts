@@ -23,6 +23,25 @@ describe('the operations', () => {
     assert.deepEqual(pets, [{ id: INT64_MAX, name: 'Rex', categoryId: 9007199254740993n, status: 'sold' }])
   })
 
+  it('When fetchRateLimit is called, then it asks GET /rate_limit and gives its numbers as numbers', async () => {
+    // Arrange
+    const body = '{"plan":"free","limits":[{"window":"minute","limit":60,"remaining":59,"reset":1795650720},{"window":"day","limit":1000,"remaining":999,"reset":1795737600}],"bannedUntil":null}'
+    const service = fakeFetch(() => jsonResponse(200, body))
+    const client = newClient(service.fetch)
+
+    // Act
+    const status = await settle(client.fetchRateLimit())
+
+    // Assert
+    assert.equal(service.received[0]?.method, 'GET')
+    assert.equal(service.received[0]?.url.pathname, '/v1/rate_limit')
+    assert.deepEqual(status, {
+      plan: 'free',
+      limits: [{ window: 'minute', limit: 60, remaining: 59, reset: 1795650720 }, { window: 'day', limit: 1000, remaining: 999, reset: 1795737600 }],
+      bannedUntil: null
+    })
+  })
+
   it('When categoryId is a bigint, then it is sent as a JSON integer, digit for digit', async () => {
     // Arrange
     const service = fakeFetch(() => jsonResponse(201, PET_JSON))

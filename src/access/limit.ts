@@ -38,6 +38,16 @@ interface LimitDecision {
   refusal: ApiError | undefined
 }
 
+/** Where a key stands, looked at without spending anything; undefined when the look was refused. */
+export type Standing = Decision
+
+/**
+ * Looks at a key's quota for GET /v1/rate_limit: spends none of it, but is
+ * counted under a cap of its own, per key, so that asking cannot take the
+ * store from everyone (README: Rate limits).
+ */
+export const STANDING_PER_MINUTE = 600
+
 export interface Limit {
   (counted: Counted): Promise<LimitDecision>
   /**
@@ -46,6 +56,8 @@ export interface Limit {
    * a token that no key has before it asks the database about it.
    */
   addressSpent: (address: string) => boolean
+  /** Where a caller's key stands, its quota untouched; refused (429) past STANDING_PER_MINUTE looks in a minute. */
+  standing: (caller: Caller) => Promise<LimitDecision & { standing: Standing | undefined }>
 }
 
 /** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
@@ -96,7 +108,18 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
     }
     return { headers, refusal: undefined }
   }
-  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now() })
+  const standing = async (caller: Caller): Promise<LimitDecision & { standing: Standing | undefined }> => {
+    const time = now()
+    const looks = await store.hit({ subject: `standing:key:${caller.key.id}`, windows: [{ window: 'minute', limit: STANDING_PER_MINUTE }], ban: undefined }, time)
+    if (looks.outcome !== 'allowed') {
+      events?.refused('rate_limited')
+      // The cap's own headers: the key's quota is not what ran out.
+      return { headers: rateLimitHeaders(looks, time), refusal: Errors.rateLimited(retryAfter(looks, time)), standing: undefined }
+    }
+    const decision = await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
+    return { headers: rateLimitHeaders(decision, time, ban), refusal: undefined, standing: decision }
+  }
+  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now(), standing })
 }
 
 /** Counts against a client address alone: for answers given before there is a request to read a key from. */

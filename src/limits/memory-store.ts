@@ -68,8 +68,9 @@ export class MemoryStore implements RateLimitStore {
     this.#purger.unref()
   }
 
-  async hit ({ subject, windows, ban }: HitRequest, now: number): Promise<Decision> {
-    let state = this.#subjects.get(subject)
+  async hit ({ subject, windows, ban, charge = true }: HitRequest, now: number): Promise<Decision> {
+    let state = charge ? this.#subjects.get(subject) : this.#subjects.peek(subject)
+    if (!charge) state ??= { windows: {}, refusals: { start: 0, count: 0 }, bannedUntil: 0 }
     if (state === undefined) {
       this.#makeRoom(now)
       state = { windows: {}, refusals: { start: 0, count: 0 }, bannedUntil: 0 }
@@ -88,6 +89,9 @@ export class MemoryStore implements RateLimitStore {
     let decision: Decision
     if (state.bannedUntil > now) {
       decision = { outcome: 'banned', windows: view(0), bannedUntil: state.bannedUntil }
+    } else if (!charge) {
+      // Only looking: the subject is not made more recently used either.
+      return current.some(({ limit, used }) => used >= limit) ? { outcome: 'limited', windows: view(0) } : { outcome: 'allowed', windows: view(0) }
     } else if (current.some(({ limit, used }) => used >= limit)) {
       let banEarnedUntil: number | undefined
       if (ban !== undefined) {
@@ -108,7 +112,7 @@ export class MemoryStore implements RateLimitStore {
       decision = { outcome: 'allowed', windows: view(1) }
     }
     // Every hit makes the subject the most recently used, and sets how long it still counts.
-    this.#subjects.set(subject, state, { ttl: countsFor(state, now) })
+    if (charge) this.#subjects.set(subject, state, { ttl: countsFor(state, now) })
     return decision
   }
 

@@ -39,6 +39,7 @@ const EXPIRY_MARGIN_MS = 1000
  *
  * KEYS: ban, refusals, then one per window, in the request's order.
  * ARGV: ban threshold (0: no ban policy) | ban length | minute length |
+ *       charge (0: only look, write nothing) |
  *       then per window: its length, its limit (ms, counts).
  * Returns {now, outcome (0 allowed, 1 limited, 2 banned), end of the ban it
  * is under or (limited) has just earned, else 0,
@@ -55,8 +56,8 @@ local windows = {}
 local full = false
 local result = { now, 0, 0 }
 for i = 3, #KEYS do
-  local length = tonumber(ARGV[2 * i - 2])
-  local limit = tonumber(ARGV[2 * i - 1])
+  local length = tonumber(ARGV[2 * i - 1])
+  local limit = tonumber(ARGV[2 * i])
   local start = now - now % length
   local stored = redis.call('HMGET', KEYS[i], 'start', 'count')
   local used = 0
@@ -70,6 +71,11 @@ local bannedUntil = tonumber(redis.call('GET', KEYS[1]) or '0')
 if bannedUntil > now then
   result[2] = 2
   result[3] = bannedUntil
+  return result
+end
+
+if ARGV[4] == '0' then
+  if full then result[2] = 1 end
   return result
 end
 
@@ -175,7 +181,7 @@ export class RedisStore implements RateLimitStore {
     this.#client = client as typeof client & WithHitScript
   }
 
-  async hit ({ subject, windows, ban }: HitRequest, now: number): Promise<Decision> {
+  async hit ({ subject, windows, ban, charge = true }: HitRequest, now: number): Promise<Decision> {
     this.#assertReady()
     const prefix = `petstore:${this.#namespace}{${subject}}:`
     const keys = [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)]
@@ -183,6 +189,7 @@ export class RedisStore implements RateLimitStore {
       String(ban?.threshold ?? 0),
       String((ban?.seconds ?? 0) * 1000),
       String(WINDOW_MS.minute),
+      charge ? '1' : '0',
       ...windows.flatMap(({ window, limit }) => [String(WINDOW_MS[window]), String(limit)])
     ]
     const sent = performance.now()
@@ -205,7 +212,7 @@ export class RedisStore implements RateLimitStore {
     if (outcome === 1) {
       return bannedUntil === 0 ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil: bannedUntil + shift }
     }
-    return { outcome: 'allowed', windows: view(1) }
+    return { outcome: 'allowed', windows: view(charge ? 1 : 0) }
   }
 
   /** One PING (to every master of a cluster), answered within COMMAND_TIMEOUT_MS or failed. */

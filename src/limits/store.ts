@@ -26,6 +26,12 @@ export interface HitRequest {
   subject: string
   windows: readonly WindowLimit[]
   ban: BanPolicy | undefined
+  /**
+   * False: only look. The decision says where the subject stands (banned,
+   * a window full, or room left, with each window's remaining as it is),
+   * and nothing is written: no unit, no refusal towards a ban.
+   */
+  charge?: boolean
 }
 
 export interface WindowState {
@@ -58,7 +64,7 @@ export type StoreHealth =
 
 export interface RateLimitStore {
   readonly name: string
-  /** Checks every window and, only when all have room, charges one unit to each. */
+  /** Checks every window and, only when all have room (and the request charges), charges one unit to each. */
   hit (request: HitRequest, now: number): Promise<Decision>
   /**
    * Answers from what the store already knows, or after one short probe:

@@ -6,7 +6,9 @@
 //      reason there is none;
 //   2. limit (access/limit.ts): the request is counted against its key, or,
 //      without a valid key, against its client address; 429 when that is
-//      spent. Every answer from here on carries the rate-limit headers;
+//      spent. On a route that spends no quota (`config.spendsQuota: false`,
+//      GET /v1/rate_limit) a valid key's quota is only looked at, under a
+//      cap of its own. Every answer from here on carries the rate-limit headers;
 //   3. refuse: without a valid key, 401 (503 when the key could not be
 //      checked); a client refused without a valid key (401, 429) has its
 //      connection closed after the answer;
@@ -25,21 +27,25 @@
 // the gate (the OpenAPI document, the docs page, health) get step 4 alone,
 // before their body is read.
 import fp from 'fastify-plugin'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
 import type { Caller, Identify } from '../access/identify.js'
-import type { Limit } from '../access/limit.js'
+import type { Limit, Standing } from '../access/limit.js'
 import type { Scope } from '../domain.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** The scope a key needs for this route; every API operation declares one. */
+    /** The scope a key needs for this route; every API operation declares one, but GET /v1/rate_limit, which any key may call. */
     scope?: Scope
+    /** False: a request with a valid key spends none of its quota; the gate only looks where the key stands (access/limit.ts `standing`). */
+    spendsQuota?: boolean
   }
   interface FastifyRequest {
     /** The request's valid API key, once the gate has identified it; undefined without one, and outside the gate. */
     access: Caller | undefined
+    /** Where its key stands, on a route that spends no quota; undefined elsewhere. */
+    standing: Standing | undefined
   }
   interface FastifyInstance {
     /** Present in the scope the gate guards, and the scopes inside it. */
@@ -79,9 +85,16 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     request.access = caller
     // Each request is counted once against whom it names: its key when it
     // has one, else its address, unless that was done above.
-    const decision = early !== undefined && caller === undefined
-      ? early
-      : await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
+    let decision
+    if (early !== undefined && caller === undefined) {
+      decision = early
+    } else if (caller !== undefined && routeConfig(request)?.spendsQuota === false) {
+      const looked = await limit.standing(caller)
+      request.standing = looked.standing
+      decision = looked
+    } else {
+      decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
+    }
     reply.headers(decision.headers)
     const refused = decision.refusal ?? refusal
     if (refused !== undefined) {
@@ -92,10 +105,14 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
     }
     const unmet = unmetFraming(request.raw)
     if (unmet !== undefined) throw unmet
-    // A request the router could not take (frameworkErrors) has no route options.
-    const scope = (request.routeOptions as Partial<typeof request.routeOptions> | undefined)?.config?.scope
+    const scope = routeConfig(request)?.scope
     if (scope !== undefined && caller !== undefined && !caller.key.scopes.includes(scope)) throw Errors.insufficientScope(scope)
   }
+}
+
+/** A request the router could not take (frameworkErrors) has no route options. */
+function routeConfig (request: FastifyRequest): FastifyContextConfig | undefined {
+  return (request.routeOptions as Partial<typeof request.routeOptions> | undefined)?.config
 }
 
 /** How many Authorization headers a request carries: Node keeps only the first. */
@@ -135,6 +152,7 @@ export function isApiPath (url: string): boolean {
 /** The gate, on every request of the scope it is registered in. */
 export default fp<{ gate: Gate }>(async function gate (app, { gate }) {
   app.decorateRequest('access', undefined)
+  app.decorateRequest('standing', undefined)
   app.decorate('gated', true)
   app.addHook('onRequest', gate)
 }, { name: 'gate' })

@@ -17,10 +17,11 @@ import { ErrorBody } from '../schemas/error.js'
 import { INT64_MAX, type JsonSchema as TSchema } from '../schemas/kinds.js'
 import { NewPet, Pet, PetStatus, Pets } from '../schemas/pet.js'
 import { HEADERS, REQUEST_ID_PARAMETER } from '../schemas/responses.js'
+import { RateLimitStatus, WindowStanding } from '../schemas/rate-limit.js'
 import type { Config } from '../config.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
-const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, ErrorBody]
+const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, RateLimitStatus, WindowStanding, ErrorBody]
 
 interface OpenApiOptions {
   config: Pick<Config, 'environment' | 'publicBaseUrl' | 'stagingBaseUrl'>
@@ -88,7 +89,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
       },
       servers: servers(),
-      tags: [{ name: 'pets', description: 'Animals available for adoption.' }],
+      tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'rate limits', description: 'Where a key stands against its limits.' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' }

@@ -39,6 +39,29 @@ export function rateLimitStoreContract (name: string, open: () => Promise<RateLi
       }
     }))
 
+    it('When a request only looks (charge: false), then it sees each window as it is and charges nothing, even when a window is full', () => withStore(async (store) => {
+      const r = request(10, 2)
+      const looked = await store.hit({ ...r, charge: false }, Date.now())
+      await store.hit(r, Date.now())
+      const again = await store.hit({ ...r, charge: false }, Date.now())
+      await store.hit(r, Date.now())
+      const full = await store.hit({ ...r, charge: false }, Date.now())
+      const after = await store.hit(probe(r), Date.now())
+      assert.deepEqual([looked.outcome, again.outcome, full.outcome], ['allowed', 'allowed', 'limited'])
+      assert.deepEqual(looked.windows.map((w) => w.remaining), [10, 2], 'a look at a new subject shows every window whole')
+      assert.deepEqual(again.windows.map((w) => w.remaining), [9, 1])
+      assert.deepEqual(full.windows.map((w) => w.remaining), [8, 0])
+      assert.deepEqual(after.windows.map((w) => 1000 - w.remaining), [3, 3], 'each window holds the two charged requests and the probe, not the looks')
+    }))
+
+    it('When a subject at its limit only looks, again and again, then no refusal counts towards a ban', () => withStore(async (store) => {
+      const r = request(10, 1, { threshold: 2, seconds: 60 })
+      await awayFromMinuteEdge(2000)
+      await store.hit(r, Date.now())
+      for (let i = 0; i < 5; i++) assert.equal((await store.hit({ ...r, charge: false }, Date.now())).outcome, 'limited')
+      assert.equal((await store.hit(r, Date.now())).outcome, 'limited', 'the first real refusal is not a ban: the looks counted nothing')
+    }))
+
     it('When one window is full, then limited and neither window is charged', () => withStore(async (store) => {
       const r = request(10, 1)
       const admitted = await store.hit(r, Date.now())

@@ -47,6 +47,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/rate_limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where my key stands
+         * @description The key's quota in each window and any ban, as the rate-limit headers say it. Asking spends none of the quota, and answers 200 also when the quota is spent or the key is banned; it has a cap of its own, 600 a minute per key.
+         */
+        get: operations["getRateLimit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -100,6 +120,47 @@ export interface components {
          * @enum {string}
          */
         PetStatus: "available" | "pending" | "sold";
+        /**
+         * RateLimitStatus
+         * @description Where the key stands: its quota in each window and any ban. Asking spends none of it.
+         */
+        RateLimitStatus: {
+            /**
+             * @description The key's plan.
+             * @enum {string}
+             */
+            plan: "free" | "pro" | "business" | "enterprise";
+            /** @description The minute window, then the day window. */
+            limits: components["schemas"]["WindowStanding"][];
+            /** @description While the key is banned, when the ban ends (Unix seconds); null otherwise. */
+            bannedUntil: number | null;
+        };
+        /**
+         * WindowStanding
+         * @description One window of a key's quota.
+         */
+        WindowStanding: {
+            /**
+             * @description The window: the UTC minute, or the UTC day.
+             * @enum {string}
+             */
+            window: "minute" | "day";
+            /**
+             * Format: int64
+             * @description Requests the key may make in this window.
+             */
+            limit: number;
+            /**
+             * Format: int64
+             * @description Requests left in this window.
+             */
+            remaining: number;
+            /**
+             * Format: int64
+             * @description Unix time, in seconds, at which this window starts again.
+             */
+            reset: number;
+        };
         /** @description What went wrong. */
         Error: {
             /**
@@ -795,7 +856,45 @@ export interface operations {
             };
         };
     };
+    getRateLimit: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Where the key stands. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitStatus"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            417: components["responses"]["ExpectationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
 }
 
-/** Properties that hold an int64: the client reads them as `bigint`. */
+/** Properties that hold an int64 a double may round: the client reads them as `bigint`. */
 export const int64Properties = ["categoryId","id"] as const
