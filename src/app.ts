@@ -19,6 +19,7 @@ import { selfBaseUrl } from './base-url.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 import { createIdentify } from './access/identify.js'
 import { createKeyLookup } from './keys/lookup.js'
+import { createUsageCounter } from './keys/usage.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
 import { ANSWER_HEADERS, DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
@@ -82,7 +83,16 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     banned: (keyId, until) => { metrics?.banned(); banLog?.started(keyId, until) }
   }
   const limit = createLimit({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
-  const gate = createGate({ identify, limit })
+  const usage = createUsageCounter({
+    storage,
+    now,
+    flushMs: config.usageFlushMs,
+    onError: (error) => { logger?.warn({ err: error }, 'usage: write failed; the counts are kept for the next write') },
+    onDropped: (count) => { logger?.warn({ count }, 'usage: counts dropped while the database was away') },
+    onCounted: (plan, outcome) => { metrics?.keyRequest(plan, outcome) }
+  })
+  usage.start()
+  const gate = createGate({ identify, limit, usage })
   // Behind trusted proxies every connection is a proxy's: no cap per address.
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
   const edge = createEdge({ countAddress: createAddressCounter({ store: limiter, now }), timeouts, caps })
@@ -156,6 +166,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   app.addHook('onClose', async () => { keys.close() })
+  // After the requests in flight, before the storage closes (server.ts): what was counted is written.
+  app.addHook('onClose', async () => { await usage.close() })
   await app.register(jsonBodyPlugin)
   if (config.corsOrigins.length > 0) {
     // Only a real preflight is @fastify/cors's to answer; any other OPTIONS

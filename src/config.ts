@@ -3,6 +3,7 @@
 import ipaddr from 'ipaddr.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
 import { inspectToken } from './keys/tokens.js'
+import { FLUSH_MS } from './keys/usage.js'
 import { parseRedisUrl } from './limits/redis-url.js'
 import type { LogFormat } from './log.js'
 
@@ -41,6 +42,8 @@ export interface Config {
    * the admin listener when both it and `adminPort` are set; undefined: off.
    */
   readonly adminToken: string | undefined
+  /** How often usage counts are written to the database (keys/usage.ts): at most this much is lost to a crash. */
+  readonly usageFlushMs: number
 }
 
 export class ConfigError extends Error {
@@ -77,7 +80,8 @@ export function loadConfig (env: Env = process.env): Config {
     logFormat: oneOf(env, 'LOG_FORMAT', ['json', 'pretty'] as const, 'json'),
     adminPort: adminPort(env, port),
     adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1',
-    adminToken: adminToken(env)
+    adminToken: adminToken(env),
+    usageFlushMs: integer(env, 'USAGE_FLUSH_MS', FLUSH_MS, 100, FLUSH_MS)
   })
 }
 

@@ -20,6 +20,8 @@ export interface Metrics {
   refused: (code: string) => void
   /** A key has just earned a ban. */
   banned: () => void
+  /** A request with a valid key, by its plan (never by key: keys would make the series unbounded). */
+  keyRequest: (plan: string, outcome: 'admitted' | 'refused') => void
   /** One call to the database; `failed` when it threw. */
   query: (operation: string, seconds: number, failed: boolean) => void
 }
@@ -54,6 +56,12 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines }: MetricSour
     registers: [registry]
   })
   for (const code of ['rate_limited', 'api_key_banned']) refusals.inc({ code }, 0)
+  const keyRequests = new Counter({
+    name: 'petstore_key_requests_total',
+    help: 'Requests with a valid key, by the key\'s plan and outcome: admitted (served, whatever the status) or refused (429), as usage counts them.',
+    labelNames: ['plan', 'outcome'] as const,
+    registers: [registry]
+  })
   const bans = new Counter({
     name: 'petstore_rate_limit_bans_total',
     help: 'Bans started by this instance: keys that kept sending after being refused.',
@@ -122,6 +130,7 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines }: MetricSour
     },
     refused (code) { refusals.inc({ code }) },
     banned () { bans.inc() },
+    keyRequest (plan, outcome) { keyRequests.inc({ plan, outcome }) },
     query (operation, seconds, failed) { queries.observe({ operation, outcome: failed ? 'error' : 'ok' }, seconds) }
   }
 }

@@ -20,7 +20,7 @@ import { StorageUnavailableError } from '../errors.js'
 import { migratePostgres } from './postgres-schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  IssuedToken, PetRecord, PoolUse, Storage
+  IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
 } from './storage.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
@@ -257,6 +257,30 @@ export class PostgresStorage implements Storage {
   async countTokens (): Promise<number> {
     const rows = await this.#query<{ n: bigint }>('SELECT count(*) AS n FROM api_key_tokens')
     return Number(rows[0]?.n ?? 0n)
+  }
+
+  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
+    if (usage.length === 0 && lastUsed.size === 0) return
+    // Two statements, each over arrays: one round trip each, however many keys.
+    await this.#transaction(async (client) => {
+      await client.query(
+        `INSERT INTO key_usage (api_key_id, day, admitted, refused)
+         SELECT * FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int8[])
+         ON CONFLICT (api_key_id, day) DO UPDATE
+           SET admitted = key_usage.admitted + excluded.admitted, refused = key_usage.refused + excluded.refused`,
+        [usage.map((u) => u.keyId), usage.map((u) => u.day), usage.map((u) => u.admitted), usage.map((u) => u.refused)])
+      await client.query(
+        `UPDATE api_keys SET last_used_at = used.at
+         FROM unnest($1::int8[], $2::int8[]) AS used (id, at)
+         WHERE api_keys.id = used.id AND coalesce(api_keys.last_used_at, 0) < used.at`,
+        [[...lastUsed.keys()], [...lastUsed.values()]])
+    })
+  }
+
+  async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {
+    const rows = await this.#query<{ day: number, admitted: bigint, refused: bigint }>(
+      'SELECT day, admitted, refused FROM key_usage WHERE api_key_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day', [keyId, fromDay, toDay])
+    return rows.map((row) => ({ keyId, day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
   }
 
   async secret (name: string): Promise<Buffer> {

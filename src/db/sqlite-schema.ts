@@ -55,7 +55,16 @@ const MIGRATIONS: readonly string[] = [
    );
    INSERT INTO api_key_tokens (api_key_id, token_hash) SELECT id, token_hash FROM api_keys ORDER BY id;
    INSERT INTO api_key_tokens (api_key_id, token_hash)
-     SELECT id, previous_token_hash FROM api_keys WHERE previous_token_hash IS NOT NULL ORDER BY id;`
+     SELECT id, previous_token_hash FROM api_keys WHERE previous_token_hash IS NOT NULL ORDER BY id;`,
+  // Requests per key and UTC day (README: Usage), added to by every
+  // instance; `day` counts days from 1970-01-01.
+  `CREATE TABLE key_usage (
+     api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     day INTEGER NOT NULL,
+     admitted INTEGER NOT NULL DEFAULT 0,
+     refused INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (api_key_id, day)
+   ) WITHOUT ROWID;`
 ]
 
 export function migrateSqlite (db: Database): void {

@@ -26,7 +26,7 @@ import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  IssuedToken, PetRecord, Storage
+  IssuedToken, KeyUsage, PetRecord, Storage
 } from './storage.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
@@ -121,6 +121,8 @@ export class SqliteStorage implements Storage {
   readonly #countTokens
   readonly #revokeKey
   readonly #changeKey
+  readonly #addUsage
+  readonly #usageOf
   readonly #insertOne
   readonly #commitGroup
 
@@ -159,6 +161,16 @@ export class SqliteStorage implements Storage {
     this.#listTokens = db.prepare<[bigint, number], [bigint, string]>('SELECT id, token_hash FROM api_key_tokens WHERE id > ? ORDER BY id LIMIT ?').raw(true)
     this.#countTokens = db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_key_tokens')
     this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
+    const addDay = db.prepare<[bigint, bigint, bigint, bigint]>(
+      `INSERT INTO key_usage (api_key_id, day, admitted, refused) VALUES (?, ?, ?, ?)
+       ON CONFLICT (api_key_id, day) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`)
+    const touch = db.prepare<[bigint, bigint, bigint]>('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND coalesce(last_used_at, 0) < ?')
+    this.#addUsage = db.transaction((usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>) => {
+      for (const { keyId, day, admitted, refused } of usage) addDay.run(BigInt(keyId), BigInt(day), BigInt(admitted), BigInt(refused))
+      for (const [keyId, at] of lastUsed) touch.run(BigInt(at), BigInt(keyId), BigInt(at))
+    })
+    this.#usageOf = db.prepare<[bigint, bigint, bigint], [bigint, bigint, bigint, bigint]>(
+      'SELECT api_key_id, day, admitted, refused FROM key_usage WHERE api_key_id = ? AND day BETWEEN ? AND ? ORDER BY day').raw(true)
     this.#changeKey = db.transaction((id: bigint, change: (key: ApiKeyRecord) => ApiKeyChanges): ApiKeyRecord | undefined => {
       const row = this.#getKey.get(id)
       if (row === undefined) return undefined
@@ -325,6 +337,15 @@ export class SqliteStorage implements Storage {
   async countTokens (): Promise<number> {
     const row = this.#read(() => this.#countTokens.get())
     return Number(row?.n ?? 0n)
+  }
+
+  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
+    await this.#write(() => { this.#addUsage.immediate(usage, lastUsed) })
+  }
+
+  async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {
+    const rows = this.#read(() => this.#usageOf.all(BigInt(keyId), BigInt(fromDay), BigInt(toDay)))
+    return rows.map(([id, day, admitted, refused]) => ({ keyId: Number(id), day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
   }
 
   async secret (name: string): Promise<Buffer> {

@@ -109,6 +109,17 @@ export interface IssuedToken {
   tokenHash: string
 }
 
+/** Requests one key made on one UTC day, as counted by one instance since its last write, or as stored. */
+export interface KeyUsage {
+  keyId: number
+  /** Days since 1970-01-01, UTC. */
+  day: number
+  /** Served, whatever the status. */
+  admitted: number
+  /** Refused for the key's limit or ban (429). */
+  refused: number
+}
+
 export interface PoolUse {
   /** Connections open, idle or not. */
   open: number
@@ -156,6 +167,16 @@ export interface Storage {
   listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]>
   /** How many tokens were ever issued. */
   countTokens (): Promise<number>
+
+  /**
+   * Adds counts to what is stored, in one transaction: each row to its
+   * key and day (one additive upsert each, so that every instance's counts
+   * add up), and each key's last use, which only moves forward. A key
+   * deleted meanwhile cannot be: keys are revoked, never deleted.
+   */
+  addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void>
+  /** A key's stored counts for the days from `fromDay` to `toDay`, oldest first; days without any are left out. */
+  usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]>
 
   /** The connection pool's use, for metrics; undefined where there is no pool (SQLite). */
   poolUse (): PoolUse | undefined

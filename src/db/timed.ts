@@ -35,6 +35,8 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     changeApiKey: timed('changeApiKey', storage.changeApiKey),
     listTokenHashes: timed('listTokenHashes', storage.listTokenHashes),
     countTokens: timed('countTokens', storage.countTokens),
+    addUsage: timed('addUsage', storage.addUsage),
+    usageOf: timed('usageOf', storage.usageOf),
     secret: timed('secret', storage.secret),
     ping: timed('ping', storage.ping),
     poolUse: () => storage.poolUse(),

@@ -161,6 +161,50 @@ export async function findKey (storage: Storage, token: string, now: number): Pr
   return match === undefined ? undefined : view(match.key, now)
 }
 
+/** One UTC day of a key's requests. */
+export interface DayUsage {
+  /** `YYYY-MM-DD`, UTC. */
+  date: string
+  admitted: number
+  refused: number
+}
+
+/** The days a usage report covers when none are given, today included. */
+const DEFAULT_USAGE_DAYS = 30
+/** The most days one report covers. */
+export const MAX_USAGE_DAYS = 366
+const DAY_MS = 86_400_000
+
+/**
+ * A key's requests per UTC day, from `from` to `to` (`YYYY-MM-DD`, both
+ * included; default: the last 30 days, today included), one row per day,
+ * zeros included, oldest first. What instances counted in the last few
+ * seconds is not in it yet (keys/usage.ts). Undefined when no key has this id.
+ */
+export async function keyUsage (storage: Storage, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[] | undefined> {
+  const today = Math.floor(now / DAY_MS)
+  const to = range.to === undefined ? today : dayOf('to', range.to)
+  const from = range.from === undefined ? to - DEFAULT_USAGE_DAYS + 1 : dayOf('from', range.from)
+  if (from > to) throw new KeyRuleError('from', 'must not be after to')
+  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before to`)
+  if (await storage.getApiKey(id) === undefined) return undefined
+  const stored = new Map((await storage.usageOf(id, from, to)).map((row) => [row.day, row]))
+  const days: DayUsage[] = []
+  for (let day = from; day <= to; day++) {
+    const row = stored.get(day)
+    days.push({ date: new Date(day * DAY_MS).toISOString().slice(0, 10), admitted: row?.admitted ?? 0, refused: row?.refused ?? 0 })
+  }
+  return days
+}
+
+/** A `YYYY-MM-DD` date that exists, as days since 1970-01-01. */
+function dayOf (field: string, text: string): number {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text)
+  const ms = match === null ? NaN : Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]))
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD')
+  return ms / DAY_MS
+}
+
 /** The rules every key keeps, whichever door made or changed it. */
 function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number | null, scopes: readonly Scope[], expiresAt: number | null }, now: number): void {
   if (key.plan === 'enterprise' && (key.perMinute === null || key.perDay === null)) {

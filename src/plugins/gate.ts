@@ -33,6 +33,7 @@ import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
 import type { Caller, Identify } from '../access/identify.js'
 import type { Limit, Standing } from '../access/limit.js'
 import type { Scope } from '../domain.js'
+import type { UsageCounter } from '../keys/usage.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -66,7 +67,7 @@ const GATE_ANSWERS = [
 /** The statuses of the gate's answers, in ascending order. */
 export const GATE_STATUSES: readonly number[] = [...new Set(GATE_ANSWERS.map((code) => ERROR_CODES[code].status))].sort((a, b) => a - b)
 
-export function createGate ({ identify, limit }: { identify: Identify, limit: Limit }): Gate {
+export function createGate ({ identify, limit, usage }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'> }): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // From an address already refused in this window, a token no key had a
@@ -96,6 +97,8 @@ export function createGate ({ identify, limit }: { identify: Identify, limit: Li
       decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
     }
     reply.headers(decision.headers)
+    // Usage (keys/usage.ts): whatever follows, a request of a key is admitted unless its limit refused it.
+    if (caller !== undefined) usage.count(caller.key, decision.refusal === undefined ? 'admitted' : 'refused')
     const refused = decision.refusal ?? refusal
     if (refused !== undefined) {
       // A client refused without a valid key (401, 429) keeps no connection

@@ -7,10 +7,10 @@ import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import { Errors } from '../errors.js'
 import {
-  KeyRevokedError, KeyRuleError, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type KeyUpdate, type KeyView
+  KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
-  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, parseDateTime
+  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery, parseDateTime
 } from '../schemas/key.js'
 import { Type } from 'typebox'
 import { errorResponses, withHeaders } from '../schemas/responses.js'
@@ -136,6 +136,21 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request) => found(request.params.id, await revokeKey(storage, request.params.id, now())))
 
+  app.get('/keys/:id/usage', {
+    schema: {
+      operationId: 'getKeyUsage',
+      summary: 'A key\'s requests per day',
+      description: 'The key\'s admitted and refused requests per UTC day, from `from` to `to`, both included (default: the last 30 days), one row per day, zeros included, oldest first.',
+      tags: ['keys'],
+      params: KeyIdParams,
+      querystring: UsageQuery,
+      response: { 200: withHeaders(KeyUsageDays, 'The key\'s requests per day.', {}), ...errorResponses([...ALWAYS, 400, 404], {}, 'admin') }
+    }
+  }, async (request) => {
+    const days = await asApiErrors(async () => await keyUsage(storage, request.params.id, request.query, now()), 'query')
+    return found(request.params.id, days)
+  })
+
   app.post('/keys/lookup', {
     schema: {
       operationId: 'findKeyByToken',
@@ -165,11 +180,11 @@ function instant (text: string): number {
 }
 
 /** The rules of keys/manage.ts, answered as the admin API's errors. */
-async function asApiErrors<T extends KeyView | undefined> (work: () => Promise<T>): Promise<T> {
+async function asApiErrors<T> (work: () => Promise<T>, part: 'body' | 'query' = 'body'): Promise<T> {
   try {
     return await work()
   } catch (error) {
-    if (error instanceof KeyRuleError) throw Errors.invalidRequest(`${error.field} ${error.reason}`, [{ field: `body.${error.field}`, reason: error.reason }])
+    if (error instanceof KeyRuleError) throw Errors.invalidRequest(`${part}.${error.field} ${error.reason}`, [{ field: `${part}.${error.field}`, reason: error.reason }])
     if (error instanceof KeyRevokedError) throw Errors.keyRevoked(error.id)
     throw error
   }

@@ -3,7 +3,7 @@
 // serialize answers, type the handlers and make the admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
 import { PLANS, SCOPES, type Scope } from '../domain.js'
-import { MAX_OVERLAP_SECONDS } from '../keys/manage.js'
+import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS } from '../keys/manage.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'
 
 export const DEFAULT_KEY_PAGE_SIZE = 20
@@ -155,3 +155,22 @@ export const ListKeysQuery = Type.Object({
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 16, pattern: '^[1-9][0-9]{0,15}$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
 }, { additionalProperties: false })
 export type ListKeysQuery = Static<typeof ListKeysQuery>
+
+const DATE = (description: string) => Type.String({ minLength: 10, maxLength: 10, pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description })
+const COUNT = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, format: 'int64', description })
+
+export const KeyUsageDays = Type.Array(Type.Object({
+  date: Type.String({ format: 'date', maxLength: 10, description: 'The UTC day, `YYYY-MM-DD`.' }),
+  admitted: COUNT('Requests served that day, whatever their status.'),
+  refused: COUNT('Requests refused that day for the key\'s limit or ban (429).')
+}, { additionalProperties: false }), {
+  $id: 'KeyUsageDays',
+  maxItems: MAX_USAGE_DAYS,
+  title: 'KeyUsageDays',
+  description: 'One row per UTC day, zeros included, oldest first. Each instance writes its counts at least every 10 seconds: the last few seconds may not be in it yet.'
+})
+
+export const UsageQuery = Type.Object({
+  from: Type.Optional(DATE('The first day, `YYYY-MM-DD` (UTC); default: 29 days before `to`.')),
+  to: Type.Optional(DATE('The last day, `YYYY-MM-DD` (UTC), included; default: today. At most 366 days after `from`.'))
+}, { additionalProperties: false })

@@ -1,0 +1,131 @@
+// What each key used (README: Usage): every request with a valid key is
+// counted for its key and UTC day, as admitted (served, whatever its
+// status) or refused (429), and the last admitted one dates the key's last
+// use. Counted in this instance's memory, with no write per request; the
+// counts are added to the database every FLUSH_MS and when the instance
+// stops, one additive upsert per key and day, so that every instance's
+// counts add up. A `kill -9` loses at most the last FLUSH_MS of them.
+//
+// Memory stays bounded whatever the number of keys: past MAX_ENTRIES keys
+// and days waiting, a write is started at once. While the database is
+// away, what could not be written is kept for the next write, up to
+// MAX_ENTRIES; past that, new counts are dropped, and said so in the log,
+// rather than let memory grow for as long as the outage lasts.
+import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
+import type { Plan } from '../domain.js'
+
+/** How often counts are written, at most (README: Usage): at most this much is lost to a `kill -9`. */
+export const FLUSH_MS = 10_000
+/** Keys and days waiting to be written, at most. */
+const MAX_ENTRIES = 100_000
+const DAY_MS = 86_400_000
+
+type UsageOutcome = 'admitted' | 'refused'
+
+export interface UsageCounterOptions {
+  storage: Pick<Storage, 'addUsage'>
+  /** Unix milliseconds; injected so that tests control the day. */
+  now: () => number
+  /** How often to write; tests shorten it. */
+  flushMs?: number
+  /** Told of a write that failed (its counts are kept for the next), and of counts dropped. */
+  onError?: (error: unknown) => void
+  onDropped?: (count: number) => void
+  /** Told of each request counted, by the key's plan: for metrics. */
+  onCounted?: (plan: Plan, outcome: UsageOutcome) => void
+}
+
+export interface UsageCounter {
+  /** Counts one request of a key, now. */
+  count: (key: Pick<ApiKeyRecord, 'id' | 'plan'>, outcome: UsageOutcome) => void
+  /** Writes what is counted; resolves once written (or failed, and kept). */
+  flush: () => Promise<void>
+  /** Starts writing every `flushMs`. */
+  start: () => void
+  /** Stops the timer and writes what is left. */
+  close: () => Promise<void>
+}
+
+export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, onError = () => {}, onDropped = () => {}, onCounted }: UsageCounterOptions): UsageCounter {
+  /** Keyed `keyId:day`. */
+  let pending = new Map<string, KeyUsage>()
+  let lastUsed = new Map<number, number>()
+  let writing: Promise<void> | undefined
+  let timer: NodeJS.Timeout | undefined
+
+  function count ({ id: keyId, plan }: Pick<ApiKeyRecord, 'id' | 'plan'>, outcome: UsageOutcome): void {
+    onCounted?.(plan, outcome)
+    const now = clock()
+    const day = Math.floor(now / DAY_MS)
+    const entry = `${keyId}:${day}`
+    let usage = pending.get(entry)
+    if (usage === undefined) {
+      if (pending.size >= MAX_ENTRIES) {
+        // A write is on its way or about to be; if the database is away, this count is lost.
+        if (writing === undefined) flush().catch(onError)
+        if (pending.size >= MAX_ENTRIES) {
+          onDropped(1)
+          return
+        }
+      }
+      usage = { keyId, day, admitted: 0, refused: 0 }
+      pending.set(entry, usage)
+    }
+    if (outcome === 'admitted') {
+      usage.admitted++
+      if ((lastUsed.get(keyId) ?? 0) < now) lastUsed.set(keyId, now)
+    } else {
+      usage.refused++
+    }
+  }
+
+  async function write (): Promise<void> {
+    if (pending.size === 0 && lastUsed.size === 0) return
+    const batch = pending
+    const used = lastUsed
+    pending = new Map()
+    lastUsed = new Map()
+    // In one order on every instance, so that two writes never wait on each other's rows in a cycle.
+    const rows = [...batch.values()].sort((a, b) => a.keyId - b.keyId || a.day - b.day)
+    const touched = new Map([...used.entries()].sort((a, b) => a[0] - b[0]))
+    try {
+      await storage.addUsage(rows, touched)
+    } catch (error) {
+      onError(error)
+      // Kept for the next write, added to what was counted meanwhile.
+      for (const [entry, usage] of batch) {
+        const now = pending.get(entry)
+        if (now !== undefined) {
+          now.admitted += usage.admitted
+          now.refused += usage.refused
+        } else if (pending.size < MAX_ENTRIES) {
+          pending.set(entry, usage)
+        } else {
+          onDropped(usage.admitted + usage.refused)
+        }
+      }
+      for (const [keyId, at] of used) if ((lastUsed.get(keyId) ?? 0) < at) lastUsed.set(keyId, at)
+    }
+  }
+
+  /** One write at a time; a flush asked for during one waits for it, then writes what came since. */
+  function flush (): Promise<void> {
+    const run = (writing ?? Promise.resolve()).then(write)
+    const tracked: Promise<void> = run.finally(() => { if (writing === tracked) writing = undefined })
+    writing = tracked
+    return run
+  }
+
+  return {
+    count,
+    flush,
+    start () {
+      timer = setInterval(() => { flush().catch(onError) }, flushMs)
+      timer.unref()
+    },
+    async close () {
+      clearInterval(timer)
+      await flush()
+    }
+  }
+}
