@@ -82,6 +82,8 @@ COPY package.json ./
 COPY bin bin
 COPY --from=production-dependencies /app/node_modules node_modules
 COPY --from=build /app/dist/src dist/src
+# The operator console's page and scripts, served as they are (src/routes/console.ts).
+COPY console console
 # The SQLite database lives in the volume, which a new named volume copies
 # this folder's owner from: the service's user must be able to write there.
 RUN mkdir /data && chown node:node /data

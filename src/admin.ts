@@ -1,6 +1,6 @@
 // The operators' listener (ADMIN_HOST:ADMIN_PORT): Prometheus metrics at
 // GET /metrics and, when ADMIN_TOKEN is set, the admin API under /admin/v1
-// (README: Managing keys). A server of its own, so that the public port
+// and the operator console at /admin/ (README: Managing keys). A server of its own, so that the public port
 // never serves them and a firewall can keep the two apart.
 //
 // Built as app.ts builds the public one: the same edge (edge.ts: its
@@ -21,6 +21,7 @@ import { framingOutsideGate } from './plugins/gate.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import { RequestLog, requestId } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
+import consoleRoutes from './routes/console.js'
 import methodNotAllowedRoutes, { collectPaths, routeEveryMethod } from './routes/method-not-allowed.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 
@@ -83,6 +84,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   await app.register(jsonBodyPlugin)
   if (metrics !== undefined) await app.register(metricsRoute, { metrics })
   if (api !== undefined) {
+    await app.register(consoleRoutes)
     await app.register(async function adminApi (scope) {
       await scope.register(adminAuth, { token: api.token, now })
       await scope.register(adminOpenapi)
