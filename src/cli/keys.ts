@@ -1,10 +1,17 @@
-// `petstore keys create|list|show|revoke`: API keys for operators, in the
-// database the server reads (DATABASE_URL, PETSTORE_ENV).
+// `petstore keys create|list|show|update|roll|find|revoke`: API keys for
+// operators, in the database the server reads (DATABASE_URL, PETSTORE_ENV).
+// Each command calls keys/manage.ts, as the admin API does, so both refuse
+// the same things; here a refusal names the option rather than the field.
+import { createInterface } from 'node:readline/promises'
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { loadConfig, type Config } from '../config.js'
 import type { Storage } from '../db/storage.js'
 import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
-import { issueKey, listKeys, revokeKey, showKey, type KeyView } from '../keys/manage.js'
+import {
+  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey,
+  type KeyUpdate, type KeyView
+} from '../keys/manage.js'
+import { inspectToken } from '../keys/tokens.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
 import { formatTable, printable, type Column } from './table.js'
@@ -50,16 +57,96 @@ function duration (value: string): number {
   return Number(match[1]) * (DURATION_UNITS[match[2] as string] as number)
 }
 
+/** `0` (the current token stops at once) or a duration as `--expires-in` takes it, up to 7 days: in seconds. */
+function overlap (value: string): number {
+  if (value === '0') return 0
+  let ms: number
+  try {
+    ms = duration(value)
+  } catch {
+    throw new InvalidArgumentError('must be 0 or a number of minutes, hours or days up to 7 days: 0, 30m, 12h, 7d')
+  }
+  if (ms > MAX_OVERLAP_SECONDS * 1000) throw new InvalidArgumentError('must be at most 7 days (7d, 168h, 10080m)')
+  return ms / 1000
+}
+
+// Commander keeps an option whose parser returns null as an empty string: the words stay words until the action.
+
+/** A future instant, or `never`. */
+function instantOrNever (value: string): number | 'never' {
+  return value === 'never' ? value : futureInstant(value)
+}
+
+/** A positive integer, or `plan`: the plan's limit again. */
+function limitOrPlan (value: string): number | 'plan' {
+  if (value === 'plan') return value
+  if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('must be a positive integer, or `plan` for the plan\'s')
+  return Number(value)
+}
+
+/** The option of each field a rule of keys names, as the admin API's body has it. */
+const OPTION_OF_FIELD: Readonly<Record<string, string>> = {
+  name: '--name',
+  plan: '--plan',
+  perMinute: '--per-minute',
+  perDay: '--per-day',
+  scopes: '--scopes',
+  expiresAt: '--expires-at',
+  expireCurrentInSeconds: '--expire-current-in'
+}
+
+/** A refusal by the rules of keys as one line naming the options, else `error` itself. */
+function asKeyFailure (error: unknown): unknown {
+  if (error instanceof KeyRuleError) {
+    const reason = error.reason.replace(/\b(?:perMinute|perDay|expiresAt|expireCurrentInSeconds)\b/g, (field) => OPTION_OF_FIELD[field] ?? field)
+    return new CommandFailure(`${OPTION_OF_FIELD[error.field] ?? error.field} ${reason}`, { cause: error })
+  }
+  if (error instanceof KeyRevokedError) {
+    return new CommandFailure(`key ${error.id} is revoked; a revoked key cannot be changed or rolled`, { cause: error })
+  }
+  return error
+}
+
 async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig()
   const storage = await openKeysDatabase(config)
   try {
     return await work(storage, config)
   } catch (error) {
-    throw await asDatabaseFailure(config.databaseUrl, error, 'use')
+    throw asKeyFailure(await asDatabaseFailure(config.databaseUrl, error, 'use'))
   } finally {
     await storage.close()
   }
+}
+
+/** More than any token, with room for a line ending: standard input longer than this is not one token. */
+const MAX_TOKEN_INPUT = 1024
+
+/**
+ * The token on standard input, without one trailing line ending. From a
+ * terminal, one line after a prompt on stderr; from a pipe or a file, all of
+ * it. Never taken from the command line, which shells keep in their history.
+ */
+async function readToken (): Promise<string> {
+  let text = ''
+  if (process.stdin.isTTY) {
+    const prompt = createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+    try {
+      text = await prompt.question('Token: ')
+    } finally {
+      prompt.close()
+    }
+  } else {
+    for await (const chunk of process.stdin) {
+      text += String(chunk)
+      if (text.length > MAX_TOKEN_INPUT) throw new CommandFailure('standard input holds more than one token; give it the token alone')
+    }
+  }
+  const token = text.replace(/\r?\n$/, '')
+  if (token === '') {
+    throw new CommandFailure('no token on standard input; give it there, never on the command line: `petstore keys find < FILE` or `… | petstore keys find`')
+  }
+  return token
 }
 
 function write (text: string): void {
@@ -85,6 +172,42 @@ function keyRow (key: KeyView): string[] {
     String(key.id), key.name, key.plan, String(key.perMinute), String(key.perDay), key.scopes.join(','), key.environment,
     key.tokenHint, key.createdAt, key.expiresAt ?? 'never', key.revokedAt ?? 'no'
   ]
+}
+
+/** One key for people, a field a line, as `keys show` prints it; for scripts, one JSON object. */
+function writeKey (key: KeyView, json: boolean | undefined): void {
+  if (json === true) {
+    write(JSON.stringify(key) + '\n')
+    return
+  }
+  const row = keyRow(key)
+  const fields: Array<[string, string]> = KEY_COLUMNS.map((column, i) => [column.title.toLowerCase(), row[i] ?? ''])
+  fields.push(['last used', key.lastUsedAt ?? 'never'])
+  if (key.previousTokenExpiresAt !== null) fields.push(['previous token until', key.previousTokenExpiresAt])
+  write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
+}
+
+function noSuchKey (id: number): CommandFailure {
+  return new CommandFailure(`no key has the id ${id}; see \`petstore keys list\``)
+}
+
+interface UpdateOptions {
+  name?: string
+  plan?: Plan
+  perMinute?: number | 'plan'
+  perDay?: number | 'plan'
+  scopes?: Scope[]
+  expiresAt?: number | 'never'
+  json?: boolean
+}
+
+/** The words an option may take instead of a value, as null: back to the plan's limit, or no expiry. */
+function asKeyUpdate ({ json: _json, perMinute, perDay, expiresAt, ...rest }: UpdateOptions): KeyUpdate {
+  const update: KeyUpdate = { ...rest }
+  if (perMinute !== undefined) update.perMinute = perMinute === 'plan' ? null : perMinute
+  if (perDay !== undefined) update.perDay = perDay === 'plan' ? null : perDay
+  if (expiresAt !== undefined) update.expiresAt = expiresAt === 'never' ? null : expiresAt
+  return update
 }
 
 interface CreateOptions {
@@ -141,7 +264,7 @@ export function addKeysCommands (program: Command): void {
 
   keys.command('list')
     .description('list API keys, oldest first (never their secrets)')
-    .option('--json', 'print a JSON array of objects (id, name, plan, limits, scopes, tokenHint, created, expiresAt, lastUsedAt, revoked, …)')
+    .option('--json', 'print a JSON array of objects (id, name, plan, limits, scopes, tokenHint, createdAt, expiresAt, lastUsedAt, revoked, …)')
     .action(async (options: { json?: boolean }) => {
       const { all, url } = await withStorage(async (storage, config) => ({ all: await listKeys(storage, Date.now()), url: config.databaseUrl }))
       if (options.json === true) {
@@ -159,13 +282,69 @@ export function addKeysCommands (program: Command): void {
     .option('--json', 'print one JSON object, as one element of `keys list --json`')
     .action(async (id: number, options: { json?: boolean }) => {
       const key = await withStorage(async (storage) => await showKey(storage, id, Date.now()))
-      if (key === undefined) throw new CommandFailure(`no key has the id ${id}; see \`petstore keys list\``)
+      if (key === undefined) throw noSuchKey(id)
+      writeKey(key, options.json)
+    })
+
+  keys.command('update')
+    .description('change a key\'s name, plan, limits, scopes or expiry; every instance applies it within one second')
+    .argument('<id>', 'the key id, as `petstore keys list` shows it', positiveInteger)
+    .option('--name <label>', 'a label for the key')
+    .addOption(new Option('--plan <plan>', 'the plan whose limits apply').choices(PLANS))
+    .option('--per-minute <n>', 'requests per minute (required for enterprise; overrides the plan); `plan`: the plan\'s again', limitOrPlan)
+    .option('--per-day <n>', 'requests per day (required for enterprise; overrides the plan); `plan`: the plan\'s again', limitOrPlan)
+    .option('--scopes <scopes>', `what the key may do, comma-separated: ${SCOPES.join(', ')}`, scopeList)
+    .option('--expires-at <date>', 'when the key stops working: an RFC 3339 time, a date (its start, UTC), or `never`', instantOrNever)
+    .option('--json', 'print the key as one JSON object, as `keys show --json` does')
+    .action(async (id: number, options: UpdateOptions, command: Command) => {
+      const update = asKeyUpdate(options)
+      const json = options.json
+      if (Object.keys(update).length === 0) {
+        command.error('nothing to change: give --name, --plan, --per-minute, --per-day, --scopes or --expires-at', { exitCode: EXIT_USAGE, code: 'petstore.nothingToChange' })
+      }
+      const key = await withStorage(async (storage) => await updateKey(storage, id, update, Date.now()))
+      if (key === undefined) throw noSuchKey(id)
+      if (json !== true) write(`Updated key ${id}.\n`)
+      writeKey(key, json)
+    })
+
+  keys.command('roll')
+    .description('give a key a new token, printed alone on the last line (shown only this once); the current token works for the overlap given, then stops')
+    .argument('<id>', 'the key id, as `petstore keys list` shows it', positiveInteger)
+    .addOption(new Option('--expire-current-in <duration>', 'how long the current token keeps working: 0 (it stops at once), or minutes, hours or days up to 7 days (30m, 12h, 7d)')
+      .argParser(overlap).makeOptionMandatory())
+    .option('--json', 'print one JSON object: the key, as `keys show --json` has it, and its new `token`')
+    .action(async (id: number, options: { expireCurrentIn: number, json?: boolean }) => {
+      const key = await withStorage(async (storage) => await rollKey(storage, id, options.expireCurrentIn, Date.now()))
+      if (key === undefined) throw noSuchKey(id)
       if (options.json === true) {
         write(JSON.stringify(key) + '\n')
         return
       }
-      const row = keyRow(key)
-      write(KEY_COLUMNS.map((column, i) => `${column.title.toLowerCase()}: ${printable(row[i] ?? '')}\n`).join(''))
+      write(
+        `Rolled key ${key.id}${key.name === '' ? '' : ` (${printable(key.name)})`}: ` +
+        `${key.previousTokenExpiresAt === null ? 'the token before this one no longer works' : `the token before this one works until ${key.previousTokenExpiresAt}`}.\n` +
+        'The token below is shown only this once; store it now.\n' +
+        `${key.token}\n`)
+    })
+
+  keys.command('find')
+    .description('show the key a token belongs to, by its current or previous token, revoked or not; the token is read on standard input')
+    .option('--json', 'print the key as one JSON object, as `keys show --json` does')
+    // Arguments are taken only to refuse them with a reason: a token there is in the shell's history already.
+    .allowExcessArguments()
+    .action(async (options: { json?: boolean }, command: Command) => {
+      if (command.args.length > 0) {
+        command.error('keys find takes the token on standard input, never as an argument, which shells keep in their history: `petstore keys find < FILE`',
+          { exitCode: EXIT_USAGE, code: 'petstore.tokenArgument' })
+      }
+      const token = await readToken()
+      if (!inspectToken(token).ok) {
+        throw new CommandFailure('standard input does not hold a petstore token (pet_live_… or pet_test_…, with its checksum), alone on one line')
+      }
+      const key = await withStorage(async (storage) => await findKey(storage, token, Date.now()))
+      if (key === undefined) throw new CommandFailure('no key has this token, as its current token or as its previous one')
+      writeKey(key, options.json)
     })
 
   keys.command('revoke')

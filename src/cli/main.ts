@@ -1,5 +1,5 @@
-// The `petstore` command: `serve`, and `keys create|list|revoke` for
-// operators. Every failure ends in one line on stderr, never a stack trace,
+// The `petstore` command: `serve`, and `keys create|list|show|update|roll|find|revoke`
+// for operators. Every failure ends in one line on stderr, never a stack trace,
 // and an exit status a script can test (errors.ts).
 import { CommanderError } from 'commander'
 import { ConfigError } from '../config.js'

@@ -109,7 +109,7 @@ export interface KeyUpdate {
 export async function updateKey (storage: Storage, id: number, update: KeyUpdate, now: number): Promise<KeyView | undefined> {
   const changed = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
-    // Only the fields given: one left undefined keeps its value.
+    // A field present but undefined is left out, as the type says: spread as it is, it would hide the stored value from the rules.
     const { scopes, ...rest } = Object.fromEntries(Object.entries(update).filter(([, value]) => value !== undefined)) as KeyUpdate
     const changes: ApiKeyChanges = { ...rest, ...(scopes === undefined ? {} : { scopes: inScopeOrder(scopes) }) }
     const after = { ...key, ...changes }

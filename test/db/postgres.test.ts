@@ -154,7 +154,7 @@ describe('PostgreSQL, a database of the schema before key scopes', () => {
     return { url, token }
   }
 
-  it('When five instances open it at the same moment, then all come up, it is migrated once, and its key has both scopes, no expiry, the prefix alone as its hint, and still reads and writes', async () => {
+  it('When five instances open it at the same moment, then all come up, it is migrated once, and its key has both scopes, no expiry, the prefix alone as its hint, its token among those issued, and still reads and writes', async () => {
     // Arrange
     const { url, token } = await databaseOfSchemaV1()
 

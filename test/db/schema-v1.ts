@@ -5,21 +5,26 @@
 
 import assert from 'node:assert/strict'
 import type { Storage } from '../../src/db/storage.js'
+import { hashToken } from '../../src/keys/tokens.js'
 import { buildTestApp, jsonHeaders } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 
 /**
  * The one key a version-1 database holds ('old', pro, made at 1000), once
  * migrated: both scopes, no expiry, the prefix alone as its hint (its token
- * is gone), and its token still reads and writes.
+ * is gone), its token is among the tokens issued (what every instance's
+ * index of tokens is built from), and it still reads and writes.
  */
 export async function assertOldKeyServed (storage: Storage, token: string): Promise<void> {
+  const issued = await storage.listTokenHashes(0, 10)
   const t = await buildTestApp({}, { storage })
   try {
     const listed = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
     const created = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(token), payload: newPetJson() })
     const [key] = await t.storage.listApiKeys()
 
+    assert.deepEqual(issued, [{ id: 1, tokenHash: hashToken(token) }])
+    assert.equal(await t.storage.countTokens(), 1)
     assert.equal(listed.statusCode, 200)
     assert.equal(created.statusCode, 201)
     assert.deepEqual(key, {

@@ -201,7 +201,7 @@ describe('SQLite, a database of the schema before key scopes', () => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-migrate-'))
   after(() => rmSync(dir, { recursive: true, force: true }))
 
-  it('When it is opened, then its key has both scopes, no expiry, the prefix alone as its hint, and still reads and writes', async () => {
+  it('When it is opened, then its key has both scopes, no expiry, the prefix alone as its hint, its token among those issued, and still reads and writes', async () => {
     // Arrange
     const file = join(dir, 'v1.db')
     const token = databaseOfSchemaV1(file)

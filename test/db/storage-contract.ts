@@ -164,28 +164,155 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.equal(await storage.getApiKey(2 ** 31 - 1), undefined)
     }))
 
-    it('When key hashes are listed after an id, then the later keys come, lowest id first, up to the limit, revoked and other-environment keys too', () => withStorage(async (storage) => {
+    it('When tokens are listed after a number, then the later ones come, in the order issued, up to the limit, of revoked and other-environment keys too', () => withStorage(async (storage) => {
       const before = await storage.countTokens()
-      const made = [] as Array<{ id: number, tokenHash: string }>
+      const hashes: string[] = []
+      let last: ApiKeyRecord | undefined
       for (const environment of ['production', 'staging', 'production'] as const) {
         const tokenHash = `h-${randomUUID()}`
-        const key = await storage.createApiKey(buildKeyRecord({ environment, tokenHash }))
-        made.push({ id: key.id, tokenHash })
+        last = await storage.createApiKey(buildKeyRecord({ environment, tokenHash }))
+        hashes.push(tokenHash)
       }
-      const [first, , last] = made as [IssuedToken, IssuedToken, IssuedToken]
-      await storage.revokeApiKey(last.id, 2000)
+      await storage.revokeApiKey(last?.id ?? 0, 2000)
 
+      // A token's number is not its key's id: rolled keys have several.
+      const made = await issuedTokens(storage, hashes)
+      const first = made[0] as IssuedToken
       const all = await storage.listTokenHashes(first.id - 1, 1000)
       const two = await storage.listTokenHashes(first.id - 1, 2)
-      const past = await storage.listTokenHashes(last.id + 1_000_000, 10)
+      const past = await storage.listTokenHashes((made.at(-1)?.id ?? 0) + 1_000_000, 10)
 
-      // Other tests may add keys meanwhile, with ids in between.
-      for (const key of made) assert.deepEqual(all.find((k) => k.id === key.id), key)
-      assert.ok(all.every((k) => k.id >= first.id))
-      assert.deepEqual(all.map((k) => k.id), all.map((k) => k.id).sort((x, y) => x - y))
+      // Other tests may add keys meanwhile, with numbers in between.
+      for (const token of made) assert.deepEqual(all.find((t) => t.id === token.id), token)
+      assert.deepEqual(made.map((t) => t.id), made.map((t) => t.id).sort((x, y) => x - y))
+      assert.ok(all.every((t) => t.id >= first.id))
+      assert.deepEqual(all.map((t) => t.id), all.map((t) => t.id).sort((x, y) => x - y))
       assert.deepEqual(two, all.slice(0, 2))
       assert.deepEqual(past, [])
       assert.ok(await storage.countTokens() >= before + 3)
+    }))
+
+    it('When keys are listed after an id, up to a limit, then the later keys come, lowest id first, that many, revoked ones too', () => withStorage(async (storage) => {
+      // Arrange
+      const made: ApiKeyRecord[] = []
+      for (let i = 0; i < 4; i++) made.push(await storage.createApiKey(buildKeyRecord({ name: `page-${i}` })))
+      const [a, b, c, d] = made as [ApiKeyRecord, ApiKeyRecord, ApiKeyRecord, ApiKeyRecord]
+      await storage.revokeApiKey(c.id, 2000)
+
+      // Act
+      const two = await storage.listApiKeys(a.id, 2)
+      const rest = await storage.listApiKeys(b.id)
+      const firstTwo = await storage.listApiKeys(undefined, 2)
+      const past = await storage.listApiKeys(d.id + 1_000_000, 10)
+
+      // Assert
+      assert.deepEqual(two.map((k) => k.name), ['page-1', 'page-2'])
+      assert.equal(two[1]?.revokedAt, 2000)
+      assert.deepEqual(rest.slice(0, 2).map((k) => k.id), [c.id, d.id])
+      assert.ok(rest.every((k) => k.id > b.id))
+      assert.deepEqual(firstTwo, (await storage.listApiKeys()).slice(0, 2))
+      assert.deepEqual(past, [])
+    }))
+
+    it('When a key is changed, then `change` sees the key as stored, and the changes are applied and kept; a field left out keeps its value', () => withStorage(async (storage) => {
+      // Arrange
+      const key = await storage.createApiKey(buildKeyRecord({ name: 'before', expiresAt: 8000 }))
+      let seen: ApiKeyRecord | undefined
+
+      // Act
+      const changed = await storage.changeApiKey(key.id, (current) => {
+        seen = current
+        return { name: 'after', plan: 'enterprise', perMinute: 5, perDay: 50, scopes: ['pets:read'] }
+      })
+      const back = await storage.changeApiKey(key.id, () => ({ plan: 'pro', perMinute: null, perDay: null, expiresAt: null }))
+      const revoked = await storage.changeApiKey(key.id, () => ({ revokedAt: 7000 }))
+      const unchanged = await storage.changeApiKey(key.id, () => ({}))
+
+      // Assert
+      assert.deepEqual(seen, key)
+      const expected = { ...key, name: 'after', plan: 'enterprise', perMinute: 5, perDay: 50, scopes: ['pets:read'] }
+      assert.deepEqual(changed, expected)
+      assert.deepEqual(back, { ...expected, plan: 'pro', perMinute: null, perDay: null, expiresAt: null })
+      assert.deepEqual(revoked, { ...back, revokedAt: 7000 })
+      assert.deepEqual(unchanged, revoked)
+      assert.deepEqual(await storage.getApiKey(key.id), revoked)
+    }))
+
+    it('When `change` throws, then its error comes back as it is, nothing is changed, and the key can be changed afterwards', () => withStorage(async (storage) => {
+      // Arrange
+      const tokenHash = `h-${randomUUID()}`
+      const key = await storage.createApiKey(buildKeyRecord({ tokenHash }))
+      const refusal = new Error('refused by the rules')
+      const tokensBefore = await storage.countTokens()
+
+      // Act
+      const failed = storage.changeApiKey(key.id, () => { throw refusal })
+      await assert.rejects(failed, (error) => error === refusal)
+      const later = await storage.changeApiKey(key.id, () => ({ name: 'later' }))
+
+      // Assert
+      assert.equal(await storage.countTokens(), tokensBefore)
+      assert.deepEqual((await storage.findApiKeyByTokenHash(tokenHash))?.key, { ...key, name: 'later' })
+      assert.deepEqual(later, { ...key, name: 'later' })
+    }))
+
+    it('When no key has the id, then a change gives undefined and `change` is never called', () => withStorage(async (storage) => {
+      let called = false
+      const changed = await storage.changeApiKey(2 ** 31 - 1, () => { called = true; return { name: 'x' } })
+      assert.equal(changed, undefined)
+      assert.equal(called, false)
+    }))
+
+    it('When a key is rolled with an overlap, then its token becomes the previous one until then, both tokens find the key, each marked, and the new token is issued next', () => withStorage(async (storage) => {
+      // Arrange
+      const [first, second] = [`h-${randomUUID()}`, `h-${randomUUID()}`]
+      const key = await storage.createApiKey(buildKeyRecord({ tokenHash: first, tokenHint: 'pet_live_…aaaa' }))
+
+      // Act
+      const rolled = await storage.changeApiKey(key.id, () => ({ token: { hash: second, hint: 'pet_live_…bbbb', previousValidUntil: 9000 } }))
+
+      // Assert
+      const expected = { ...key, tokenHint: 'pet_live_…bbbb', previousTokenExpiresAt: 9000 }
+      assert.deepEqual(rolled, expected)
+      assert.deepEqual(await storage.getApiKey(key.id), expected)
+      assert.deepEqual(await storage.findApiKeyByTokenHash(second), { key: expected, previous: false })
+      assert.deepEqual(await storage.findApiKeyByTokenHash(first), { key: expected, previous: true })
+      const [issuedFirst, issuedSecond] = await issuedTokens(storage, [first, second])
+      assert.deepEqual(await storage.listTokenHashes(issuedFirst?.id ?? 0, 1), [issuedSecond])
+    }))
+
+    it('When a key is rolled again during the overlap, then the older previous token ends at once and the one just replaced takes its place', () => withStorage(async (storage) => {
+      // Arrange
+      const [first, second, third] = [`h-${randomUUID()}`, `h-${randomUUID()}`, `h-${randomUUID()}`]
+      const key = await storage.createApiKey(buildKeyRecord({ tokenHash: first }))
+      await storage.changeApiKey(key.id, () => ({ token: { hash: second, hint: 'pet_live_…bbbb', previousValidUntil: 9000 } }))
+
+      // Act
+      const again = await storage.changeApiKey(key.id, () => ({ token: { hash: third, hint: 'pet_live_…cccc', previousValidUntil: 12_000 } }))
+
+      // Assert
+      assert.deepEqual(again, { ...key, tokenHint: 'pet_live_…cccc', previousTokenExpiresAt: 12_000 })
+      assert.equal(await storage.findApiKeyByTokenHash(first), undefined)
+      assert.deepEqual(await storage.findApiKeyByTokenHash(second), { key: again, previous: true })
+      assert.deepEqual(await storage.findApiKeyByTokenHash(third), { key: again, previous: false })
+      const issued = await issuedTokens(storage, [first, second, third])
+      assert.deepEqual(issued.map((t) => t.tokenHash), [first, second, third], 'every token stays issued, in order')
+    }))
+
+    it('When a key is rolled with no overlap, then its token before, and any previous one, no longer find it', () => withStorage(async (storage) => {
+      // Arrange
+      const [first, second, third] = [`h-${randomUUID()}`, `h-${randomUUID()}`, `h-${randomUUID()}`]
+      const key = await storage.createApiKey(buildKeyRecord({ tokenHash: first }))
+      await storage.changeApiKey(key.id, () => ({ token: { hash: second, hint: 'pet_live_…bbbb', previousValidUntil: 9000 } }))
+
+      // Act
+      const rolled = await storage.changeApiKey(key.id, () => ({ token: { hash: third, hint: 'pet_live_…cccc', previousValidUntil: null } }))
+
+      // Assert
+      assert.deepEqual(rolled, { ...key, tokenHint: 'pet_live_…cccc', previousTokenExpiresAt: null })
+      assert.equal(await storage.findApiKeyByTokenHash(first), undefined)
+      assert.equal(await storage.findApiKeyByTokenHash(second), undefined)
+      assert.deepEqual(await storage.findApiKeyByTokenHash(third), { key: rolled, previous: false })
     }))
 
     it('When a secret is asked for twice, then it is the same 32 random bytes', () => withStorage(async (storage) => {
@@ -256,6 +383,20 @@ function uniqueTag (): string {
 /** A key of its own: token hashes are unique, and the database may hold an earlier run's. */
 function newApiKey (storage: Storage): Promise<ApiKeyRecord> {
   return storage.createApiKey(buildKeyRecord())
+}
+
+/** The tokens with these hashes as the storage lists them, in the order issued; fails unless each is there. */
+async function issuedTokens (storage: Storage, hashes: readonly string[]): Promise<IssuedToken[]> {
+  const found: IssuedToken[] = []
+  for (let after = 0; ;) {
+    const page = await storage.listTokenHashes(after, 1000)
+    found.push(...page.filter((t) => hashes.includes(t.tokenHash)))
+    const last = page.at(-1)
+    if (last === undefined) break
+    after = last.id
+  }
+  assert.deepEqual(new Set(found.map((t) => t.tokenHash)), new Set(hashes), 'a token was not issued')
+  return found
 }
 
 /** Every stored animal called `name` with an id above `afterId`, page by page. */

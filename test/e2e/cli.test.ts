@@ -8,11 +8,12 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { displayWidth } from '../../src/cli/table.js'
-import { buildKeyRecord } from '../support/fixtures.js'
+import { bearer, buildKeyRecord } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import {
-  CLI, PROJECT_ROOT, createKey, databaseFile, makeTempDir, removeTempDir, runCli, runCliOk, spawnCli, sqliteUrl, withTimeout, type CliResult
+  CLI, PROJECT_ROOT, createKey, databaseFile, makeTempDir, pollUntil, removeTempDir, runCli, runCliOk, spawnCli, sqliteUrl, startServer, withTimeout,
+  type CliResult, type ServerProcess
 } from '../support/process.js'
 
 const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
@@ -59,7 +60,7 @@ async function insertKeys (dir: string, count: number, name: (i: number) => stri
 }
 
 describe('petstore, its help and version', { timeout: 60_000 }, () => {
-  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'revoke']]
+  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'update'], ['keys', 'roll'], ['keys', 'find'], ['keys', 'revoke']]
   for (const command of commands) {
     it(`When \`petstore ${[...command, '--help'].join(' ')}\` is run, then it prints that command's usage on stdout and exits 0`, async () => {
       // Act
@@ -122,7 +123,14 @@ describe('petstore, on bad usage', { timeout: 60_000 }, () => {
     ['no key id to show', ['keys', 'show'], /^petstore: missing required argument 'id'$/, 'petstore keys show'],
     ['no key id', ['keys', 'revoke'], /^petstore: missing required argument 'id'$/, 'petstore keys revoke'],
     ['a key id that is not a number', ['keys', 'revoke', 'abc'], /^petstore: command-argument value 'abc' is invalid for argument 'id'\. must be a positive integer$/, 'petstore keys revoke'],
-    ['an extra argument', ['keys', 'list', 'all'], /^petstore: too many arguments for 'list'\. Expected 0 arguments but got 1\.$/, 'petstore keys list']
+    ['an extra argument', ['keys', 'list', 'all'], /^petstore: too many arguments for 'list'\. Expected 0 arguments but got 1\.$/, 'petstore keys list'],
+    ['a roll without its overlap', ['keys', 'roll', '1'], /^petstore: required option '--expire-current-in <duration>' not specified$/, 'petstore keys roll'],
+    ['a roll overlap past 7 days', ['keys', 'roll', '1', '--expire-current-in', '8d'], /^petstore: option '--expire-current-in <duration>' argument '8d' is invalid\. must be at most 7 days/, 'petstore keys roll'],
+    ['a roll overlap without its unit', ['keys', 'roll', '1', '--expire-current-in', '60'], /^petstore: option '--expire-current-in <duration>' argument '60' is invalid\. must be 0 or a number of minutes, hours or days/, 'petstore keys roll'],
+    ['an update that changes nothing', ['keys', 'update', '1'], /^petstore: nothing to change: give --name, --plan, --per-minute, --per-day, --scopes or --expires-at$/, 'petstore keys update'],
+    ['an update to an expiry in the past', ['keys', 'update', '1', '--expires-at', '2020-01-01'], /^petstore: option '--expires-at <date>' argument '2020-01-01' is invalid\. must be in the future$/, 'petstore keys update'],
+    ['an update to a limit of zero', ['keys', 'update', '1', '--per-minute', '0'], /^petstore: option '--per-minute <n>' argument '0' is invalid\. must be a positive integer, or `plan`/, 'petstore keys update'],
+    ['a token given to find as an argument', ['keys', 'find', 'pet_live_000000000000000000000000000000000000'], /^petstore: keys find takes the token on standard input, never as an argument/, 'petstore keys find']
   ]
   for (const [what, args, message, command] of cases) {
     it(`When the command line has ${what}, then it exits 2 with the error and a pointer to \`${command} --help\`, and touches no database`, async () => {
@@ -519,6 +527,167 @@ describe('petstore keys list, when its reader goes away', { timeout: 60_000 }, (
       // Assert
       assert.equal(stderr, '')
       assert.deepEqual({ code, signal }, { code: 0, signal: null })
+    })
+  }
+})
+
+describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
+  let dir = ''
+  let server: ServerProcess | undefined
+  before(() => { dir = makeTempDir() })
+  after(async () => {
+    await server?.dispose()
+    removeTempDir(dir)
+  })
+
+  const env = (): Record<string, string> => ({ DATABASE_URL: sqliteUrl(dir) })
+  /** `keys find`, the token on its standard input, as a file or a pipe gives it. */
+  const find = async (token: string, ...options: string[]): Promise<CliResult> => await runCli(['keys', 'find', ...options], env(), undefined, `${token}\n`)
+  /** The status of GET /v1/pets with this token, from the running server. */
+  const statusWith = async (token: string): Promise<number> => {
+    const response = await fetch(`${server?.origin ?? ''}/v1/pets`, { headers: bearer(token), signal: AbortSignal.timeout(5_000) })
+    await response.arrayBuffer()
+    return response.status
+  }
+  /** Waits until the server answers `status` to this token: every instance learns a change within a second. */
+  const untilStatus = async (token: string, status: number, what: string): Promise<void> => {
+    await pollUntil(async () => (await statusWith(token)) === status ? true : undefined, { ms: 10_000, every: 100, what })
+  }
+
+  it('When a key is rolled with an overlap, then the new token is alone on the last line, and both tokens work on a running server and find the key', async () => {
+    // Arrange
+    const key = await createKey(env(), ['--plan', 'pro', '--name', 'rolled'])
+    server = await startServer(env())
+    assert.equal(await statusWith(key.token), 200)
+
+    // Act
+    const rolled = await runCliOk(['keys', 'roll', String(key.id), '--expire-current-in', '1h'], env())
+
+    // Assert
+    const output = lines(rolled.stdout)
+    const token = output.at(-1) ?? ''
+    assert.match(token, TOKEN)
+    assert.notEqual(token, key.token)
+    assert.match(output[0] ?? '', /^Rolled key \d+ \(rolled\): the token before this one works until \d{4}-\d{2}-\d{2}T[\d:.]+Z\.$/)
+    await untilStatus(token, 200, 'the new token to be accepted')
+    assert.equal(await statusWith(key.token), 200, 'the token before it, during the overlap')
+    for (const held of [token, key.token]) {
+      const found = JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), `${held}\n`)).stdout) as { id: number, tokenHint: string, previousTokenExpiresAt: string | null }
+      assert.deepEqual([found.id, found.tokenHint], [key.id, `pet_live_…${token.slice(-4)}`])
+      assert.ok(found.previousTokenExpiresAt !== null)
+    }
+    const shown = await runCliOk(['keys', 'show', String(key.id)], env())
+    assert.match(shown.stdout, /^previous token until: \d{4}-/m)
+  })
+
+  it('When a key is rolled with --expire-current-in 0 --json, then it prints one object with the token, the token before no longer works, and find names no key for it', async () => {
+    // Arrange
+    const key = await createKey(env(), ['--plan', 'free'])
+    if (server === undefined) server = await startServer(env())
+    await untilStatus(key.token, 200, 'the new key to be accepted')
+
+    // Act
+    const rolled = await runCliOk(['keys', 'roll', String(key.id), '--expire-current-in', '0', '--json'], env())
+
+    // Assert
+    const object = JSON.parse(rolled.stdout) as { id: number, token: string, previousTokenExpiresAt: string | null }
+    assert.deepEqual([object.id, object.previousTokenExpiresAt], [key.id, null])
+    assert.match(object.token, TOKEN)
+    await untilStatus(key.token, 401, 'the token before to be refused')
+    await untilStatus(object.token, 200, 'the new token to be accepted')
+    const line = assertOneLineFailure(await find(key.token), 1)
+    assert.equal(line, 'petstore: no key has this token, as its current token or as its previous one')
+    assert.equal(JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), object.token)).stdout).id, key.id, 'without a line ending too')
+  })
+
+  it('When a key is updated, then `keys show --json` shows the change, and the limits go back to the plan\'s with `plan`', async () => {
+    // Arrange
+    const key = await createKey(env(), ['--plan', 'pro', '--name', 'before'])
+    const show = async (): Promise<Record<string, unknown>> => JSON.parse((await runCliOk(['keys', 'show', String(key.id), '--json'], env())).stdout) as Record<string, unknown>
+
+    // Act
+    const updated = await runCliOk(['keys', 'update', String(key.id), '--name', 'after', '--plan', 'enterprise', '--per-minute', '7', '--per-day', '70',
+      '--scopes', 'pets:read', '--expires-at', '2099-01-02'], env())
+    const changed = await show()
+    await runCliOk(['keys', 'update', String(key.id), '--plan', 'business', '--per-minute', 'plan', '--per-day', 'plan', '--expires-at', 'never'], env())
+    const back = await show()
+
+    // Assert
+    assert.match(updated.stdout, /^Updated key \d+\.\nid: \d+\nname: after\n/)
+    assert.deepEqual(
+      [changed['name'], changed['plan'], changed['perMinute'], changed['perDay'], changed['scopes'], changed['expiresAt']],
+      ['after', 'enterprise', 7, 70, ['pets:read'], '2099-01-02T00:00:00.000Z'])
+    assert.deepEqual([back['plan'], back['perMinute'], back['perDay'], back['expiresAt'], back['scopes']], ['business', 1000, 100_000, null, ['pets:read']])
+  })
+
+  it('When an update breaks a rule of keys, then it exits 1 with one line naming the option, and the key is unchanged', async () => {
+    // Arrange
+    const key = await createKey(env(), ['--plan', 'pro'])
+
+    // Act
+    const result = await runCli(['keys', 'update', String(key.id), '--plan', 'enterprise'], env())
+
+    // Assert
+    const line = assertOneLineFailure(result, 1)
+    assert.equal(line, 'petstore: --per-minute is required for an enterprise key (with --per-day and --per-minute)')
+    assert.equal(JSON.parse((await runCliOk(['keys', 'show', String(key.id), '--json'], env())).stdout).plan, 'pro')
+  })
+
+  for (const command of [['update', '--name', 'x'], ['roll', '--expire-current-in', '1h']]) {
+    it(`When a revoked key is given to \`keys ${command[0] ?? ''}\`, then it exits 1 with one line saying it is revoked`, async () => {
+      // Arrange
+      const key = await createKey(env(), ['--plan', 'pro'])
+      await runCliOk(['keys', 'revoke', String(key.id)], env())
+
+      // Act
+      const [name, ...options] = command as [string, ...string[]]
+      const result = await runCli(['keys', name, String(key.id), ...options], env())
+
+      // Assert
+      const line = assertOneLineFailure(result, 1)
+      assert.equal(line, `petstore: key ${key.id} is revoked; a revoked key cannot be changed or rolled`)
+    })
+  }
+
+  it('When no key has the id, then `keys update` and `keys roll` exit 1 with one line', async () => {
+    for (const args of [['update', '999', '--name', 'x'], ['roll', '999', '--expire-current-in', '0']]) {
+      const line = assertOneLineFailure(await runCli(['keys', ...args], env()), 1)
+      assert.equal(line, 'petstore: no key has the id 999; see `petstore keys list`')
+    }
+  })
+
+  it('When `keys find` reads a token of a revoked key, then it prints that key, a field a line, as `keys show` does', async () => {
+    // Arrange
+    const key = await createKey(env(), ['--plan', 'business', '--name', 'leaked'])
+    await runCliOk(['keys', 'revoke', String(key.id)], env())
+
+    // Act
+    const found = await runCliOk(['keys', 'find'], env(), `${key.token}\n`)
+    const shown = await runCliOk(['keys', 'show', String(key.id)], env())
+
+    // Assert
+    assert.equal(found.stdout, shown.stdout)
+    assert.match(found.stdout, /^name: leaked$/m)
+    assert.match(found.stdout, /^revoked: \d{4}-/m)
+    assert.ok(!found.stdout.includes(key.token), 'the token is shown')
+  })
+
+  const refused: Array<[string, string, RegExp]> = [
+    ['nothing', '', /^petstore: no token on standard input; give it there, never on the command line/],
+    ['an empty line', '\n', /^petstore: no token on standard input/],
+    ['something that is not a token', 'hello\n', /^petstore: standard input does not hold a petstore token/],
+    ['a token and a second line', `${'x'}\n`.repeat(2), /^petstore: standard input does not hold a petstore token/],
+    ['more than a token', 'x'.repeat(5000), /^petstore: standard input holds more than one token/]
+  ]
+  for (const [what, input, message] of refused) {
+    it(`When \`keys find\` reads ${what} on standard input, then it exits 1 with one line saying so, and shows no input`, async () => {
+      // Act
+      const result = await runCli(['keys', 'find'], env(), undefined, input)
+
+      // Assert
+      const line = assertOneLineFailure(result, 1)
+      assert.match(line, message)
+      if (input.trim() !== '') assert.ok(!line.includes(input.trim().slice(0, 5)), line)
     })
   }
 })

@@ -1,7 +1,11 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite.js'
-import { issueKey, type IssueKeyInput } from '../../src/keys/manage.js'
+import type { Storage } from '../../src/db/storage.js'
+import {
+  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
+} from '../../src/keys/manage.js'
+import { generateToken, inspectToken } from '../../src/keys/tokens.js'
 import { CLOCK_START } from '../support/fixtures.js'
 
 /** What `petstore keys create` asks for, on a free key unless told otherwise. */
@@ -103,4 +107,235 @@ describe('the scopes, expiry and hint of an issued key', () => {
       }
     })
   }
+})
+
+/** An in-memory database for one test, closed after it. */
+async function withStorage (work: (storage: Storage) => Promise<void>): Promise<void> {
+  const storage = openSqlite('sqlite::memory:')
+  try {
+    await work(storage)
+  } finally {
+    await storage.close()
+  }
+}
+
+const HOUR_MS = 3_600_000
+
+/** Asserts that `promise` rejects with a KeyRuleError about `field`. */
+async function assertRuleBroken (promise: Promise<unknown>, field: string, reason?: RegExp): Promise<void> {
+  await assert.rejects(promise, (error) => {
+    assert.ok(error instanceof KeyRuleError, String(error))
+    assert.equal(error.field, field)
+    if (reason !== undefined) assert.match(error.reason, reason)
+    return true
+  })
+}
+
+describe('changing a key', () => {
+  it('When a key is updated, then the fields given change, the others keep their values, and the answer is the key as stored', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ name: 'before', expiresAt: CLOCK_START + HOUR_MS }))
+
+    // Act
+    const updated = await updateKey(storage, key.id, { name: 'after', plan: 'pro', scopes: ['pets:write', 'pets:read'] }, CLOCK_START)
+
+    // Assert
+    const { token, ...before } = key
+    assert.deepEqual(updated, { ...before, name: 'after', plan: 'pro', perMinute: 300, perDay: 10_000 })
+    assert.deepEqual(await showKey(storage, key.id, CLOCK_START), updated)
+    assert.equal(JSON.stringify(updated).includes(token), false)
+  }))
+
+  it('When no key has the id, then an update gives undefined', () => withStorage(async (storage) => {
+    assert.equal(await updateKey(storage, 999, { name: 'x' }, CLOCK_START), undefined)
+  }))
+
+  it('When a key becomes enterprise without its own limits, then it is refused, naming perMinute, and nothing changes', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ plan: 'pro' }))
+
+    // Act, Assert
+    await assertRuleBroken(updateKey(storage, key.id, { plan: 'enterprise' }, CLOCK_START), 'perMinute', /enterprise/)
+    await assertRuleBroken(updateKey(storage, key.id, { plan: 'enterprise', perMinute: 10 }, CLOCK_START), 'perDay', /enterprise/)
+    assert.equal((await showKey(storage, key.id, CLOCK_START))?.plan, 'pro')
+  }))
+
+  it('When a key becomes enterprise with both limits, then it has them; when an enterprise key drops one, it is refused', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ plan: 'free' }))
+
+    // Act
+    const enterprise = await updateKey(storage, key.id, { plan: 'enterprise', perMinute: 10, perDay: 100 }, CLOCK_START)
+    const dropped = updateKey(storage, key.id, { perDay: null }, CLOCK_START)
+
+    // Assert
+    assert.deepEqual([enterprise?.plan, enterprise?.perMinute, enterprise?.perDay], ['enterprise', 10, 100])
+    await assertRuleBroken(dropped, 'perDay')
+  }))
+
+  it('When fields of an update are there but undefined, then they keep their values and the rules still hold', () => withStorage(async (storage) => {
+    // Arrange: what a caller building the update from optional inputs sends.
+    const key = await issueKey(storage, buildKeyRequest({ plan: 'pro', name: 'kept', perMinute: 5, expiresAt: CLOCK_START + HOUR_MS }))
+
+    // Act
+    const renamed = await updateKey(storage, key.id, { name: undefined, perMinute: undefined, expiresAt: undefined, scopes: undefined, plan: 'business' }, CLOCK_START)
+    const enterprise = updateKey(storage, key.id, { plan: 'enterprise', perMinute: undefined, perDay: undefined }, CLOCK_START)
+
+    // Assert
+    assert.deepEqual([renamed?.name, renamed?.plan, renamed?.perMinute, renamed?.expiresAt, renamed?.scopes],
+      ['kept', 'business', 5, key.expiresAt, ['pets:read', 'pets:write']])
+    await assertRuleBroken(enterprise, 'perDay')
+  }))
+
+  it('When perMinute and perDay are set to null, then the key is back to its plan\'s limits', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ plan: 'pro', perMinute: 5, perDay: 50 }))
+
+    // Act
+    const back = await updateKey(storage, key.id, { perMinute: null, perDay: null }, CLOCK_START)
+
+    // Assert
+    assert.deepEqual([key.perMinute, key.perDay], [5, 50])
+    assert.deepEqual([back?.perMinute, back?.perDay], [300, 10_000])
+  }))
+
+  it('When a new expiry is not in the future, then it is refused; null makes the key never expire', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ expiresAt: CLOCK_START + HOUR_MS }))
+
+    // Act, Assert
+    await assertRuleBroken(updateKey(storage, key.id, { expiresAt: CLOCK_START - 1 }, CLOCK_START), 'expiresAt', /future/)
+    await assertRuleBroken(updateKey(storage, key.id, { expiresAt: CLOCK_START }, CLOCK_START), 'expiresAt', /future/)
+    const never = await updateKey(storage, key.id, { expiresAt: null }, CLOCK_START)
+    assert.equal(never?.expiresAt, null)
+  }))
+
+  it('When a key whose expiry has passed is changed without touching its expiry, then the change is made and the expiry kept', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ expiresAt: CLOCK_START + HOUR_MS }))
+    const later = CLOCK_START + 2 * HOUR_MS
+
+    // Act
+    const renamed = await updateKey(storage, key.id, { name: 'after its expiry' }, later)
+
+    // Assert
+    assert.deepEqual([renamed?.name, renamed?.expiresAt], ['after its expiry', key.expiresAt])
+  }))
+
+  it('When a key is left without scopes, then it is refused', () => withStorage(async (storage) => {
+    const key = await issueKey(storage, buildKeyRequest())
+    await assertRuleBroken(updateKey(storage, key.id, { scopes: [] }, CLOCK_START), 'scopes')
+    assert.deepEqual((await showKey(storage, key.id, CLOCK_START))?.scopes, ['pets:read', 'pets:write'])
+  }))
+
+  it('When a revoked key is updated, then it is refused with KeyRevokedError and stays as it was', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ name: 'gone' }))
+    const revoked = await revokeKey(storage, key.id, CLOCK_START)
+
+    // Act, Assert
+    await assert.rejects(updateKey(storage, key.id, { name: 'back' }, CLOCK_START), KeyRevokedError)
+    assert.deepEqual(await showKey(storage, key.id, CLOCK_START), revoked)
+  }))
+})
+
+describe('rolling a key', () => {
+  for (const overlap of [-1, MAX_OVERLAP_SECONDS + 1, 1.5, Number.NaN]) {
+    it(`When the overlap is ${overlap} seconds, then it is refused, naming expireCurrentInSeconds, and the token is kept`, () => withStorage(async (storage) => {
+      // Arrange
+      const key = await issueKey(storage, buildKeyRequest())
+
+      // Act, Assert
+      await assertRuleBroken(rollKey(storage, key.id, overlap, CLOCK_START), 'expireCurrentInSeconds')
+      assert.equal((await findKey(storage, key.token, CLOCK_START))?.id, key.id)
+      assert.equal((await showKey(storage, key.id, CLOCK_START))?.tokenHint, key.tokenHint)
+    }))
+  }
+
+  it('When a key is rolled with an overlap, then the answer has a new token, once, and both tokens name the key until the overlap ends', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest())
+
+    // Act
+    const rolled = await rollKey(storage, key.id, MAX_OVERLAP_SECONDS, CLOCK_START)
+
+    // Assert
+    assert.ok(rolled !== undefined)
+    assert.notEqual(rolled.token, key.token)
+    assert.ok(inspectToken(rolled.token).ok)
+    assert.equal(rolled.tokenHint, `pet_live_…${rolled.token.slice(-4)}`)
+    const overlapEnds = new Date(CLOCK_START + MAX_OVERLAP_SECONDS * 1000).toISOString()
+    assert.equal(rolled.previousTokenExpiresAt, overlapEnds)
+    const { token, ...shown } = rolled
+    assert.deepEqual(await showKey(storage, key.id, CLOCK_START), shown)
+    assert.ok(!JSON.stringify(await listKeys(storage, CLOCK_START)).includes(token), 'the token is listed')
+    assert.equal((await findKey(storage, rolled.token, CLOCK_START))?.id, key.id)
+    assert.equal((await findKey(storage, key.token, CLOCK_START))?.id, key.id)
+    // Once the overlap has ended, the key no longer shows it.
+    assert.equal((await showKey(storage, key.id, CLOCK_START + MAX_OVERLAP_SECONDS * 1000))?.previousTokenExpiresAt, null)
+  }))
+
+  it('When a key is rolled with no overlap, then it shows none and its token before names no key', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest())
+
+    // Act
+    const rolled = await rollKey(storage, key.id, 0, CLOCK_START)
+
+    // Assert
+    assert.equal(rolled?.previousTokenExpiresAt, null)
+    assert.equal(await findKey(storage, key.token, CLOCK_START), undefined)
+    assert.equal((await findKey(storage, rolled?.token ?? '', CLOCK_START))?.id, key.id)
+  }))
+
+  it('When a revoked key is rolled, then it is refused with KeyRevokedError and its token is kept', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest())
+    await revokeKey(storage, key.id, CLOCK_START)
+
+    // Act, Assert
+    await assert.rejects(rollKey(storage, key.id, 60, CLOCK_START), KeyRevokedError)
+    assert.equal((await findKey(storage, key.token, CLOCK_START))?.tokenHint, key.tokenHint)
+  }))
+
+  it('When no key has the id, then a roll gives undefined', () => withStorage(async (storage) => {
+    assert.equal(await rollKey(storage, 999, 60, CLOCK_START), undefined)
+  }))
+})
+
+describe('revoking a key', () => {
+  it('When a key is revoked twice, then the second answer is the same key, revoked when it first was', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest())
+
+    // Act
+    const first = await revokeKey(storage, key.id, CLOCK_START)
+    const second = await revokeKey(storage, key.id, CLOCK_START + HOUR_MS)
+
+    // Assert
+    assert.deepEqual([first?.revoked, first?.revokedAt], [true, new Date(CLOCK_START).toISOString()])
+    assert.deepEqual(second, first)
+  }))
+
+  it('When no key has the id, then revoking gives undefined', () => withStorage(async (storage) => {
+    assert.equal(await revokeKey(storage, 999, CLOCK_START), undefined)
+  }))
+})
+
+describe('finding the key of a token', () => {
+  it('When a token is a key\'s current or previous one, then the key is found, revoked or not; any other token finds none', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest())
+    const rolled = await rollKey(storage, key.id, 60, CLOCK_START)
+    const revoked = await revokeKey(storage, key.id, CLOCK_START)
+    const mistyped = `${key.token.slice(0, -1)}${key.token.endsWith('a') ? 'b' : 'a'}`
+
+    // Act, Assert
+    assert.deepEqual(await findKey(storage, rolled?.token ?? '', CLOCK_START), revoked)
+    assert.deepEqual(await findKey(storage, key.token, CLOCK_START), revoked)
+    assert.equal(await findKey(storage, generateToken('production'), CLOCK_START), undefined)
+    assert.equal(await findKey(storage, mistyped, CLOCK_START), undefined)
+    assert.equal(await findKey(storage, 'not a token', CLOCK_START), undefined)
+    assert.equal(await findKey(storage, '', CLOCK_START), undefined)
+  }))
 })

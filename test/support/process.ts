@@ -96,9 +96,16 @@ export interface CliResult {
   stderr: string
 }
 
-/** Runs `node bin/petstore.js ARGS` from the project root; a run that takes longer than `timeoutMs` is killed and fails. */
-export async function runCli (args: readonly string[], env: Record<string, string>, timeoutMs = 15_000): Promise<CliResult> {
+/**
+ * Runs `node bin/petstore.js ARGS` from the project root, with `input` on its
+ * standard input (default: none, ended at once); a run that takes longer
+ * than `timeoutMs` is killed and fails.
+ */
+export async function runCli (args: readonly string[], env: Record<string, string>, timeoutMs = 15_000, input = ''): Promise<CliResult> {
   const child = spawn(process.execPath, [CLI, ...args], { cwd: PROJECT_ROOT, env: childEnv(env) })
+  // A command that never reads its input may end before the write: that is no failure.
+  child.stdin.on('error', () => {})
+  child.stdin.end(input)
   let stdout = ''
   let stderr = ''
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk })
@@ -121,8 +128,8 @@ export function spawnCli (args: readonly string[], env: Record<string, string>):
 }
 
 /** Runs the CLI and fails with its output unless it exits with code 0. */
-export async function runCliOk (args: readonly string[], env: Record<string, string>): Promise<CliResult> {
-  const result = await runCli(args, env)
+export async function runCliOk (args: readonly string[], env: Record<string, string>, input?: string): Promise<CliResult> {
+  const result = await runCli(args, env, undefined, input)
   if (result.code !== 0) {
     throw new Error(`petstore ${args.join(' ')} exited with ${result.code ?? result.signal}:\n${result.stdout}${result.stderr}`)
   }
