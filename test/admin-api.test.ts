@@ -332,6 +332,15 @@ for (const configuration of CONFIGURATIONS) {
         assertRefused(await post('/admin/v1/keys/lookup', { token: made.token, id: made.id }), 'body.id')
       })
 
+      it('When an Expect it cannot meet is sent, then 417, as the admin document says (regression: "the admin document does not declare the 417 the admin listener answers")', async () => {
+        // Act
+        const response = await call({ method: 'POST', url: '/admin/v1/keys', headers: { ...admitted, expect: 'something-else' }, payload: '{"plan":"free"}' })
+
+        // Assert
+        assert.equal(response.statusCode, 417)
+        assert.equal(errorOf(response).status, 417)
+      })
+
       it('When the id or a query parameter is not valid, then 400', async () => {
         // Act
         const responses = [

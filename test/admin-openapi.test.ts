@@ -19,8 +19,8 @@ import { PROJECT_ROOT } from './support/process.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 
-/** What each operation can answer: its own success, its refusals, and what any request may meet (no token, too many wrong ones, faults). */
-const ALWAYS = ['400', '401', '429', '500', '503']
+/** What each operation can answer: its own success, its refusals, and what any request may meet (no token, an unmet Expect, too many wrong ones, faults). */
+const ALWAYS = ['400', '401', '417', '429', '500', '503']
 const WITH_BODY = [...ALWAYS, '413', '415']
 const STATUSES: Record<string, string[]> = {
   createKey: ['201', ...WITH_BODY],
