@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { generateToken } from '../src/keys/tokens.js'
 
 describe('configuration', () => {
   it('When nothing is set, then the documented defaults apply', () => {
@@ -65,6 +66,53 @@ describe('configuration', () => {
   it('When HOST opens the public port to every address, then the admin listener stays on loopback unless ADMIN_HOST says otherwise', () => {
     assert.equal(loadConfig({ HOST: '0.0.0.0', ADMIN_PORT: '9100' }).adminHost, '127.0.0.1')
     assert.equal(loadConfig({ HOST: '0.0.0.0', ADMIN_PORT: '9100', ADMIN_HOST: '10.0.0.5' }).adminHost, '10.0.0.5')
+  })
+
+  describe('ADMIN_TOKEN', () => {
+    const refusal = (value: string): ConfigError => {
+      let caught: unknown
+      try {
+        loadConfig({ ADMIN_PORT: '9100', ADMIN_TOKEN: value })
+      } catch (error) {
+        caught = error
+      }
+      assert.ok(caught instanceof ConfigError, `ADMIN_TOKEN ${JSON.stringify(value)} was taken`)
+      return caught
+    }
+
+    it('When ADMIN_TOKEN is shorter than 32 characters, then start fails naming ADMIN_TOKEN, without its value', () => {
+      for (const value of ['s3cr3t-admin-token', 'x'.repeat(31)]) {
+        const error = refusal(value)
+        assert.match(error.message, /ADMIN_TOKEN/)
+        assert.match(error.message, /32/)
+        assert.equal(error.message.includes(value), false, `the message echoes the value: ${error.message}`)
+      }
+    })
+
+    it('When ADMIN_TOKEN holds a space or a character that is not visible ASCII, then start fails naming ADMIN_TOKEN, without its value', () => {
+      for (const value of [`${'a'.repeat(20)} ${'b'.repeat(20)}`, `${'a'.repeat(40)}\t`, `${'a'.repeat(40)}é`]) {
+        const error = refusal(value)
+        assert.match(error.message, /ADMIN_TOKEN/)
+        assert.equal(error.message.includes(value.trim()), false, `the message echoes the value: ${error.message}`)
+      }
+    })
+
+    it('When ADMIN_TOKEN is shaped like an API key, then start fails naming ADMIN_TOKEN, without its value', () => {
+      for (const environment of ['production', 'staging'] as const) {
+        const value = generateToken(environment)
+        const error = refusal(value)
+        assert.match(error.message, /ADMIN_TOKEN.*API key/)
+        assert.equal(error.message.includes(value), false)
+      }
+    })
+
+    it('When ADMIN_TOKEN has 32 or more visible ASCII characters, then it is taken as given; unset or empty, the admin API is off', () => {
+      for (const value of ['0123456789abcdef0123456789abcdef', 'x'.repeat(32), `${'A1!~'.repeat(16)}`]) {
+        assert.equal(loadConfig({ ADMIN_PORT: '9100', ADMIN_TOKEN: value }).adminToken, value)
+      }
+      assert.equal(loadConfig({ ADMIN_PORT: '9100' }).adminToken, undefined)
+      assert.equal(loadConfig({ ADMIN_PORT: '9100', ADMIN_TOKEN: '' }).adminToken, undefined)
+    })
   })
 
   it('When REDIS_URL names one server or a cluster, then it is kept as given', () => {

@@ -15,12 +15,12 @@ import { CreatePetHeaders, ListPetsQuery, NewPet, PetIdParams } from '../../src/
 import { INT64_MAX } from '../support/fixtures.js'
 
 /** A JSON number, or any other JSON text, written into a body exactly as given. */
-class RawJson {
+export class RawJson {
   constructor (readonly text: string) {}
   toString (): string { return this.text }
 }
 
-type Value = null | boolean | number | bigint | string | RawJson | Value[] | { [key: string]: Value }
+export type Value = null | boolean | number | bigint | string | RawJson | Value[] | { [key: string]: Value }
 
 /** Who the request says it is: a token the run issued, or an Authorization header as written. */
 type Auth =
@@ -123,7 +123,7 @@ function valid (schema: TSchema): fc.Arbitrary<Value> {
 const BIG = ['9223372036854775808', '-9223372036854775808', '18446744073709551616', '1' + '0'.repeat(400), '9'.repeat(30)]
 
 /** JSON values no field of a body takes: each a reason to refuse. */
-const WRONG_JSON = fc.oneof(
+export const WRONG_JSON = fc.oneof(
   fc.constantFrom(
     ...['0', '-1', '1.5', '-0', '0.0', '1e400', '-1e400', '1e-400', '1E2', '2.5e0', '9223372036854775807.5', '9.223372036854775807e18', ...BIG].map((n) => new RawJson(n)),
     null, true, false, '', ' ', '\u00a0\u3000', '1', '[]', [], {}, [1], { a: 1 }, 'available ', 'AVAILABLE',
@@ -139,7 +139,7 @@ const INTEGER_SPELLINGS = fc.constantFrom('1.0', '1e3', '10E+1', '100e-2', '9223
   .map((n) => new RawJson(n))
 
 /** Query and path text that no parameter takes. */
-const WRONG_TEXT = fc.oneof(
+export const WRONG_TEXT = fc.oneof(
   fc.constantFrom(
     '', ' ', '0', '-1', '+1', ' 5', '5 ', '1.5', '1.0', '1e3', '0x10', '05', '-0', 'NaN', 'Infinity', 'null', 'true', '[]',
     ...BIG, '9223372036854775807', 'available ', 'AVAILABLE', 'sold,pending', '%', '%zz', '%00', '%C3%28', '%F0%9F%90%95',
@@ -176,7 +176,7 @@ const REQUEST_ID = fc.oneof(
   fc.constantFrom('', ' ', 'a b', 'x'.repeat(129), 'é', '\t', 'req-1')
 )
 
-const CONTENT_TYPES = [
+export const CONTENT_TYPES = [
   'application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON',
   'application/json; charset="utf-8"', 'application/json; charset=latin1', 'application/json; charset=utf-16',
   'text/plain', 'text/json', 'application/jsonx', 'application/merge-patch+json', 'application/x-www-form-urlencoded',
@@ -186,7 +186,7 @@ const CONTENT_TYPES = [
 const ACCEPT = fc.constantFrom('application/json', '*/*', 'text/html', 'application/xml', 'application/json;q=0', 'garbage', '')
 
 /** Headers any request may carry besides Authorization. */
-const COMMON_HEADERS: fc.Arbitrary<Record<string, string>> = fc.tuple(
+export const COMMON_HEADERS: fc.Arbitrary<Record<string, string>> = fc.tuple(
   fc.record({
     'x-request-id': REQUEST_ID,
     accept: ACCEPT,
@@ -390,7 +390,7 @@ function pick<T> (list: readonly T[], index: number, fallback: T): T {
   return list.length === 0 ? fallback : list[index % list.length] as T
 }
 
-function writeJson (value: Value): string {
+export function writeJson (value: Value): string {
   if (value === null || typeof value === 'boolean' || typeof value === 'number') return JSON.stringify(value)
   if (typeof value === 'bigint' || value instanceof RawJson) return value.toString()
   if (typeof value === 'string') return JSON.stringify(value)

@@ -1,0 +1,135 @@
+// The admin API's OpenAPI document (README: Managing keys), as served at
+// /admin/v1/openapi.json: every operation declares each status it can
+// answer, with the headers that go with them, and the document passes
+// `redocly lint` (recommended rules) with no errors. That every answer of
+// the admin API is as this document describes is checked where the
+// answers are made (admin-api.test.ts, fuzz/admin-inject.test.ts).
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import type { FastifyInstance } from 'fastify'
+import { buildAdminApp } from '../src/admin.js'
+import { openSqlite } from '../src/db/sqlite.js'
+import type { Storage } from '../src/db/storage.js'
+import { bearer } from './support/fixtures.js'
+import { PROJECT_ROOT } from './support/process.js'
+
+const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
+
+/** What each operation can answer: its own success, its refusals, and what any request may meet (no token, an unmet Expect, too many wrong ones, faults). */
+const ALWAYS = ['400', '401', '417', '429', '500', '503']
+const WITH_BODY = [...ALWAYS, '413', '415']
+const STATUSES: Record<string, string[]> = {
+  createKey: ['201', ...WITH_BODY],
+  listKeys: ['200', ...ALWAYS],
+  getKey: ['200', ...ALWAYS, '404'],
+  updateKey: ['200', ...WITH_BODY, '404', '409'],
+  rollKey: ['201', ...WITH_BODY, '404', '409'],
+  revokeKey: ['200', ...ALWAYS, '404'],
+  findKeyByToken: ['200', ...WITH_BODY, '404']
+}
+
+interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }
+interface Operation { operationId: string, security?: unknown[], responses: Record<string, ResponseObject> }
+interface AdminDocument {
+  openapi: string
+  servers: Array<{ url: string }>
+  security?: unknown[]
+  paths: Record<string, Record<string, Operation>>
+  components: { securitySchemes: Record<string, { type: string, scheme?: string }>, responses?: Record<string, ResponseObject> }
+}
+
+interface Run { code: number | string | null, stdout: string, stderr: string }
+
+function run (command: string, args: string[], cwd: string): Promise<Run> {
+  const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', NO_COLOR: '1' }
+  return new Promise((resolve) => {
+    execFile(command, args, { cwd, env, timeout: 45_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : error.code ?? null, stdout, stderr })
+    })
+  })
+}
+
+describe('the admin OpenAPI document', () => {
+  let storage: Storage
+  let admin: FastifyInstance
+  let text: string
+  let document: AdminDocument
+  let dir: string
+
+  /** A response, its `$ref` to components.responses followed. */
+  const resolved = (response: ResponseObject): ResponseObject => {
+    if (response.$ref === undefined) return response
+    const name = response.$ref.replace('#/components/responses/', '')
+    const target = document.components.responses?.[name]
+    assert.ok(target !== undefined, `${response.$ref} points to nothing`)
+    return target
+  }
+  const operations = (): Operation[] => Object.values(document.paths).flatMap((item) => Object.values(item))
+
+  before(async () => {
+    storage = openSqlite('sqlite::memory:')
+    admin = await buildAdminApp({ api: { token: ADMIN_TOKEN, storage, environment: 'production' } })
+    const response = await admin.inject({ url: '/admin/v1/openapi.json', headers: bearer(ADMIN_TOKEN) })
+    assert.equal(response.statusCode, 200)
+    assert.match(String(response.headers['content-type']), /^application\/json/)
+    text = response.body
+    document = JSON.parse(text) as AdminDocument
+    dir = await mkdtemp(join(tmpdir(), 'petstore-admin-openapi-'))
+  })
+
+  after(async () => {
+    await admin.close()
+    await storage.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  test('When it is read, then it is OpenAPI 3.1, relative to /admin/v1, with the admin operations and the admin token as a bearer scheme', () => {
+    assert.match(document.openapi, /^3\.1\.\d+$/)
+    assert.deepEqual(document.servers.map((s) => s.url), ['/admin/v1'])
+    assert.deepEqual(operations().map((o) => o.operationId).sort(), Object.keys(STATUSES).sort())
+    assert.deepEqual(Object.values(document.components.securitySchemes).map((s) => [s.type, s.scheme]), [['http', 'bearer']])
+    assert.ok((document.security ?? []).length > 0, 'the document does not say the admin token is needed')
+  })
+
+  test('When an operation is read, then it declares every status it can answer, and no other', () => {
+    for (const operation of operations()) {
+      assert.deepEqual(Object.keys(operation.responses).sort(), (STATUSES[operation.operationId] ?? []).sort(), operation.operationId)
+    }
+  })
+
+  test('When an operation\'s answers are read, then 401 says WWW-Authenticate, 429 Retry-After, and a page of keys Link', () => {
+    for (const operation of operations()) {
+      const responses = operation.responses
+      assert.ok(resolved(responses['401'] ?? {}).headers?.['WWW-Authenticate'], `${operation.operationId} 401 lacks WWW-Authenticate`)
+      assert.ok(resolved(responses['429'] ?? {}).headers?.['Retry-After'], `${operation.operationId} 429 lacks Retry-After`)
+      for (const [status, response] of Object.entries(responses)) {
+        assert.ok(resolved(response).content?.['application/json'], `${operation.operationId} ${status} has no JSON body`)
+      }
+    }
+    const listKeys = operations().find((o) => o.operationId === 'listKeys')
+    assert.ok(resolved(listKeys?.responses['200'] ?? {}).headers?.Link, 'listKeys 200 lacks Link')
+  })
+
+  test('When the public API\'s codes are compared, then the admin-only codes are listed here', () => {
+    assert.match(text, /"invalid_admin_token"/)
+    assert.match(text, /"key_revoked"/)
+  })
+
+  test('When redocly lint (recommended) reads it, then it finds no errors', async (t) => {
+    await writeFile(join(dir, 'openapi.json'), text)
+    await writeFile(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n')
+    const result = await run(join(PROJECT_ROOT, 'node_modules', '.bin', 'redocly'),
+      ['lint', 'openapi.json', '--config', 'redocly.yaml', '--format', 'json'], dir)
+    const report = JSON.parse(result.stdout) as { totals: { errors: number, warnings: number }, problems: Array<{ severity: string, ruleId: string, message: string }> }
+    const errors = report.problems.filter((p) => p.severity === 'error')
+    const warnings = report.problems.filter((p) => p.severity !== 'error')
+    t.diagnostic(`redocly lint: ${report.totals.errors} errors, ${report.totals.warnings} warnings${warnings.map((w) => `\n  ${w.ruleId}: ${w.message}`).join('')}`)
+    assert.deepEqual(errors, [], `redocly lint: ${result.stderr}`)
+    assert.equal(report.totals.errors, 0)
+    assert.equal(result.code, 0, result.stderr)
+  })
+})
