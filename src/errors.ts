@@ -146,7 +146,7 @@ export const Errors = {
     headers: { 'retry-after': '1' }
   }),
   noSuchKey: (id: number) => new ApiError('not_found', `No API key has the id ${id}.`),
-  noKeyForToken: () => new ApiError('not_found', 'No API key has this token, current or previous.'),
+  noKeyForToken: () => new ApiError('not_found', 'No API key was ever given this token.'),
   keyRevoked: (id: number) => new ApiError('key_revoked', `The API key ${id} is revoked: it can be read, never changed or rolled.`),
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),

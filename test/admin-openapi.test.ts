@@ -29,7 +29,8 @@ const STATUSES: Record<string, string[]> = {
   updateKey: ['200', ...WITH_BODY, '404', '409'],
   rollKey: ['201', ...WITH_BODY, '404', '409'],
   revokeKey: ['200', ...ALWAYS, '404'],
-  findKeyByToken: ['200', ...WITH_BODY, '404']
+  findKeyByToken: ['200', ...WITH_BODY, '404'],
+  getKeyUsage: ['200', ...ALWAYS, '404']
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

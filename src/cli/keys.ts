@@ -329,7 +329,7 @@ export function addKeysCommands (program: Command): void {
     })
 
   keys.command('find')
-    .description('show the key a token belongs to, by its current or previous token, revoked or not; the token is read on standard input')
+    .description('show the key a token belongs to, by its current token or one it had before a roll, revoked or not; the token is read on standard input')
     .option('--json', 'print the key as one JSON object, as `keys show --json` does')
     // Arguments are taken only to refuse them with a reason: a token there is in the shell's history already.
     .allowExcessArguments()
@@ -343,7 +343,7 @@ export function addKeysCommands (program: Command): void {
         throw new CommandFailure('standard input does not hold a petstore token (pet_live_… or pet_test_…, with its checksum), alone on one line')
       }
       const key = await withStorage(async (storage) => await findKey(storage, token, Date.now()))
-      if (key === undefined) throw new CommandFailure('no key has this token, as its current token or as its previous one')
+      if (key === undefined) throw new CommandFailure('no key was ever given this token')
       writeKey(key, options.json)
     })
 

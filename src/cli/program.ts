@@ -25,9 +25,12 @@ Environment (default in brackets; more in README.md, "Configuration"):
   RATE_LIMIT_BAN_SECONDS     length of a ban, in seconds [900]
   LOG_LEVEL                  fatal, error, warn, info, debug, trace or silent [info]
   LOG_FORMAT                 json (one object per line) or pretty [json]
-  ADMIN_PORT                 port on ADMIN_HOST for Prometheus metrics at /metrics; never PORT; 0: any
-                             free port [unset: off]
-  ADMIN_HOST                 address of the ADMIN_PORT listener, whatever HOST is [127.0.0.1]`
+  ADMIN_PORT                 port on ADMIN_HOST for Prometheus metrics at /metrics and the admin API;
+                             never PORT; 0: any free port [unset: off]
+  ADMIN_HOST                 address of the ADMIN_PORT listener, whatever HOST is [127.0.0.1]
+  ADMIN_TOKEN                bearer token of the admin API and console on the ADMIN_PORT listener;
+                             at least 32 characters [unset: no admin API]
+  USAGE_FLUSH_MS             how often usage counts are written to the database, 100 to 10000 [10000]`
 
 const EXIT_STATUS = `
 Exit status: 0 on success, 1 when the command could not do its work (configuration, database, no such key), 2 on bad usage.`

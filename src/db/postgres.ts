@@ -214,6 +214,12 @@ export class PostgresStorage implements Storage {
     return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous }
   }
 
+  async findApiKeyByIssuedToken (tokenHash: string): Promise<ApiKeyRecord | undefined> {
+    const rows = await this.#query<ApiKeyRow>(
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = (SELECT api_key_id FROM api_key_tokens WHERE token_hash = $1)`, [tokenHash])
+    return rows[0] === undefined ? undefined : toApiKey(rows[0])
+  }
+
   async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
     const rows = await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])
     return rows[0] === undefined ? undefined : toApiKey(rows[0])

@@ -115,6 +115,7 @@ export class SqliteStorage implements Storage {
   readonly #insertKey
   readonly #findKey
   readonly #getKey
+  readonly #findIssued
   readonly #listKeys
   readonly #insertToken
   readonly #listTokens
@@ -155,6 +156,8 @@ export class SqliteStorage implements Storage {
       `SELECT ${KEY_COLUMNS}, 0 AS previous FROM api_keys WHERE token_hash = ?
        UNION ALL SELECT ${KEY_COLUMNS}, 1 AS previous FROM api_keys WHERE previous_token_hash = ?`)
     this.#getKey = db.prepare<[bigint], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
+    this.#findIssued = db.prepare<[string], ApiKeyRow>(
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = (SELECT api_key_id FROM api_key_tokens WHERE token_hash = ?)`)
     // LIMIT -1: no limit.
     this.#listKeys = db.prepare<[bigint, number], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > ? ORDER BY id LIMIT ?`)
     this.#insertToken = db.prepare<[bigint, string]>('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES (?, ?)')
@@ -309,6 +312,11 @@ export class SqliteStorage implements Storage {
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
     const row = this.#read(() => this.#findKey.get(tokenHash, tokenHash))
     return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous === 1n }
+  }
+
+  async findApiKeyByIssuedToken (tokenHash: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.#read(() => this.#findIssued.get(tokenHash))
+    return row === undefined ? undefined : toApiKey(row)
   }
 
   async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {

@@ -147,6 +147,8 @@ export interface Storage {
   createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
   /** The key whose current or previous token has this hash, whatever its state. */
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined>
+  /** The key that was ever issued a token with this hash, rolled away long ago or not, whatever its state. */
+  findApiKeyByIssuedToken (tokenHash: string): Promise<ApiKeyRecord | undefined>
   getApiKey (id: number): Promise<ApiKeyRecord | undefined>
   /** The keys with an id above `afterId`, lowest first, at most `limit` (default: all): revoked ones too. */
   listApiKeys (afterId?: number, limit?: number): Promise<ApiKeyRecord[]>

@@ -29,6 +29,7 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     purgeIdempotentRequests: timed('purgeIdempotentRequests', storage.purgeIdempotentRequests),
     createApiKey: timed('createApiKey', storage.createApiKey),
     findApiKeyByTokenHash: timed('findApiKeyByTokenHash', storage.findApiKeyByTokenHash),
+    findApiKeyByIssuedToken: timed('findApiKeyByIssuedToken', storage.findApiKeyByIssuedToken),
     getApiKey: timed('getApiKey', storage.getApiKey),
     listApiKeys: timed('listApiKeys', storage.listApiKeys),
     revokeApiKey: timed('revokeApiKey', storage.revokeApiKey),

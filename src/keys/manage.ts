@@ -151,14 +151,16 @@ export async function revokeKey (storage: Storage, id: number, now: number): Pro
 }
 
 /**
- * The key a token belongs to, by its current or its previous token, in any
- * state: what a secret-scanning alert needs before the key is revoked.
- * Undefined for a token no key has, or that is not a petstore token.
+ * The key a token belongs to, in any state: by its current token, its
+ * previous one, or any it had before and was rolled away from, since a
+ * secret-scanning alert may come after the roll. What the alert needs
+ * before the key is revoked. Undefined for a token no key was ever given,
+ * or that is not a petstore token.
  */
 export async function findKey (storage: Storage, token: string, now: number): Promise<KeyView | undefined> {
   if (!inspectToken(token).ok) return undefined
-  const match = await storage.findApiKeyByTokenHash(hashToken(token))
-  return match === undefined ? undefined : view(match.key, now)
+  const key = await storage.findApiKeyByIssuedToken(hashToken(token))
+  return key === undefined ? undefined : view(key, now)
 }
 
 /** One UTC day of a key's requests. */

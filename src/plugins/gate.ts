@@ -64,8 +64,14 @@ const GATE_ANSWERS = [
   'insufficient_scope' // scope
 ] as const satisfies readonly ErrorCode[]
 
-/** The statuses of the gate's answers, in ascending order. */
-export const GATE_STATUSES: readonly number[] = [...new Set(GATE_ANSWERS.map((code) => ERROR_CODES[code].status))].sort((a, b) => a - b)
+/**
+ * The statuses the gate can answer an operation, in ascending order: its
+ * 403 only where the route declares a scope (`config.scope`).
+ */
+export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
+  const codes = GATE_ANSWERS.filter((code) => scoped || code !== 'insufficient_scope')
+  return [...new Set(codes.map((code) => ERROR_CODES[code].status))].sort((a, b) => a - b)
+}
 
 export function createGate ({ identify, limit, usage }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'> }): Gate {
   return async (request, reply) => {

@@ -89,7 +89,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
       },
       servers: servers(),
-      tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'rate limits', description: 'Where a key stands against its limits.' }],
+      tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' }

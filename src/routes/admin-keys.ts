@@ -155,7 +155,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     schema: {
       operationId: 'findKeyByToken',
       summary: 'Find the key of a token',
-      description: 'The key a token belongs to, by its current or its previous token, whatever the key\'s state: the step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
+      description: 'The key a token belongs to, whatever the key\'s state: by its current token, its previous one, or any it was rolled away from (an alert may come after the roll). The step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
       tags: ['keys'],
       body: TokenLookup,
       response: { 200: withHeaders(Key, 'The key the token belongs to.', {}), ...errorResponses([...WITH_BODY, 404], {}, 'admin') }

@@ -8,7 +8,7 @@ import {
 } from '../schemas/responses.js'
 import type { PetService } from '../pets/service.js'
 import { Errors } from '../errors.js'
-import { GATE_STATUSES, callerOf } from '../plugins/gate.js'
+import { callerOf, gateStatuses } from '../plugins/gate.js'
 
 interface PetRoutesOptions {
   pets: PetService
@@ -24,7 +24,7 @@ const GET_PET_DEPRECATION = {
 }
 
 /** Statuses every operation may answer besides its own: the gate's, and a fault of ours. */
-const ALWAYS = [...GATE_STATUSES, 500]
+const ALWAYS = [...gateStatuses({ scoped: true }), 500]
 
 const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pets, baseUrl }) => {
   app.get('/pets', {

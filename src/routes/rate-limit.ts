@@ -4,12 +4,12 @@
 // only writes it out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Errors } from '../errors.js'
-import { GATE_STATUSES, callerOf } from '../plugins/gate.js'
+import { callerOf, gateStatuses } from '../plugins/gate.js'
 import { RateLimitStatus } from '../schemas/rate-limit.js'
 import { RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
 
-/** The gate's statuses but 403: any key may ask, whatever its scopes. */
-const STATUSES = [...GATE_STATUSES.filter((status) => status !== 403), 500]
+/** Any key may ask, whatever its scopes: no 403. */
+const STATUSES = [...gateStatuses({ scoped: false }), 500]
 
 const rateLimitRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/rate_limit', {
@@ -18,7 +18,7 @@ const rateLimitRoutes: FastifyPluginAsyncTypebox = async (app) => {
       operationId: 'getRateLimit',
       summary: 'Where my key stands',
       description: 'The key\'s quota in each window and any ban, as the rate-limit headers say it. Asking spends none of the quota, and answers 200 also when the quota is spent or the key is banned; it has a cap of its own, 600 a minute per key.',
-      tags: ['rate limits'],
+      tags: ['limits'],
       response: {
         200: withHeaders(RateLimitStatus, 'Where the key stands.', RATE_LIMIT_HEADERS),
         ...errorResponses(STATUSES, RATE_LIMIT_HEADERS)

@@ -143,7 +143,7 @@ export const RollRequest = Type.Object({
 }, { $id: 'RollRequest', additionalProperties: false, title: 'RollRequest', description: 'How to roll a key.' })
 
 export const TokenLookup = Type.Object({
-  token: Type.String({ minLength: 1, maxLength: 200, description: 'A token, current or previous, e.g. one a secret scanner found.' })
+  token: Type.String({ minLength: 1, maxLength: 200, description: 'A token the key has, or had before a roll, e.g. one a secret scanner found.' })
 }, { $id: 'TokenLookup', additionalProperties: false, title: 'TokenLookup', description: 'A token whose key to find.' })
 
 export const KeyIdParams = Type.Object({

@@ -17,9 +17,10 @@ const LAUNCH_TIMEOUT_MS = 60_000
 const SCREENSHOT = join(PROJECT_ROOT, 'test-results', 'docs-page.png')
 /** Each operation as the page lists it: its method and path, and whether it is marked deprecated. */
 const OPERATIONS = [
-  { id: 'listPets', method: 'GET', path: '/pets', deprecated: false },
-  { id: 'createPet', method: 'POST', path: '/pets', deprecated: false },
-  { id: 'getPet', method: 'GET', path: '/pets/{petId}', deprecated: true }
+  { tag: 'pets', id: 'listPets', method: 'GET', path: '/pets', deprecated: false },
+  { tag: 'pets', id: 'createPet', method: 'POST', path: '/pets', deprecated: false },
+  { tag: 'pets', id: 'getPet', method: 'GET', path: '/pets/{petId}', deprecated: true },
+  { tag: 'limits', id: 'getRateLimit', method: 'GET', path: '/rate_limit', deprecated: false }
 ]
 
 /** The browser found or installed by `npm test` (scripts/services/chromium.js); fails, never skips, without it. */
@@ -85,15 +86,15 @@ describe('The docs page, in Chromium', { timeout: 180_000 }, () => {
     removeTempDir(dir)
   })
 
-  it('When /v1/docs is opened, then it shows listPets, createPet and getPet, and getPet as deprecated', async () => {
+  it('When /v1/docs is opened, then it shows listPets, createPet, getPet and getRateLimit, and getPet as deprecated', async () => {
     // Act
     const page = await openDocs()
 
     // Assert
     assert.deepEqual(await page.locator('.opblock').evaluateAll((blocks) => blocks.map((block) => block.id)),
-      OPERATIONS.map(({ id }) => `operations-pets-${id}`))
-    for (const { id, method, path, deprecated } of OPERATIONS) {
-      const block = page.locator(`#operations-pets-${id}`)
+      OPERATIONS.map(({ tag, id }) => `operations-${tag}-${id}`))
+    for (const { tag, id, method, path, deprecated } of OPERATIONS) {
+      const block = page.locator(`#operations-${tag}-${id}`)
       await block.waitFor({ state: 'visible' })
       assert.equal(await block.locator('.opblock-summary-method').innerText(), method, id)
       assert.equal(await block.locator('[data-path]').getAttribute('data-path'), path, id)

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
-import { GATE_STATUSES } from '../../src/plugins/gate.js'
+import { gateStatuses } from '../../src/plugins/gate.js'
 
 /** Requests that, with a valid key, get 404, 405 or 400 from the router. */
 const ROUTED_AWAY = [
@@ -91,13 +91,15 @@ describe('the order a /v1 request takes', () => {
 
   it('When the OpenAPI document is served, then every operation documents each status the gate can answer, from the gate\'s own list', async () => {
     // Act
-    const document = JSON.parse((await send('GET', '/v1/openapi.json')).body) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }
+    const document = JSON.parse((await send('GET', '/v1/openapi.json')).body) as { paths: Record<string, Record<string, { operationId: string, responses: Record<string, unknown> }>> }
 
-    // Assert
+    // Assert: 403 where a scope is needed, which is every operation but getRateLimit.
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods))
-    assert.ok(operations.length >= 3)
+    assert.ok(operations.length >= 4)
     for (const operation of operations) {
-      for (const status of GATE_STATUSES) assert.ok(String(status) in operation.responses, `${status} is not documented`)
+      const scoped = operation.operationId !== 'getRateLimit'
+      for (const status of gateStatuses({ scoped })) assert.ok(String(status) in operation.responses, `${operation.operationId}: ${status} is not documented`)
+      assert.equal('403' in operation.responses, scoped, `${operation.operationId}: 403 documented only where a scope is needed`)
     }
   })
 })
