@@ -15,6 +15,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
+import { scaledOutEnvironment } from '../support/scaled-out.js'
 
 const IMAGE = process.env.PETSTORE_IMAGE ?? ''
 const RUN_ID = randomUUID().slice(0, 8)
@@ -197,7 +198,7 @@ describe('the container image', { concurrency: false }, () => {
   })
 })
 
-describe('two containers on one PostgreSQL database and one Redis', { concurrency: false }, () => {
+describe('two containers on one PostgreSQL database and one Redis, as compose.yaml runs them', { concurrency: false }, () => {
   const names = [`${NAME}-a`, `${NAME}-b`]
 
   after(async () => {
@@ -209,15 +210,24 @@ describe('two containers on one PostgreSQL database and one Redis', { concurrenc
     // Arrange
     const redisUrl = process.env.PETSTORE_TEST_REDIS_URL
     assert.ok(redisUrl !== undefined && redisUrl !== '', 'PETSTORE_TEST_REDIS_URL is not set: run `npm run test:image`')
-    const env = ['--env', `DATABASE_URL=${await freshPostgresDatabase()}`, '--env', `REDIS_URL=${redisUrl}`]
+    // The environment compose.yaml gives its instances, with this machine's addresses.
+    const databaseUrl = await freshPostgresDatabase()
+    const ports = [await freePort(), await freePort()]
+    const adminPorts = [await freePort(), await freePort()]
+    const envOf = (i: number): string[] => Object.entries({
+      ...scaledOutEnvironment({ databaseUrl, redisUrl, publicBaseUrl: `http://127.0.0.1:${ports[i]}/v1`, adminHost: '127.0.0.1', adminPort: adminPorts[i] ?? 0 }),
+      PORT: String(ports[i])
+    }).flatMap(([name, value]) => ['--env', `${name}=${value}`])
     const limit = 10
-    const created = await podmanOk(['run', '--rm', '--network', 'host', ...env, IMAGE,
+    const created = await podmanOk(['run', '--rm', '--network', 'host', ...envOf(0), IMAGE,
       'keys', 'create', '--plan', 'enterprise', '--per-minute', String(limit), '--per-day', '1000', '--json'])
     const { token } = JSON.parse(created) as { token: string }
-    const ports = [await freePort(), await freePort()]
     await Promise.all(names.map(async (name, i) =>
-      await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...env, '--env', `PORT=${ports[i]}`, IMAGE])))
+      await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...envOf(i), IMAGE])))
     await Promise.all(ports.map(async (port) => await untilHealthy(port)))
+    for (const adminPort of adminPorts) {
+      assert.equal((await fetch(`http://127.0.0.1:${adminPort}/metrics`)).status, 200, 'each container serves its metrics on its admin port')
+    }
     // A minute window that ends during the test would admit a second quota.
     const toNextMinute = 60_000 - (Date.now() % 60_000)
     if (toNextMinute < 10_000) await delay(toNextMinute + 200)
