@@ -10,6 +10,7 @@
 // https://fastify.dev/docs/latest/Reference/Server/#logcontroller
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { findTokens } from './keys/tokens.js'
+import { traceIdOf } from './tracing/hooks.js'
 
 /**
  * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
@@ -21,7 +22,8 @@ export function mayHoldToken (text: string): boolean {
   return findTokens(text).length > 0
 }
 
-function loggableUrl (url: string): string {
+/** `url` with every token in it replaced by `[redacted]`. */
+export function loggableUrl (url: string): string {
   const found = findTokens(url)
   if (found.length === 0) return url
   let out = ''
@@ -62,7 +64,9 @@ export class RequestLog extends LogController {
       url: loggableUrl(request.url),
       status,
       code: reply.errorCode,
-      durationMs: Math.round(reply.elapsedTime * 100) / 100
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      // Only when tracing is on: the trace this request's span belongs to.
+      traceId: traceIdOf(request)
     }
     if (status >= 500) request.log.error({ ...line, err: reply.failure ?? error }, 'request failed')
     // The response itself failed: most often, the client went away mid-answer.
