@@ -28,24 +28,31 @@ interface ExportRequest {
   }>
 }
 
+/** Once per span in the JSON encoding: `parentSpanId` differs in case. */
+const SPAN_ID = Buffer.from('"spanId":')
+
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = []
   /** Spans received, kept or not. */
   count = 0
+  /** Export requests received. */
+  exports = 0
   readonly #server: Server
 
   private constructor (readonly keep: boolean) {
     this.#server = createServer((request, response) => {
       const chunks: Buffer[] = []
-      request.on('data', (chunk: Buffer) => { if (keep) chunks.push(chunk) })
+      request.on('data', (chunk: Buffer) => { chunks.push(chunk) })
       request.on('end', () => {
         if (request.method !== 'POST' || request.url !== '/v1/traces') {
           response.writeHead(404).end()
           return
         }
+        const body = Buffer.concat(chunks)
+        this.exports++
         try {
-          if (keep) this.#take(JSON.parse(Buffer.concat(chunks).toString('utf8')) as ExportRequest)
-          else this.count++
+          if (keep) this.#take(JSON.parse(body.toString('utf8')) as ExportRequest)
+          else this.count += occurrences(body, SPAN_ID)
         } catch {
           response.writeHead(400).end()
           return
@@ -55,7 +62,7 @@ export class OtlpReceiver {
     })
   }
 
-  /** `keep: false` is a sink: it answers every export and counts the requests, not the spans. */
+  /** `keep: false` is a sink: it answers every export and counts its spans without parsing it. */
   static async start ({ keep = true }: { keep?: boolean } = {}): Promise<OtlpReceiver> {
     const receiver = new OtlpReceiver(keep)
     await new Promise<void>((resolve) => receiver.#server.listen(0, '127.0.0.1', resolve))
@@ -91,4 +98,10 @@ export class OtlpReceiver {
       }
     }
   }
+}
+
+function occurrences (haystack: Buffer, needle: Buffer): number {
+  let found = 0
+  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + needle.length)) found++
+  return found
 }
