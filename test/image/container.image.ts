@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
+import { OtlpReceiver } from '../support/otlp-receiver.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { scaledOutEnvironment } from '../support/scaled-out.js'
@@ -239,5 +240,46 @@ describe('two containers on one PostgreSQL database and one Redis, as compose.ya
     // Assert
     assert.equal(statuses.filter((status) => status === 200).length, limit, String(statuses))
     assert.equal(statuses.filter((status) => status === 429).length, 2 * limit, String(statuses))
+  })
+})
+
+describe('a container with tracing on', { concurrency: false }, () => {
+  const name = `${NAME}-traced`
+  let receiver: OtlpReceiver | undefined
+
+  after(async () => {
+    await podman(['rm', '--force', '--volumes', '--time', '0', name])
+    await receiver?.close()
+  })
+
+  test('When OTEL_EXPORTER_OTLP_ENDPOINT is set, then the container sends each request\'s span, with its PostgreSQL and Redis calls under it', async () => {
+    // Arrange: the image's Node.js, and its production dependencies as the image strips them.
+    const redisUrl = process.env.PETSTORE_TEST_REDIS_URL
+    assert.ok(redisUrl !== undefined && redisUrl !== '', 'PETSTORE_TEST_REDIS_URL is not set: run `npm run test:image`')
+    receiver = await OtlpReceiver.start()
+    const port = await freePort()
+    const env = ['--env', `DATABASE_URL=${await freshPostgresDatabase()}`, '--env', `REDIS_URL=${redisUrl}`]
+    const created = await podmanOk(['run', '--rm', '--network', 'host', ...env, IMAGE, 'keys', 'create', '--plan', 'free', '--json'])
+    const { token } = JSON.parse(created) as { token: string }
+    await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...env, '--env', `PORT=${port}`,
+      '--env', `OTEL_EXPORTER_OTLP_ENDPOINT=${receiver.endpoint}`, '--env', 'OTEL_BSP_SCHEDULE_DELAY=50', IMAGE])
+    await untilHealthy(port)
+    const traceId = randomUUID().replaceAll('-', '')
+
+    // Act
+    const response = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+    assert.equal(response.status, 200)
+    const started = performance.now()
+    while (!receiver.spans.some((span) => span.traceId === traceId && span.scope === '@fastify/otel') && performance.now() - started < 10_000) await delay(50)
+
+    // Assert
+    const spans = receiver.spans.filter((span) => span.traceId === traceId)
+    const request = spans.find((span) => span.scope === '@fastify/otel')
+    assert.ok(request !== undefined, `no request span: ${JSON.stringify(receiver.spans)}`)
+    assert.equal(request.parentSpanId, '00f067aa0ba902b7')
+    assert.equal(request.attributes['http.route'], '/v1/pets')
+    for (const scope of ['@opentelemetry/instrumentation-pg', '@opentelemetry/instrumentation-ioredis']) {
+      assert.ok(spans.some((span) => span.scope === scope && span.parentSpanId === request.spanId), `no ${scope} span under the request's: ${JSON.stringify(spans)}`)
+    }
   })
 })
