@@ -11,7 +11,7 @@ import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
 import { createLog, type ServiceLog } from './log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
-import { shutdownTracing } from './tracing/hooks.js'
+import { shutdownTracing, tracingStarted } from './tracing/hooks.js'
 
 /** Requests in flight get this long to finish once a stop is asked for. */
 const SHUTDOWN_MS = 30_000
@@ -95,7 +95,7 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
     })
     // Operators' scripts wait for this line, whatever the log level.
     if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-    const tracing = config.tracing === undefined ? undefined : redactUrl(config.tracing.endpoint)
+    const tracing = config.tracing === undefined || !tracingStarted() ? undefined : redactUrl(config.tracing.endpoint)
     logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress, tracing }, 'petstore started')
   } catch (error) {
     // A start that failed is reported by the caller, which exits.

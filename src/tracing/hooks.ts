@@ -18,6 +18,11 @@ export function installTracingHooks (hooks: TracingHooks): void {
   installed = hooks
 }
 
+/** Whether tracing started: only the process entry starts it (bin/petstore.js), before the service's modules. */
+export function tracingStarted (): boolean {
+  return installed !== undefined
+}
+
 export function traceIdOf (request: FastifyRequest): string | undefined {
   return installed?.traceIdOf(request)
 }

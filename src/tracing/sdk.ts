@@ -56,7 +56,7 @@ export function setUpTracing (config: TracingConfig): void {
         }
       }),
       // Spans only inside a request's: not for the background work (the key
-      // index's refresh, the purge, the health checks of Redis).
+      // index's refresh, the purge, the pings of a Redis that cannot be reached).
       new PgInstrumentation({ requireParentSpan: true }),
       new IORedisInstrumentation({ requireParentSpan: true })
     ]

@@ -90,6 +90,8 @@ describe('tracing, on PostgreSQL and Redis', { timeout: 60_000 }, () => {
     assert.equal(line.traceId, traceId)
     assert.equal(line.route, '/v1/pets')
     assert.equal(line.status, 200)
+    const started = running().server.stdout.split('\n').find((text) => text.includes('"petstore started"'))
+    assert.equal((JSON.parse(started ?? '{}') as { tracing?: string }).tracing, `${running().receiver.endpoint}/`)
   })
 
   it('When a request carries no traceparent, then its span starts a trace of its own, which its log line names', async () => {
