@@ -54,12 +54,14 @@ export interface PlanContext {
   signal: AbortSignal
   /** Starts PostgreSQL and Redis on first use; the caller stops them. */
   scaleOut: () => Promise<{ databaseUrl: string, redisUrl: string }>
+  /** Starts, on first use, an OTLP/HTTP receiver that counts the spans and discards them; gives its endpoint. The caller stops it. */
+  traceSink: () => Promise<string>
 }
 
 export const SQLITE = 'The reference servers, and the petstore on SQLite'
 export const SCALE_OUT = 'PostgreSQL + Redis'
 
-export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
+export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[] {
   const sqlite = (animals: number): { url: string, file: string, key: () => Promise<string> } => {
     const file = join(dir, `pets-${animals}.db`)
     const url = `sqlite:${file}`
@@ -125,6 +127,14 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
     }
   })
   const petstore = (url: string, env: Record<string, string> = {}): ServerSpec => ({ name: 'petstore', args: PETSTORE, env: { DATABASE_URL: url, ...env } })
+  /**
+   * Tracing on, with OpenTelemetry's defaults (a batch every 5 s), to a sink
+   * on this machine. These rows have no target of their own: tracing is
+   * asked for, and what it costs is the gap to the same row without it.
+   */
+  const traced = async (): Promise<Record<string, string>> => ({ OTEL_EXPORTER_OTLP_ENDPOINT: await traceSink() })
+  const tracedList = (id: string, token: () => Promise<string>, targets: Target[]): Scenario =>
+    ({ id, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets, request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) })
 
   return [
     {
@@ -162,6 +172,12 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
         ...operations('', main.key, sqliteTargets),
         spentKey('429-banned', '429 api_key_banned (default config, key banned first)', '1000', 'api_key_banned')
       ]
+    },
+    {
+      section: SQLITE,
+      server: `petstore SQLite (${count(ANIMALS)} animals), traced`,
+      prepare: async () => { await main.key(); return petstore(main.url, await traced()) },
+      scenarios: [tracedList('traced-list', main.key, [])]
     },
     {
       section: SQLITE,
@@ -217,6 +233,15 @@ export function plan ({ dir, signal, scaleOut }: PlanContext): Group[] {
         return petstore(databaseUrl, { REDIS_URL: redisUrl })
       },
       scenarios: operations('pg-', async () => (await postgres()).token, scaleOutTargets)
+    },
+    {
+      section: SCALE_OUT,
+      server: `petstore ${SCALE_OUT} (${count(ANIMALS)} animals), traced`,
+      prepare: async () => {
+        const { databaseUrl, redisUrl } = await postgres()
+        return petstore(databaseUrl, { REDIS_URL: redisUrl, ...await traced() })
+      },
+      scenarios: [tracedList('pg-traced-list', async () => (await postgres()).token, [])]
     }
   ]
 }

@@ -19,6 +19,7 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { PostgresCluster } from '../test/support/postgres-cluster.js'
+import { OtlpReceiver } from '../test/support/otlp-receiver.js'
 import { PROJECT_ROOT } from '../test/support/process.js'
 import { OwnRedisServer } from '../test/support/redis.js'
 import { choosePinning, type Pinning } from './cpus.js'
@@ -66,6 +67,7 @@ async function main (): Promise<number> {
   chmodSync(dir, 0o755)
   let postgres: PostgresCluster | undefined
   let redis: OwnRedisServer | undefined
+  let sink: OtlpReceiver | undefined
   try {
     const pinning = choosePinning()
     const setup: Setup = { dir, options, pinning, generator: await loadGenerator(dir), signal }
@@ -77,10 +79,22 @@ async function main (): Promise<number> {
       return { databaseUrl: postgres.url, redisUrl: redis.url }
     }
 
+    const traceSink = async (): Promise<string> => {
+      sink ??= await OtlpReceiver.start({ keep: false })
+      return sink.endpoint
+    }
+
     const rows = new Map<string, Row>()
-    const groups = select(plan({ dir, signal, scaleOut }), options)
+    const groups = select(plan({ dir, signal, scaleOut, traceSink }), options)
     for (const group of groups) {
-      for (const row of await measureGroup(group, setup)) rows.set(row.id, row)
+      const spansBefore = sink?.count ?? 0
+      const measured = await measureGroup(group, setup)
+      for (const row of measured) rows.set(row.id, row)
+      // Fewer spans than requests sent (warm-up included) means the exporter dropped some: the cost measured is then too low.
+      if (sink !== undefined && sink.count > spansBefore) {
+        const responses = measured.reduce((sum, row) => sum + row.measurement.responses, 0)
+        log(`${group.server}: the trace sink received ${sink.count - spansBefore} spans; the measured runs had ${responses} responses`)
+      }
     }
     // The bare server once more: how far the machine itself drifted during
     // the run, which every ratio carries.
@@ -103,6 +117,7 @@ async function main (): Promise<number> {
     }
     return failed ? 1 : 0
   } finally {
+    await sink?.close()
     await postgres?.stop()
     await redis?.stop()
     rmSync(dir, { recursive: true, force: true })

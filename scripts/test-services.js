@@ -2,9 +2,10 @@
 // after it, whatever happens: each module in scripts/services/ starts one
 // kind (PostgreSQL, Redis, …) on loopback ports chosen at run time, in a
 // fresh temporary folder, installing its binaries with apt-get when they are
-// missing. No server is assumed to be running already. One module,
-// chromium.js, starts nothing: it finds (or installs) the browser that the
-// docs-page test launches itself.
+// missing. No server is assumed to be running already. Two modules start
+// nothing: chromium.js finds (or installs) the browser that the docs-page
+// test launches itself, docker-compose.js the program that reads
+// compose.yaml in its test.
 //
 // A service module exports
 //   start({ dir, log }) → Promise<{ env: Record<string, string>, stop(): Promise<void> }>
@@ -15,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 /** The service modules, by file name under scripts/services/. */
-const SERVICES = ['postgres', 'redis', 'chromium']
+const SERVICES = ['postgres', 'redis', 'chromium', 'docker-compose']
 
 export async function startServices (names = SERVICES) {
   const root = mkdtempSync(join(tmpdir(), 'petstore-test-services-'))

@@ -44,7 +44,34 @@ export interface Config {
   readonly adminToken: string | undefined
   /** How often usage counts are written to the database (keys/usage.ts): at most this much is lost to a crash. */
   readonly usageFlushMs: number
+  /** Where traces go, and how; undefined: tracing is off, and nothing of OpenTelemetry is loaded. */
+  readonly tracing: TracingConfig | undefined
 }
+
+/**
+ * OpenTelemetry's standard variables, as far as the service reads them
+ * itself (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/);
+ * the exporter reads its own (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, …_HEADERS,
+ * …_TIMEOUT, …_COMPRESSION) and the resource OTEL_SERVICE_NAME and
+ * OTEL_RESOURCE_ATTRIBUTES.
+ */
+export interface TracingConfig {
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; spans go to its /v1/traces. */
+  readonly endpoint: string
+  readonly sampler: TraceSampler
+  /** OTEL_TRACES_SAMPLER_ARG: the share of traces the ratio samplers keep. */
+  readonly samplerRatio: number
+  /** The batch span processor: OTEL_BSP_SCHEDULE_DELAY, …_EXPORT_TIMEOUT, …_MAX_QUEUE_SIZE, …_MAX_EXPORT_BATCH_SIZE. */
+  readonly scheduleDelayMs: number
+  readonly exportTimeoutMs: number
+  readonly maxQueueSize: number
+  readonly maxExportBatchSize: number
+}
+
+const TRACE_SAMPLERS = [
+  'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio', 'always_on', 'always_off', 'traceidratio'
+] as const
+export type TraceSampler = typeof TRACE_SAMPLERS[number]
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
@@ -81,8 +108,43 @@ export function loadConfig (env: Env = process.env): Config {
     adminPort: adminPort(env, port),
     adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1',
     adminToken: adminToken(env),
-    usageFlushMs: integer(env, 'USAGE_FLUSH_MS', FLUSH_MS, 100, FLUSH_MS)
+    usageFlushMs: integer(env, 'USAGE_FLUSH_MS', FLUSH_MS, 100, FLUSH_MS),
+    tracing: tracingConfig(env)
   })
+}
+
+/**
+ * Tracing's settings, or undefined when it is off: OTEL_EXPORTER_OTLP_ENDPOINT
+ * unset or empty, or OTEL_SDK_DISABLED=true. Read by the process entry,
+ * before the rest of the service is loaded, and again with the rest of the
+ * configuration, which reports a bad value.
+ */
+export function tracingConfig (env: Env = process.env): TracingConfig | undefined {
+  const raw = nonEmpty(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
+  if (raw === undefined || nonEmpty(env, 'OTEL_SDK_DISABLED')?.toLowerCase() === 'true') return undefined
+  let url: URL | undefined
+  try { url = new URL(raw) } catch {}
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, the collector's OTLP/HTTP address, got "${redactUrl(raw)}"`)
+  }
+  const maxQueueSize = integer(env, 'OTEL_BSP_MAX_QUEUE_SIZE', 2048, 1, 1_000_000)
+  return Object.freeze({
+    endpoint: url.href,
+    sampler: oneOf(env, 'OTEL_TRACES_SAMPLER', TRACE_SAMPLERS, 'parentbased_always_on'),
+    samplerRatio: ratio(env, 'OTEL_TRACES_SAMPLER_ARG', 1),
+    scheduleDelayMs: integer(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000, 0, 3_600_000),
+    exportTimeoutMs: integer(env, 'OTEL_BSP_EXPORT_TIMEOUT', 30_000, 1, 3_600_000),
+    maxQueueSize,
+    maxExportBatchSize: integer(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', Math.min(512, maxQueueSize), 1, maxQueueSize)
+  })
+}
+
+function ratio (env: Env, name: string, fallback: number): number {
+  const raw = nonEmpty(env, name)
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!/^\d+(\.\d+)?$/.test(raw) || value > 1) throw new ConfigError(`${name} must be a number from 0 to 1, got "${raw}"`)
+  return value
 }
 
 function nonEmpty (env: Env, name: string): string | undefined {

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { findTokens } from './keys/tokens.js'
+import { traceIdOf } from './tracing/hooks.js'
 
 /**
  * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
@@ -32,7 +33,8 @@ export function requestId (request: IncomingMessage): string {
   return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) && !mayHoldToken(theirs) ? theirs : randomUUID()
 }
 
-function loggableUrl (url: string): string {
+/** `url` with every token in it replaced by `[redacted]`. */
+export function loggableUrl (url: string): string {
   const found = findTokens(url)
   if (found.length === 0) return url
   let out = ''
@@ -73,7 +75,9 @@ export class RequestLog extends LogController {
       url: loggableUrl(request.url),
       status,
       code: reply.errorCode,
-      durationMs: Math.round(reply.elapsedTime * 100) / 100
+      durationMs: Math.round(reply.elapsedTime * 100) / 100,
+      // Only when tracing is on: the trace this request's span belongs to.
+      traceId: traceIdOf(request)
     }
     if (status >= 500) request.log.error({ ...line, err: reply.failure ?? error }, 'request failed')
     // The response itself failed: most often, the client went away mid-answer.

@@ -11,6 +11,7 @@ import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
 import { createLog, type ServiceLog } from './log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
+import { shutdownTracing, tracingStarted } from './tracing/hooks.js'
 
 /** Requests in flight get this long to finish once a stop is asked for. */
 const SHUTDOWN_MS = 30_000
@@ -51,7 +52,7 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
       // An error nothing caught leaves the process in an unknown state: say
       // what it was, write the log out, and let the process manager restart it.
       logger.fatal({ err }, 'uncaught exception: exiting')
-      await log.flush(LOG_FLUSH_MS)
+      await writeOut(log)
       return
     }
     logger.info({ signal }, 'shutting down: finishing requests in flight')
@@ -59,7 +60,7 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
     if (outcome === 'done') logger.info('stopped')
     else if (outcome === 'late') logger.error(`requests in flight did not finish within ${SHUTDOWN_MS / 1000} s; exiting`)
     else logger.error({ err: outcome.failed }, 'shutdown failed')
-    await log.flush(LOG_FLUSH_MS)
+    await writeOut(log)
     // close-with-grace exits 1 when the close throws.
     if (outcome !== 'done') throw new Error('shutdown did not complete')
   })
@@ -98,12 +99,18 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
     })
     // Operators' scripts wait for this line, whatever the log level.
     if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-    logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress, adminApi: adminApiAddress }, 'petstore started')
+    const tracing = config.tracing === undefined || !tracingStarted() ? undefined : redactUrl(config.tracing.endpoint)
+    logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress, adminApi: adminApiAddress, tracing }, 'petstore started')
   } catch (error) {
     // A start that failed is reported by the caller, which exits.
     exit.uninstall()
     throw error
   }
+}
+
+/** The log and the last spans (when tracing is on), side by side, within the log's own time. */
+async function writeOut (log: ServiceLog): Promise<void> {
+  await Promise.all([log.flush(LOG_FLUSH_MS), shutdownTracing(LOG_FLUSH_MS)])
 }
 
 /**

@@ -50,7 +50,11 @@ describe('configuration', () => {
     ['ADMIN_PORT is the public port', { PORT: '9000', ADMIN_PORT: '9000' }, /ADMIN_PORT.*PORT/],
     ['ADMIN_PORT is out of range', { ADMIN_PORT: '65536' }, /ADMIN_PORT/],
     ['LOG_FORMAT is unknown', { LOG_FORMAT: 'xml' }, /LOG_FORMAT/],
-    ['CORS_ORIGINS holds a URL with a path', { CORS_ORIGINS: 'https://app.example.test/page' }, /CORS_ORIGINS/]
+    ['CORS_ORIGINS holds a URL with a path', { CORS_ORIGINS: 'https://app.example.test/page' }, /CORS_ORIGINS/],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL, with its password hidden', { OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://u:secret@collector:4317' }, /OTEL_EXPORTER_OTLP_ENDPOINT.*u:\*\*\*@/],
+    ['OTEL_TRACES_SAMPLER is unknown', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER/],
+    ['OTEL_TRACES_SAMPLER_ARG is above 1', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_SAMPLER_ARG: '1.5' }, /OTEL_TRACES_SAMPLER_ARG/],
+    ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE exceeds the queue', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '200' }, /OTEL_BSP_MAX_EXPORT_BATCH_SIZE/]
   ]
   for (const [when, env, message] of bad) {
     it(`When ${when}, then start fails with a message naming the variable`, () => {
@@ -123,5 +127,32 @@ describe('configuration', () => {
 
   it('When TRUST_PROXY lists addresses and ranges, then they are kept', () => {
     assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.1, 192.168.0.0/16,::1' }).trustProxy, ['10.0.0.1', '192.168.0.0/16', '::1'])
+  })
+
+  it('When OTEL_EXPORTER_OTLP_ENDPOINT is unset, empty, or OTEL_SDK_DISABLED is true, then tracing is off', () => {
+    assert.equal(loadConfig({}).tracing, undefined)
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).tracing, undefined)
+    assert.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing, undefined)
+  })
+
+  it('When OTEL_EXPORTER_OTLP_ENDPOINT is set, then tracing is on with the standard defaults, or the values given', () => {
+    assert.deepEqual(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing, {
+      endpoint: 'http://collector:4318/',
+      sampler: 'parentbased_always_on',
+      samplerRatio: 1,
+      scheduleDelayMs: 5000,
+      exportTimeoutMs: 30_000,
+      maxQueueSize: 2048,
+      maxExportBatchSize: 512
+    })
+    const given = loadConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector.example.test:4318',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_BSP_SCHEDULE_DELAY: '50'
+    }).tracing
+    assert.equal(given?.sampler, 'parentbased_traceidratio')
+    assert.equal(given?.samplerRatio, 0.25)
+    assert.equal(given?.scheduleDelayMs, 50)
   })
 })

@@ -30,7 +30,17 @@ Environment (default in brackets; more in README.md, "Configuration"):
   ADMIN_HOST                 address of the ADMIN_PORT listener, whatever HOST is [127.0.0.1]
   ADMIN_TOKEN                bearer token of the admin API and console on the ADMIN_PORT listener;
                              at least 32 characters [unset: no admin API]
-  USAGE_FLUSH_MS             how often usage counts are written to the database, 100 to 10000 [10000]`
+  USAGE_FLUSH_MS             how often usage counts are written to the database, 100 to 10000 [10000]
+  OTEL_EXPORTER_OTLP_ENDPOINT traces over OTLP/HTTP to this collector, e.g. http://collector:4318
+                             [unset: off]
+  OTEL_SDK_DISABLED          true: no tracing, whatever the endpoint [false]
+  OTEL_TRACES_SAMPLER        which traces are kept: parentbased_traceidratio, always_on, …
+                             [parentbased_always_on]
+  OTEL_TRACES_SAMPLER_ARG    share of traces the …traceidratio samplers keep, 0 to 1 [1]
+  OTEL_BSP_SCHEDULE_DELAY    milliseconds between two exports of spans [5000]
+  OTEL_BSP_MAX_QUEUE_SIZE    spans held for export; more are dropped [2048]
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE spans in one export [512]
+  OTEL_BSP_EXPORT_TIMEOUT    milliseconds an export may take [30000]`
 
 const EXIT_STATUS = `
 Exit status: 0 on success, 1 when the command could not do its work (configuration, database, no such key), 2 on bad usage.`

@@ -13,8 +13,10 @@ import { randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { after, before, describe, test } from 'node:test'
+import { OtlpReceiver } from '../support/otlp-receiver.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
+import { scaledOutEnvironment } from '../support/scaled-out.js'
 
 const IMAGE = process.env.PETSTORE_IMAGE ?? ''
 const RUN_ID = randomUUID().slice(0, 8)
@@ -197,7 +199,7 @@ describe('the container image', { concurrency: false }, () => {
   })
 })
 
-describe('two containers on one PostgreSQL database and one Redis', { concurrency: false }, () => {
+describe('two containers on one PostgreSQL database and one Redis, as compose.yaml runs them', { concurrency: false }, () => {
   const names = [`${NAME}-a`, `${NAME}-b`]
 
   after(async () => {
@@ -209,15 +211,24 @@ describe('two containers on one PostgreSQL database and one Redis', { concurrenc
     // Arrange
     const redisUrl = process.env.PETSTORE_TEST_REDIS_URL
     assert.ok(redisUrl !== undefined && redisUrl !== '', 'PETSTORE_TEST_REDIS_URL is not set: run `npm run test:image`')
-    const env = ['--env', `DATABASE_URL=${await freshPostgresDatabase()}`, '--env', `REDIS_URL=${redisUrl}`]
+    // The environment compose.yaml gives its instances, with this machine's addresses.
+    const databaseUrl = await freshPostgresDatabase()
+    const ports = [await freePort(), await freePort()]
+    const adminPorts = [await freePort(), await freePort()]
+    const envOf = (i: number): string[] => Object.entries({
+      ...scaledOutEnvironment({ databaseUrl, redisUrl, publicBaseUrl: `http://127.0.0.1:${ports[i]}/v1`, adminHost: '127.0.0.1', adminPort: adminPorts[i] ?? 0 }),
+      PORT: String(ports[i])
+    }).flatMap(([name, value]) => ['--env', `${name}=${value}`])
     const limit = 10
-    const created = await podmanOk(['run', '--rm', '--network', 'host', ...env, IMAGE,
+    const created = await podmanOk(['run', '--rm', '--network', 'host', ...envOf(0), IMAGE,
       'keys', 'create', '--plan', 'enterprise', '--per-minute', String(limit), '--per-day', '1000', '--json'])
     const { token } = JSON.parse(created) as { token: string }
-    const ports = [await freePort(), await freePort()]
     await Promise.all(names.map(async (name, i) =>
-      await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...env, '--env', `PORT=${ports[i]}`, IMAGE])))
+      await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...envOf(i), IMAGE])))
     await Promise.all(ports.map(async (port) => await untilHealthy(port)))
+    for (const adminPort of adminPorts) {
+      assert.equal((await fetch(`http://127.0.0.1:${adminPort}/metrics`)).status, 200, 'each container serves its metrics on its admin port')
+    }
     // A minute window that ends during the test would admit a second quota.
     const toNextMinute = 60_000 - (Date.now() % 60_000)
     if (toNextMinute < 10_000) await delay(toNextMinute + 200)
@@ -229,5 +240,46 @@ describe('two containers on one PostgreSQL database and one Redis', { concurrenc
     // Assert
     assert.equal(statuses.filter((status) => status === 200).length, limit, String(statuses))
     assert.equal(statuses.filter((status) => status === 429).length, 2 * limit, String(statuses))
+  })
+})
+
+describe('a container with tracing on', { concurrency: false }, () => {
+  const name = `${NAME}-traced`
+  let receiver: OtlpReceiver | undefined
+
+  after(async () => {
+    await podman(['rm', '--force', '--volumes', '--time', '0', name])
+    await receiver?.close()
+  })
+
+  test('When OTEL_EXPORTER_OTLP_ENDPOINT is set, then the container sends each request\'s span, with its PostgreSQL and Redis calls under it', async () => {
+    // Arrange: the image's Node.js, and its production dependencies as the image strips them.
+    const redisUrl = process.env.PETSTORE_TEST_REDIS_URL
+    assert.ok(redisUrl !== undefined && redisUrl !== '', 'PETSTORE_TEST_REDIS_URL is not set: run `npm run test:image`')
+    receiver = await OtlpReceiver.start()
+    const port = await freePort()
+    const env = ['--env', `DATABASE_URL=${await freshPostgresDatabase()}`, '--env', `REDIS_URL=${redisUrl}`]
+    const created = await podmanOk(['run', '--rm', '--network', 'host', ...env, IMAGE, 'keys', 'create', '--plan', 'free', '--json'])
+    const { token } = JSON.parse(created) as { token: string }
+    await podmanOk(['run', '--detach', '--name', name, '--network', 'host', ...env, '--env', `PORT=${port}`,
+      '--env', `OTEL_EXPORTER_OTLP_ENDPOINT=${receiver.endpoint}`, '--env', 'OTEL_BSP_SCHEDULE_DELAY=50', IMAGE])
+    await untilHealthy(port)
+    const traceId = randomUUID().replaceAll('-', '')
+
+    // Act
+    const response = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: `Bearer ${token}`, traceparent: `00-${traceId}-00f067aa0ba902b7-01` } })
+    assert.equal(response.status, 200)
+    const started = performance.now()
+    while (!receiver.spans.some((span) => span.traceId === traceId && span.scope === '@fastify/otel') && performance.now() - started < 10_000) await delay(50)
+
+    // Assert
+    const spans = receiver.spans.filter((span) => span.traceId === traceId)
+    const request = spans.find((span) => span.scope === '@fastify/otel')
+    assert.ok(request !== undefined, `no request span: ${JSON.stringify(receiver.spans)}`)
+    assert.equal(request.parentSpanId, '00f067aa0ba902b7')
+    assert.equal(request.attributes['http.route'], '/v1/pets')
+    for (const scope of ['@opentelemetry/instrumentation-pg', '@opentelemetry/instrumentation-ioredis']) {
+      assert.ok(spans.some((span) => span.scope === scope && span.parentSpanId === request.spanId), `no ${scope} span under the request's: ${JSON.stringify(spans)}`)
+    }
   })
 })

@@ -1,0 +1,135 @@
+// Tracing (README: Operating, Tracing): `petstore serve` on PostgreSQL and
+// Redis, with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver the test
+// starts, exports one span per request, continuing the client's trace, with
+// the PostgreSQL and Redis clients' calls as its descendants, and the
+// request's log line names the trace.
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { after, before, describe, it } from 'node:test'
+import { bearer } from '../support/fixtures.js'
+import { OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js'
+import { freshPostgresDatabase } from '../support/postgres.js'
+import { createKey, pollUntil, startServer, type ServerProcess } from '../support/process.js'
+import { testRedisUrl } from '../support/redis.js'
+
+const SERVER = 2
+const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
+
+describe('tracing, on PostgreSQL and Redis', { timeout: 60_000 }, () => {
+  let receiver: OtlpReceiver | undefined
+  let server: ServerProcess | undefined
+  let token = ''
+
+  const running = (): { receiver: OtlpReceiver, server: ServerProcess } => {
+    assert.ok(receiver !== undefined && server !== undefined, 'not started')
+    return { receiver, server }
+  }
+
+  /** The spans of one trace, once its request's span has come. */
+  const traceOf = async (traceId: string): Promise<{ request: ReceivedSpan, spans: ReceivedSpan[] }> =>
+    await pollUntil(async () => {
+      const spans = running().receiver.spans.filter((span) => span.traceId === traceId)
+      const request = spans.find((span) => span.scope === '@fastify/otel')
+      return request === undefined ? undefined : { request, spans }
+    }, { ms: 10_000, every: 50, what: `the spans of trace ${traceId}` })
+
+  /** The request's log line, once written. */
+  const logLineOf = async (requestId: string): Promise<Record<string, unknown>> =>
+    await pollUntil(async () => {
+      const line = running().server.stdout.split('\n').find((text) => text.includes(`"requestId":"${requestId}"`) && text.includes('"request completed"'))
+      return line === undefined ? undefined : JSON.parse(line) as Record<string, unknown>
+    }, { ms: 5_000, every: 20, what: `the log line of request ${requestId}` })
+
+  before(async () => {
+    receiver = await OtlpReceiver.start()
+    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: testRedisUrl('single') }
+    token = (await createKey(env, ['--plan', 'pro', '--name', 'traced'])).token
+    // A short batch delay: spans reach the receiver within a tenth of a second of their end.
+    server = await startServer({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' })
+  })
+  after(async () => {
+    await server?.dispose()
+    await receiver?.close()
+  })
+
+  it('When a request carries a traceparent, then its span continues that trace, with its route and status, and the database and Redis calls as its descendants', async () => {
+    // Arrange
+    const traceId = hex(16)
+    const parentSpanId = hex(8)
+    const requestId = `traced-${hex(4)}`
+
+    // Act
+    const response = await fetch(`${running().server.origin}/v1/pets?limit=5`, {
+      headers: { ...bearer(token), traceparent: `00-${traceId}-${parentSpanId}-01`, 'x-request-id': requestId }
+    })
+    assert.equal(response.status, 200, await response.text())
+    const { request, spans } = await traceOf(traceId)
+
+    // Assert
+    assert.equal(request.parentSpanId, parentSpanId)
+    assert.equal(request.kind, SERVER)
+    assert.equal(request.name, 'GET /v1/pets')
+    assert.equal(request.attributes['http.route'], '/v1/pets')
+    assert.equal(request.attributes['http.response.status_code'], 200)
+    assert.equal(request.attributes['http.request.method'], 'GET')
+    const byId = new Map(spans.map((span) => [span.spanId, span]))
+    const descendsFromRequest = (span: ReceivedSpan): boolean => {
+      for (let parent = span.parentSpanId; parent !== undefined; parent = byId.get(parent)?.parentSpanId) {
+        if (parent === request.spanId) return true
+      }
+      return false
+    }
+    const database = spans.filter((span) => span.scope === '@opentelemetry/instrumentation-pg')
+    const redis = spans.filter((span) => span.scope === '@opentelemetry/instrumentation-ioredis')
+    assert.ok(database.some((span) => span.attributes['db.system.name'] === 'postgresql'), `no PostgreSQL span in ${JSON.stringify(spans)}`)
+    assert.ok(redis.some((span) => span.attributes['db.system.name'] === 'redis'), `no Redis span in ${JSON.stringify(spans)}`)
+    for (const span of [...database, ...redis]) assert.ok(descendsFromRequest(span), `${span.name} is not under the request's span`)
+    assert.deepEqual(spans.filter((span) => span !== request && !descendsFromRequest(span)), [])
+
+    const line = await logLineOf(requestId)
+    assert.equal(line.traceId, traceId)
+    assert.equal(line.route, '/v1/pets')
+    assert.equal(line.status, 200)
+    const started = running().server.stdout.split('\n').find((text) => text.includes('"petstore started"'))
+    assert.equal((JSON.parse(started ?? '{}') as { tracing?: string }).tracing, `${running().receiver.endpoint}/`)
+  })
+
+  it('When a request carries no traceparent, then its span starts a trace of its own, which its log line names', async () => {
+    // Arrange
+    const requestId = `untraced-${hex(4)}`
+
+    // Act
+    const response = await fetch(`${running().server.origin}/v1/pets/999`, { headers: { ...bearer(token), 'x-request-id': requestId } })
+    assert.equal(response.status, 404)
+    const line = await logLineOf(requestId)
+
+    // Assert
+    assert.match(String(line.traceId), /^[0-9a-f]{32}$/)
+    const { request } = await traceOf(String(line.traceId))
+    assert.equal(request.parentSpanId, undefined)
+    assert.equal(request.name, 'GET /v1/pets/:petId')
+    assert.equal(request.attributes['http.route'], '/v1/pets/:petId')
+    assert.equal(request.attributes['http.response.status_code'], 404)
+  })
+
+  it('When the service stops before its next export, then the spans it holds are sent as it shuts down', async () => {
+    // Arrange: an export only every ten minutes, so that only the shutdown can send it.
+    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: testRedisUrl('single') }
+    const { token: key } = await createKey(env, ['--plan', 'pro', '--name', 'last'])
+    const stopping = await startServer({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: running().receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '600000' })
+    const traceId = hex(16)
+    try {
+      const response = await fetch(`${stopping.origin}/v1/pets`, { headers: { ...bearer(key), traceparent: `00-${traceId}-${hex(8)}-01` } })
+      assert.equal(response.status, 200)
+
+      // Act
+      const exit = await stopping.stop()
+
+      // Assert
+      assert.equal(exit?.code, 0)
+      assert.ok(running().receiver.spans.some((span) => span.traceId === traceId && span.scope === '@fastify/otel'), 'the request\'s span was not sent at shutdown')
+    } finally {
+      await stopping.dispose()
+    }
+  })
+})
