@@ -6,10 +6,10 @@
 // stops, one additive upsert per key and day, so that every instance's
 // counts add up. A `kill -9` loses at most the last FLUSH_MS of them.
 //
-// Memory stays bounded whatever the number of keys: past MAX_ENTRIES keys
+// Memory stays bounded whatever the number of keys: past MAX_USAGE_ENTRIES keys
 // and days waiting, a write is started at once. While the database is
 // away, what could not be written is kept for the next write, up to
-// MAX_ENTRIES; past that, new counts are dropped, and said so in the log,
+// MAX_USAGE_ENTRIES; past that, new counts are dropped, and said so in the log,
 // rather than let memory grow for as long as the outage lasts.
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
@@ -17,7 +17,7 @@ import type { Plan } from '../domain.js'
 /** How often counts are written, at most (README: Usage): at most this much is lost to a `kill -9`. */
 export const FLUSH_MS = 10_000
 /** Keys and days waiting to be written, at most. */
-const MAX_ENTRIES = 100_000
+export const MAX_USAGE_ENTRIES = 100_000
 const DAY_MS = 86_400_000
 
 type UsageOutcome = 'admitted' | 'refused'
@@ -60,10 +60,10 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
     const entry = `${keyId}:${day}`
     let usage = pending.get(entry)
     if (usage === undefined) {
-      if (pending.size >= MAX_ENTRIES) {
-        // A write is on its way or about to be; if the database is away, this count is lost.
+      if (pending.size >= MAX_USAGE_ENTRIES) {
+        // With no write under way, one starts and takes what waits; during one, the database is slow or away, and this count is lost.
         if (writing === undefined) flush().catch(onError)
-        if (pending.size >= MAX_ENTRIES) {
+        if (pending.size >= MAX_USAGE_ENTRIES) {
           onDropped(1)
           return
         }
@@ -98,7 +98,7 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
         if (now !== undefined) {
           now.admitted += usage.admitted
           now.refused += usage.refused
-        } else if (pending.size < MAX_ENTRIES) {
+        } else if (pending.size < MAX_USAGE_ENTRIES) {
           pending.set(entry, usage)
         } else {
           onDropped(usage.admitted + usage.refused)
@@ -108,9 +108,13 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
     }
   }
 
-  /** One write at a time; a flush asked for during one waits for it, then writes what came since. */
+  /**
+   * One write at a time; a flush asked for during one waits for it, then
+   * writes what came since. With none under way, the counts are taken at
+   * once, so that a count past the bound finds room.
+   */
   function flush (): Promise<void> {
-    const run = (writing ?? Promise.resolve()).then(write)
+    const run = writing === undefined ? write() : writing.then(write)
     const tracked: Promise<void> = run.finally(() => { if (writing === tracked) writing = undefined })
     writing = tracked
     return run
