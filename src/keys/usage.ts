@@ -4,13 +4,16 @@
 // use. Counted in this instance's memory, with no write per request; the
 // counts are added to the database every FLUSH_MS and when the instance
 // stops, one additive upsert per key and day, so that every instance's
-// counts add up. A `kill -9` loses at most the last FLUSH_MS of them.
+// counts add up. A `kill -9` loses what was counted since the last write
+// that succeeded began: while the database answers, the last FLUSH_MS and
+// the time a write takes.
 //
-// Memory stays bounded whatever the number of keys: past MAX_USAGE_ENTRIES keys
-// and days waiting, a write is started at once. While the database is
+// Memory stays bounded whatever the number of keys: past MAX_USAGE_ENTRIES
+// keys and days waiting, a write is started at once. While the database is
 // away, what could not be written is kept for the next write, up to
-// MAX_USAGE_ENTRIES; past that, new counts are dropped, and said so in the log,
-// rather than let memory grow for as long as the outage lasts.
+// MAX_USAGE_ENTRIES; past that, new counts are dropped, and how many is said
+// in the log once per write, rather than let memory grow for as long as the
+// outage lasts.
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 
@@ -28,8 +31,9 @@ export interface UsageCounterOptions {
   now: () => number
   /** How often to write; tests shorten it. */
   flushMs?: number
-  /** Told of a write that failed (its counts are kept for the next), and of counts dropped. */
+  /** Told of a write that failed (its counts are kept for the next). */
   onError?: (error: unknown) => void
+  /** Told, at the end of a write, how many counts were dropped since the one before. */
   onDropped?: (count: number) => void
   /** Told of each request counted, by the key's plan: for metrics. */
   onCounted?: (plan: Plan, outcome: UsageOutcome) => void
@@ -51,6 +55,8 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
   let pending = new Map<string, KeyUsage>()
   let lastUsed = new Map<number, number>()
   let writing: Promise<void> | undefined
+  /** Counts dropped since the last write; told once per write, so that an outage cannot flood the log with a line per request. */
+  let dropped = 0
   let timer: NodeJS.Timeout | undefined
 
   function count ({ id: keyId, plan }: Pick<ApiKeyRecord, 'id' | 'plan'>, outcome: UsageOutcome): void {
@@ -64,7 +70,7 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
         // With no write under way, one starts and takes what waits; during one, the database is slow or away, and this count is lost.
         if (writing === undefined) flush().catch(onError)
         if (pending.size >= MAX_USAGE_ENTRIES) {
-          onDropped(1)
+          dropped++
           return
         }
       }
@@ -101,10 +107,14 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
         } else if (pending.size < MAX_USAGE_ENTRIES) {
           pending.set(entry, usage)
         } else {
-          onDropped(usage.admitted + usage.refused)
+          dropped += usage.admitted + usage.refused
         }
       }
       for (const [keyId, at] of used) if ((lastUsed.get(keyId) ?? 0) < at) lastUsed.set(keyId, at)
+    }
+    if (dropped > 0) {
+      onDropped(dropped)
+      dropped = 0
     }
   }
 
