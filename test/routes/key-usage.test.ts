@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
+import { STANDING_PER_MINUTE } from '../../src/access/limit.js'
 import { buildAdminApp } from '../../src/admin.js'
 import { openPostgres } from '../../src/db/postgres.js'
 import { openSqlite } from '../../src/db/sqlite.js'
@@ -17,7 +18,7 @@ import { createMetrics } from '../../src/metrics.js'
 import { CONFIGURATIONS, buildTestApp, jsonHeaders, type TestApp } from '../support/app.js'
 import { bearer, buildPet } from '../support/fixtures.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
-import { openTestStore } from '../support/redis.js'
+import { awayFromMinuteEdge, openTestStore } from '../support/redis.js'
 
 const ADMIN_TOKEN = 'a'.repeat(40)
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
@@ -134,6 +135,22 @@ for (const configuration of CONFIGURATIONS) {
         'petstore_key_requests_total{plan="enterprise",outcome="refused"} 2',
         'petstore_key_requests_total{plan="free",outcome="admitted"} 3'
       ])
+    })
+
+    it('When a key asks GET /v1/rate_limit, then each question is counted as admitted, though it spends no quota; past its own cap, as refused', async () => {
+      // Arrange: the cap's minute is the Redis store's, on the real clock.
+      const key = await newKey()
+      await awayFromMinuteEdge(10_000)
+
+      // Act
+      const statuses: number[] = []
+      for (let i = 0; i < STANDING_PER_MINUTE + 1; i++) statuses.push(await get(key.token, '/v1/rate_limit'))
+      await stop()
+
+      // Assert
+      assert.deepEqual([...new Set(statuses.slice(0, -1))], [200])
+      assert.equal(statuses.at(-1), 429)
+      assert.deepEqual((await report(key.id)).at(-1), { date: '2027-03-10', admitted: STANDING_PER_MINUTE, refused: 1 })
     })
 
     it('When a range is asked for, then one row per day of it comes, and a bad range is 400 with details', async () => {
