@@ -4,20 +4,23 @@
 // use. Counted in this instance's memory, with no write per request; the
 // counts are added to the database every FLUSH_MS and when the instance
 // stops, one additive upsert per key and day, so that every instance's
-// counts add up. A `kill -9` loses at most the last FLUSH_MS of them.
+// counts add up. A `kill -9` loses what was counted since the last write
+// that succeeded began: while the database answers, the last FLUSH_MS and
+// the time a write takes.
 //
-// Memory stays bounded whatever the number of keys: past MAX_ENTRIES keys
-// and days waiting, a write is started at once. While the database is
+// Memory stays bounded whatever the number of keys: past MAX_USAGE_ENTRIES
+// keys and days waiting, a write is started at once. While the database is
 // away, what could not be written is kept for the next write, up to
-// MAX_ENTRIES; past that, new counts are dropped, and said so in the log,
-// rather than let memory grow for as long as the outage lasts.
+// MAX_USAGE_ENTRIES; past that, new counts are dropped, and how many is said
+// in the log once per write, rather than let memory grow for as long as the
+// outage lasts.
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 
 /** How often counts are written, at most (README: Usage): at most this much is lost to a `kill -9`. */
 export const FLUSH_MS = 10_000
 /** Keys and days waiting to be written, at most. */
-const MAX_ENTRIES = 100_000
+export const MAX_USAGE_ENTRIES = 100_000
 const DAY_MS = 86_400_000
 
 type UsageOutcome = 'admitted' | 'refused'
@@ -28,8 +31,9 @@ export interface UsageCounterOptions {
   now: () => number
   /** How often to write; tests shorten it. */
   flushMs?: number
-  /** Told of a write that failed (its counts are kept for the next), and of counts dropped. */
+  /** Told of a write that failed (its counts are kept for the next). */
   onError?: (error: unknown) => void
+  /** Told, at the end of a write, how many counts were dropped since the one before. */
   onDropped?: (count: number) => void
   /** Told of each request counted, by the key's plan: for metrics. */
   onCounted?: (plan: Plan, outcome: UsageOutcome) => void
@@ -51,6 +55,8 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
   let pending = new Map<string, KeyUsage>()
   let lastUsed = new Map<number, number>()
   let writing: Promise<void> | undefined
+  /** Counts dropped since the last write; told once per write, so that an outage cannot flood the log with a line per request. */
+  let dropped = 0
   let timer: NodeJS.Timeout | undefined
 
   function count ({ id: keyId, plan }: Pick<ApiKeyRecord, 'id' | 'plan'>, outcome: UsageOutcome): void {
@@ -60,11 +66,11 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
     const entry = `${keyId}:${day}`
     let usage = pending.get(entry)
     if (usage === undefined) {
-      if (pending.size >= MAX_ENTRIES) {
-        // A write is on its way or about to be; if the database is away, this count is lost.
+      if (pending.size >= MAX_USAGE_ENTRIES) {
+        // With no write under way, one starts and takes what waits; during one, the database is slow or away, and this count is lost.
         if (writing === undefined) flush().catch(onError)
-        if (pending.size >= MAX_ENTRIES) {
-          onDropped(1)
+        if (pending.size >= MAX_USAGE_ENTRIES) {
+          dropped++
           return
         }
       }
@@ -98,19 +104,27 @@ export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, o
         if (now !== undefined) {
           now.admitted += usage.admitted
           now.refused += usage.refused
-        } else if (pending.size < MAX_ENTRIES) {
+        } else if (pending.size < MAX_USAGE_ENTRIES) {
           pending.set(entry, usage)
         } else {
-          onDropped(usage.admitted + usage.refused)
+          dropped += usage.admitted + usage.refused
         }
       }
       for (const [keyId, at] of used) if ((lastUsed.get(keyId) ?? 0) < at) lastUsed.set(keyId, at)
     }
+    if (dropped > 0) {
+      onDropped(dropped)
+      dropped = 0
+    }
   }
 
-  /** One write at a time; a flush asked for during one waits for it, then writes what came since. */
+  /**
+   * One write at a time; a flush asked for during one waits for it, then
+   * writes what came since. With none under way, the counts are taken at
+   * once, so that a count past the bound finds room.
+   */
   function flush (): Promise<void> {
-    const run = (writing ?? Promise.resolve()).then(write)
+    const run = writing === undefined ? write() : writing.then(write)
     const tracked: Promise<void> = run.finally(() => { if (writing === tracked) writing = undefined })
     writing = tracked
     return run

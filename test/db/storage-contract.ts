@@ -315,6 +315,62 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.deepEqual(await storage.findApiKeyByTokenHash(third), { key: rolled, previous: false })
     }))
 
+    it('When two instances add usage to the same keys and days, then the counts add up, and each key\'s last use only moves forward', async () => {
+      // Arrange: two storages on one database, as two instances have.
+      const first = (await open()).storage
+      const second = (await open()).storage
+      try {
+        const key = await newApiKey(first)
+        const other = await newApiKey(first)
+
+        // Act
+        await first.addUsage([{ keyId: key.id, day: 20_000, admitted: 3, refused: 1 }], new Map([[key.id, 5_000]]))
+        await Promise.all([
+          second.addUsage([{ keyId: key.id, day: 20_000, admitted: 4, refused: 0 }, { keyId: other.id, day: 20_000, admitted: 1, refused: 0 }],
+            new Map([[key.id, 4_000], [other.id, 7_000]])),
+          first.addUsage([{ keyId: key.id, day: 20_000, admitted: 0, refused: 2 }, { keyId: key.id, day: 20_001, admitted: 6, refused: 0 }],
+            new Map([[key.id, 9_000]]))
+        ])
+        await second.addUsage([{ keyId: key.id, day: 20_001, admitted: 1, refused: 1 }], new Map([[key.id, 8_000]]))
+        await first.addUsage([], new Map())
+
+        // Assert
+        assert.deepEqual(await second.usageOf(key.id, 20_000, 20_001), [
+          { keyId: key.id, day: 20_000, admitted: 7, refused: 3 },
+          { keyId: key.id, day: 20_001, admitted: 7, refused: 1 }
+        ])
+        assert.deepEqual(await first.usageOf(other.id, 20_000, 20_001), [{ keyId: other.id, day: 20_000, admitted: 1, refused: 0 }])
+        assert.equal((await first.getApiKey(key.id))?.lastUsedAt, 9_000, 'the latest use stays, whichever instance wrote last')
+        assert.equal((await second.getApiKey(other.id))?.lastUsedAt, 7_000)
+      } finally {
+        await first.close()
+        await second.close()
+      }
+    })
+
+    it('When usage is read for a range of days, then only that key\'s stored days within it come, oldest first; a key never used has none', () => withStorage(async (storage) => {
+      // Arrange: written newest first, with a day on each side of the range and another key's day within it.
+      const key = await newApiKey(storage)
+      const other = await newApiKey(storage)
+      const unused = await newApiKey(storage)
+      await storage.addUsage([30_005, 30_003, 30_001, 29_999].map((day) => ({ keyId: key.id, day, admitted: day - 29_990, refused: 1 })), new Map())
+      await storage.addUsage([{ keyId: other.id, day: 30_002, admitted: 1, refused: 0 }], new Map())
+
+      // Act
+      const within = await storage.usageOf(key.id, 30_000, 30_004)
+      const oneDay = await storage.usageOf(key.id, 30_005, 30_005)
+      const none = await storage.usageOf(unused.id, 0, 40_000)
+
+      // Assert
+      assert.deepEqual(within, [
+        { keyId: key.id, day: 30_001, admitted: 11, refused: 1 },
+        { keyId: key.id, day: 30_003, admitted: 13, refused: 1 }
+      ])
+      assert.deepEqual(oneDay, [{ keyId: key.id, day: 30_005, admitted: 15, refused: 1 }], 'both ends are included')
+      assert.deepEqual(none, [])
+      assert.equal((await storage.getApiKey(unused.id))?.lastUsedAt, null)
+    }))
+
     it('When a secret is asked for twice, then it is the same 32 random bytes', () => withStorage(async (storage) => {
       const a = await storage.secret('cursor')
       const b = await storage.secret('cursor')
