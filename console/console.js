@@ -142,13 +142,21 @@ async function renderKey (key) {
   chart(usage, rows)
 }
 
+/** Counts the drawings of the list: one still under way when an action starts another stops, so that no key is listed twice. */
+let drawings = 0
+
 async function renderKeys () {
+  const drawing = ++drawings
   $('keys').replaceChildren()
   $('keys-error').textContent = ''
   const keys = await allKeys()
+  if (drawing !== drawings) return
   if (keys.length === 0) $('keys').append(element('p', { text: 'No keys yet: create one above.' }))
   // Newest first: the one just made is on top.
-  for (const key of keys.reverse()) await renderKey(key)
+  for (const key of keys.reverse()) {
+    if (drawing !== drawings) return
+    await renderKey(key)
+  }
 }
 
 /** Runs an action, shows what went wrong, and draws the keys again. */

@@ -8,6 +8,7 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as delay } from 'node:timers/promises'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import {
   PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type CreatedKey, type ServerProcess
@@ -115,6 +116,8 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
       cards.every((card) => card.querySelector('.totals[data-admitted]') !== null && card.querySelector('[data-usage] canvas') !== null))
       ? true
       : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'every key drawn' })
+    const ids = await page.locator('#keys article').evaluateAll((cards) => cards.map((card) => card.getAttribute('data-key')))
+    assert.deepEqual(ids, [...new Set(ids)], 'a key listed twice')
   }
 
   const card = (page: Page, id: number): ReturnType<Page['locator']> => page.locator(`#keys article[data-key="${id}"]`)
@@ -288,6 +291,37 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
       t.diagnostic(`screenshot: ${SCREENSHOT}`)
       await page.close()
     }
+  })
+
+  it('When a key is created while the list is still being drawn, then every key is listed once (regression: an action during a drawing listed keys twice)', async () => {
+    // Arrange: each key's usage answers late, so that drawing the list takes a while.
+    const { page } = await openConsole('create while drawing')
+    await page.route('**/admin/v1/keys/*/usage?*', async (route) => {
+      await delay(300)
+      await route.continue()
+    })
+    await page.locator('#admin-token').fill(ADMIN_TOKEN)
+    await page.locator('#sign-in button[type=submit]').click()
+    await page.locator('#keys article').first().waitFor()
+    const before = await page.locator('#keys article').count()
+
+    // Act: while the first drawing is under way.
+    await page.locator('#new-name').fill('impatient')
+    await page.locator('#create button[type=submit]').click()
+    await page.locator('#new-token-value').waitFor({ state: 'visible' })
+    const id = Number(/key (\d+)/.exec(await page.locator('#new-token-title').innerText())?.[1])
+    await card(page, id).locator('.totals[data-admitted]').waitFor()
+    await rendered(page)
+    // Long enough for the first drawing, had it gone on, to have added its cards.
+    await delay(1_000)
+
+    // Assert
+    assert.ok(before < 4, `the first drawing had already listed ${before} keys: the race was not set up`)
+    const ids = await page.locator('#keys article').evaluateAll((cards) => cards.map((card) => card.getAttribute('data-key')))
+    assert.deepEqual(ids, [...new Set(ids)], `a key listed twice: ${ids.join(' ')}`)
+    assert.equal(ids[0], String(id))
+    await page.unrouteAll({ behavior: 'ignoreErrors' })
+    await page.close()
   })
 
   it('When the operator signs out, then the token leaves session storage, and a reload asks for it again', async () => {
