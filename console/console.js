@@ -11,6 +11,8 @@
 const API = '/admin/v1'
 const TOKEN_KEY = 'petstore-admin-token'
 const DAYS = 30
+/** Requests come whole: the y axis steps by 1, 2, 5, 10, 20, 50…, never by uPlot's default 0.5. */
+const WHOLE_STEPS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].flatMap((power) => [1, 2, 5].map((step) => step * 10 ** power))
 
 const $ = (id) => document.getElementById(id)
 
@@ -80,7 +82,7 @@ function chart (container, rows) {
       { label: 'admitted', stroke: '#4056a1', fill: 'rgba(64, 86, 161, 0.1)' },
       { label: 'refused', stroke: '#a12f2f' }
     ],
-    axes: [{}, { label: 'requests a day' }],
+    axes: [{}, { label: 'requests a day', incrs: WHOLE_STEPS }],
     scales: { x: { time: true } }
   }, [xs, rows.map((row) => row.admitted), rows.map((row) => row.refused)], container)
 }
@@ -140,13 +142,21 @@ async function renderKey (key) {
   chart(usage, rows)
 }
 
+/** Counts the drawings of the list: one still under way when an action starts another stops, so that no key is listed twice. */
+let drawings = 0
+
 async function renderKeys () {
+  const drawing = ++drawings
   $('keys').replaceChildren()
   $('keys-error').textContent = ''
   const keys = await allKeys()
+  if (drawing !== drawings) return
   if (keys.length === 0) $('keys').append(element('p', { text: 'No keys yet: create one above.' }))
   // Newest first: the one just made is on top.
-  for (const key of keys.reverse()) await renderKey(key)
+  for (const key of keys.reverse()) {
+    if (drawing !== drawings) return
+    await renderKey(key)
+  }
 }
 
 /** Runs an action, shows what went wrong, and draws the keys again. */
