@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../config.js'
 import type { Storage } from '../db/storage.js'
 import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
 import {
-  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey,
+  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey,
   type KeyUpdate, type KeyView
 } from '../keys/manage.js'
 import { inspectToken } from '../keys/tokens.js'
@@ -92,7 +92,9 @@ const OPTION_OF_FIELD: Readonly<Record<string, string>> = {
   perDay: '--per-day',
   scopes: '--scopes',
   expiresAt: '--expires-at',
-  expireCurrentInSeconds: '--expire-current-in'
+  expireCurrentInSeconds: '--expire-current-in',
+  from: '--from',
+  to: '--to'
 }
 
 /** A refusal by the rules of keys as one line naming the options, else `error` itself. */
@@ -165,6 +167,12 @@ const KEY_COLUMNS: readonly Column[] = [
   { title: 'CREATED' },
   { title: 'EXPIRES' },
   { title: 'REVOKED' }
+]
+
+const USAGE_COLUMNS: readonly Column[] = [
+  { title: 'DATE' },
+  { title: 'ADMITTED', align: 'right' },
+  { title: 'REFUSED', align: 'right' }
 ]
 
 function keyRow (key: KeyView): string[] {
@@ -284,6 +292,22 @@ export function addKeysCommands (program: Command): void {
       const key = await withStorage(async (storage) => await showKey(storage, id, Date.now()))
       if (key === undefined) throw noSuchKey(id)
       writeKey(key, options.json)
+    })
+
+  keys.command('usage')
+    .description('show a key\'s admitted and refused requests per UTC day, oldest first (each instance writes its counts at least every 10 seconds)')
+    .argument('<id>', 'the key id, as `petstore keys list` shows it', positiveInteger)
+    .option('--from <date>', 'the first day, YYYY-MM-DD (UTC); default: 29 days before --to')
+    .option('--to <date>', 'the last day, YYYY-MM-DD (UTC), included; default: today; at most 366 days after --from')
+    .option('--json', 'print a JSON array of {date, admitted, refused}, as the admin API answers')
+    .action(async (id: number, options: { from?: string, to?: string, json?: boolean }) => {
+      const days = await withStorage(async (storage) => await keyUsage(storage, id, { from: options.from, to: options.to }, Date.now()))
+      if (days === undefined) throw noSuchKey(id)
+      if (options.json === true) {
+        write(JSON.stringify(days) + '\n')
+        return
+      }
+      write(formatTable(USAGE_COLUMNS, days.map((day) => [day.date, String(day.admitted), String(day.refused)])))
     })
 
   keys.command('update')

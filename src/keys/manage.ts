@@ -187,8 +187,8 @@ export async function keyUsage (storage: Storage, id: number, range: { from?: st
   const today = Math.floor(now / DAY_MS)
   const to = range.to === undefined ? today : dayOf('to', range.to)
   const from = range.from === undefined ? to - DEFAULT_USAGE_DAYS + 1 : dayOf('from', range.from)
-  if (from > to) throw new KeyRuleError('from', 'must not be after to')
-  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before to`)
+  if (from > to) throw new KeyRuleError('from', 'must not be after the last day')
+  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before the last day`)
   if (await storage.getApiKey(id) === undefined) return undefined
   const stored = new Map((await storage.usageOf(id, from, to)).map((row) => [row.day, row]))
   const days: DayUsage[] = []

@@ -690,3 +690,47 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     })
   }
 })
+
+describe('petstore keys usage', { timeout: 60_000 }, () => {
+  let dir = ''
+  before(() => { dir = makeTempDir() })
+  after(() => { removeTempDir(dir) })
+
+  it('When `keys usage` is run, then it prints one row a day, zeros included, oldest first: 30 days by default, or the range asked for', async () => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const key = await createKey(env, ['--plan', 'free'])
+    const today = new Date().toISOString().slice(0, 10)
+
+    // Act
+    const byDefault = JSON.parse((await runCliOk(['keys', 'usage', String(key.id), '--json'], env)).stdout) as Array<{ date: string, admitted: number, refused: number }>
+    const table = (await runCliOk(['keys', 'usage', String(key.id), '--from', '2026-02-27', '--to', '2026-03-01'], env)).stdout
+
+    // Assert
+    assert.equal(byDefault.length, 30)
+    assert.ok([today, new Date().toISOString().slice(0, 10)].includes(byDefault.at(-1)?.date ?? ''), 'it ends today, or tomorrow if midnight passed meanwhile')
+    assert.ok(byDefault.every(({ admitted, refused }) => admitted === 0 && refused === 0))
+    assert.deepEqual(lines(table), [
+      'DATE        ADMITTED  REFUSED',
+      '2026-02-27         0        0',
+      '2026-02-28         0        0',
+      '2026-03-01         0        0'
+    ])
+  })
+
+  it('When `keys usage` is given a range backwards, a date that does not exist, or an unknown id, then it exits 1 with one line', async () => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const key = await createKey(env, ['--plan', 'free'])
+
+    // Act
+    const backwards = assertOneLineFailure(await runCli(['keys', 'usage', String(key.id), '--from', '2026-03-02', '--to', '2026-03-01'], env), 1)
+    const missing = assertOneLineFailure(await runCli(['keys', 'usage', String(key.id), '--from', '2026-02-30'], env), 1)
+    const unknown = assertOneLineFailure(await runCli(['keys', 'usage', '999'], env), 1)
+
+    // Assert
+    assert.equal(backwards, 'petstore: --from must not be after the last day')
+    assert.equal(missing, 'petstore: --from must be a date that exists, as YYYY-MM-DD')
+    assert.equal(unknown, 'petstore: no key has the id 999; see `petstore keys list`')
+  })
+})
