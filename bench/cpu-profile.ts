@@ -1,0 +1,62 @@
+// The top of a V8 CPU profile (what `npm run bench -- --cpu-prof DIR`
+// writes), by self time: where the server's JavaScript thread was when it
+// was sampled, function by function, with "(program)" (V8 and native code
+// outside any JavaScript frame, the kernel's share included) and
+// "(garbage collector)" as V8 names them.
+//
+//   node dist/bench/cpu-profile.js FILE.cpuprofile [N] [--from-seconds S]
+//
+// --from-seconds leaves out the samples taken in the first S seconds
+// (the start, the migrations, the warm-up), so that the share is of the
+// measured load alone.
+// https://chromedevtools.github.io/devtools-protocol/tot/Profiler/#type-Profile
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string, url: string, lineNumber: number }
+  children?: number[]
+}
+
+interface Profile {
+  nodes: ProfileNode[]
+  startTime: number
+  samples: number[]
+  timeDeltas: number[]
+}
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'from-seconds': { type: 'string', default: '0' } } })
+const [file, top = '25'] = positionals
+if (file === undefined) {
+  process.stderr.write('usage: node dist/bench/cpu-profile.js FILE.cpuprofile [N] [--from-seconds S]\n')
+  process.exit(2)
+}
+const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile
+const fromUs = Number(values['from-seconds']) * 1e6
+const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+const selfUs = new Map<string, number>()
+let at = 0
+let total = 0
+profile.samples.forEach((id, i) => {
+  const delta = profile.timeDeltas[i] ?? 0
+  at += delta
+  if (at < fromUs) return
+  const frame = byId.get(id)?.callFrame
+  if (frame === undefined) return
+  const where = frame.url === '' ? '' : ` ${shortUrl(frame.url)}:${frame.lineNumber + 1}`
+  const name = `${frame.functionName === '' ? '(anonymous)' : frame.functionName}${where}`
+  selfUs.set(name, (selfUs.get(name) ?? 0) + delta)
+  total += delta
+})
+const rows = [...selfUs].sort((a, b) => b[1] - a[1]).slice(0, Number(top))
+process.stdout.write(`${(total / 1e6).toFixed(1)} s sampled\n| self | function |\n|---:|---|\n`)
+for (const [name, us] of rows) process.stdout.write(`| ${(100 * us / total).toFixed(1)} % | \`${name}\` |\n`)
+
+/** node:internal/…, a dependency's package and file, or our own file under src/. */
+function shortUrl (url: string): string {
+  const modules = url.lastIndexOf('/node_modules/')
+  if (modules >= 0) return url.slice(modules + '/node_modules/'.length)
+  const own = url.indexOf('/dist/')
+  return own >= 0 ? url.slice(own + 1) : url.replace(/^file:\/\//, '')
+}
