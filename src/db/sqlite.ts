@@ -26,11 +26,24 @@ import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyHash, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  PetRecord, Storage
+  PetPageJson, PetPageQuery, PetRecord, Storage
 } from './storage.js'
 import { KEY_COLUMNS, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
+/** A page written by SQLite: its JSON array and how many animals it holds. */
+type PageTuple = [json: string, count: bigint]
+
+/**
+ * A page's JSON, written by SQLite in the order and form of the response
+ * schema's serializer: the same four keys in the schema's order, integers
+ * as their digits (int64 exact), strings escaped as JSON.stringify does
+ * (https://www.sqlite.org/json1.html#jobj). The rows are ordered inside the
+ * aggregate, where SQLite guarantees the order.
+ */
+const PAGE_JSON = "json_group_array(json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) ORDER BY id)"
+/** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
+const ANIMAL_START = '{"id":'
 
 /** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
 class GroupRolledBack extends Error {
@@ -111,6 +124,8 @@ export class SqliteStorage implements Storage {
   readonly #getPet
   readonly #listAll
   readonly #listByStatus
+  readonly #pageAll
+  readonly #pageByStatus
   readonly #purgeIdempotency
   readonly #insertKey
   readonly #findKey
@@ -142,6 +157,10 @@ export class SqliteStorage implements Storage {
       `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit}`).raw(true))
     this.#listByStatus = new StatementPerLimit((limit) => db.prepare<[string, bigint], PetTuple>(
       `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit}`).raw(true))
+    this.#pageAll = new StatementPerLimit((limit) => db.prepare<[bigint], PageTuple>(
+      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit})`).raw(true))
+    this.#pageByStatus = new StatementPerLimit((limit) => db.prepare<[string, bigint], PageTuple>(
+      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit})`).raw(true))
     this.#purgeIdempotency = db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
     this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, string, string, bigint, bigint | null]>(
       `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
@@ -261,6 +280,17 @@ export class SqliteStorage implements Storage {
       ? this.#listAll.for(limit).all(afterId)
       : this.#listByStatus.for(limit).all(status, afterId))
     return rows.map(([id, name, categoryId, status]) => ({ id, name, categoryId, status }))
+  }
+
+  async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {
+    // One animal more than the page: it says whether another page follows, and is cut off.
+    const [json, count] = this.#read(() => (status === undefined
+      ? this.#pageAll.for(size + 1).get(afterId)
+      : this.#pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
+    if (Number(count) <= size) return { json: Buffer.from(json), nextAfterId: undefined }
+    const page = json.slice(0, json.lastIndexOf(',' + ANIMAL_START)) + ']'
+    const last = page.lastIndexOf(ANIMAL_START) + ANIMAL_START.length
+    return { json: Buffer.from(page), nextAfterId: BigInt(page.slice(last, page.indexOf(',', last))) }
   }
 
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {

@@ -10,7 +10,8 @@ import type { CursorCodec } from './cursor.js'
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
 
 export interface PetPage {
-  pets: PetRecord[]
+  /** The animals; or, from a storage that writes them, their JSON as sent. */
+  pets: PetRecord[] | Buffer
   /** Present when more animals follow. */
   nextCursor: string | undefined
 }
@@ -50,6 +51,11 @@ export class PetService {
         throw Errors.cursorOfAnotherFilter()
       }
       afterId = position.afterId
+    }
+    if (this.#storage.listPetsJson !== undefined) {
+      const { json, nextAfterId } = await this.#storage.listPetsJson({ afterId, status: query.status, size: limit })
+      const nextCursor = nextAfterId === undefined ? undefined : this.#cursors.encode({ afterId: nextAfterId, status: query.status })
+      return { pets: json, nextCursor }
     }
     const rows = await this.#storage.listPets({ afterId, status: query.status, limit: limit + 1 })
     const pets = rows.slice(0, limit)
