@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
+import { LRUCache } from 'lru-cache'
 import { Database, SqliteError } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../domain.js'
@@ -44,6 +45,8 @@ type PageTuple = [json: string, count: bigint]
 const PAGE_JSON = "json_group_array(json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) ORDER BY id)"
 /** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
 const ANIMAL_START = '{"id":'
+/** The bytes of full pages kept (about 3,000 pages of 20): the least recently read go first. */
+const KEPT_PAGE_BYTES = 4 * 1024 * 1024
 
 /** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
 class GroupRolledBack extends Error {
@@ -112,6 +115,17 @@ export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database
   readonly #busyBudgetMs: number
+  /**
+   * Full pages, as sent. Animals are never changed or deleted, and on
+   * SQLite ids are taken and committed under the one write lock that every
+   * connection to the file shares, above every id already in the table: an
+   * animal committed later always has a higher id than every animal
+   * visible before it. So a page read with one animal after it can never
+   * change. On PostgreSQL it can: identities are taken outside the
+   * transaction and committed in any order, so id 7 may become visible
+   * after id 8 was listed, inside a page already sent.
+   */
+  readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
   #pending: PendingInsert[] = []
   #flushScheduled = false
   #closed = false
@@ -283,6 +297,10 @@ export class SqliteStorage implements Storage {
   }
 
   async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const key = `${status ?? ''} ${afterId} ${size}`
+    const kept = this.#fullPages.get(key)
+    if (kept !== undefined) return kept
     // One animal more than the page: it says whether another page follows, and is cut off.
     const [json, count] = this.#read(() => (status === undefined
       ? this.#pageAll.for(size + 1).get(afterId)
@@ -290,7 +308,9 @@ export class SqliteStorage implements Storage {
     if (Number(count) <= size) return { json: Buffer.from(json), nextAfterId: undefined }
     const page = json.slice(0, json.lastIndexOf(',' + ANIMAL_START)) + ']'
     const last = page.lastIndexOf(ANIMAL_START) + ANIMAL_START.length
-    return { json: Buffer.from(page), nextAfterId: BigInt(page.slice(last, page.indexOf(',', last))) }
+    const full = { json: Buffer.from(page), nextAfterId: BigInt(page.slice(last, page.indexOf(',', last))) }
+    this.#fullPages.set(key, full)
+    return full
   }
 
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {
