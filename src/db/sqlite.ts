@@ -42,11 +42,14 @@ type PageTuple = [json: string, count: bigint]
  * (https://www.sqlite.org/json1.html#jobj). The rows are ordered inside the
  * aggregate, where SQLite guarantees the order.
  */
-const PAGE_JSON = "json_group_array(json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status) ORDER BY id)"
+const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
+const PAGE_JSON = `json_group_array(${PET_JSON} ORDER BY id)`
 /** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
 const ANIMAL_START = '{"id":'
 /** The bytes of full pages kept (about 3,000 pages of 20): the least recently read go first. */
 const KEPT_PAGE_BYTES = 4 * 1024 * 1024
+/** The bytes of animals kept (some 50,000 of them), likewise. */
+const KEPT_PET_BYTES = 4 * 1024 * 1024
 
 /** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
 class GroupRolledBack extends Error {
@@ -126,6 +129,8 @@ export class SqliteStorage implements Storage {
    * after id 8 was listed, inside a page already sent.
    */
   readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
+  /** Animals found, as sent: once visible, an animal never changes. One not found is asked again, since it may be added. */
+  readonly #pets = new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
   #pending: PendingInsert[] = []
   #flushScheduled = false
   #closed = false
@@ -136,6 +141,7 @@ export class SqliteStorage implements Storage {
   readonly #insertIdempotency
   readonly #findIdempotency
   readonly #getPet
+  readonly #getPetJson
   readonly #listAll
   readonly #listByStatus
   readonly #pageAll
@@ -166,6 +172,7 @@ export class SqliteStorage implements Storage {
        FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
        WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
     this.#getPet = db.prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?')
+    this.#getPetJson = db.prepare<[bigint], string>(`SELECT ${PET_JSON} FROM pets WHERE id = ?`).pluck(true)
     // Pages are read as arrays, not objects: a third cheaper per row.
     this.#listAll = new StatementPerLimit((limit) => db.prepare<[bigint], PetTuple>(
       `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit}`).raw(true))
@@ -294,6 +301,17 @@ export class SqliteStorage implements Storage {
       ? this.#listAll.for(limit).all(afterId)
       : this.#listByStatus.for(limit).all(status, afterId))
     return rows.map(([id, name, categoryId, status]) => ({ id, name, categoryId, status }))
+  }
+
+  async getPetJson (id: bigint): Promise<Buffer | undefined> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const kept = this.#pets.get(id)
+    if (kept !== undefined) return kept
+    const json = this.#read(() => this.#getPetJson.get(id))
+    if (json === undefined) return undefined
+    const bytes = Buffer.from(json)
+    this.#pets.set(id, bytes)
+    return bytes
   }
 
   async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {

@@ -117,6 +117,12 @@ export interface Storage {
    */
   createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult>
   getPet (id: bigint): Promise<PetRecord | undefined>
+  /**
+   * The same animal, written as JSON by the database itself: the bytes the
+   * response schema's serializer would write from `getPet`'s record. A
+   * backend without it is read with `getPet`.
+   */
+  getPetJson?: (id: bigint) => Promise<Buffer | undefined>
   listPets (query: ListPetsQuery): Promise<PetRecord[]>
   /**
    * The same page, written as JSON by the database itself: the bytes the

@@ -66,8 +66,9 @@ export class PetService {
     return { pets, nextCursor }
   }
 
-  async get (id: bigint): Promise<PetRecord> {
-    const pet = await this.#storage.getPet(id)
+  /** The animal; or, from a storage that writes it, its JSON as sent. */
+  async get (id: bigint): Promise<PetRecord | Buffer> {
+    const pet = this.#storage.getPetJson === undefined ? await this.#storage.getPet(id) : await this.#storage.getPetJson(id)
     if (pet === undefined) throw Errors.noSuchPet(id)
     return pet
   }

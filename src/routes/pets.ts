@@ -103,7 +103,11 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
         ...errorResponses([...ALWAYS, 404, 410], { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS })
       }
     }
-  }, async (request) => pets.get(request.params.petId))
+  }, async (request, reply) => {
+    const pet = await pets.get(request.params.petId)
+    if (Buffer.isBuffer(pet)) return await (reply as FastifyReply).type(JSON_TYPE).send(pet)
+    return pet
+  })
 }
 
 /**

@@ -224,6 +224,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
       broken.storage.listPets = async () => { throw internalFault() }
       broken.storage.listPetsJson = async () => { throw internalFault() }
       broken.storage.getPet = async () => { throw internalFault() }
+      broken.storage.getPetJson = async () => { throw internalFault() }
       broken.storage.createPetOnce = async () => { throw internalFault() }
       broken.storage.createPet = async () => { throw internalFault() }
 

@@ -1,8 +1,9 @@
-// On SQLite a page's JSON is written by the database, not by the response
-// schema's serializer. These tests hold it to the serializer's bytes: two
-// apps on one database, one listing through SQLite's JSON and one through
-// the rows (the same storage with the JSON method taken away), asked the
-// same things in turn, must answer alike, header for header and byte for byte.
+// On SQLite a page's JSON, and an animal's, is written by the database, not
+// by the response schema's serializer. These tests hold it to the
+// serializer's bytes: two apps on one database, one reading SQLite's JSON
+// and one the rows (the same storage with the JSON methods taken away),
+// asked the same things in turn, must answer alike, header for header and
+// byte for byte.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { LightMyRequestResponse } from 'fastify'
@@ -34,7 +35,7 @@ function comparable (response: LightMyRequestResponse): { status: number, header
   return { status: response.statusCode, headers, body: response.body }
 }
 
-describe('GET /v1/pets on SQLite: the page as SQLite writes it', () => {
+describe('GET /v1/pets and /v1/pets/{id} on SQLite: the JSON as SQLite writes it', () => {
   let storage: Storage
   let fromJson: TestApp
   let fromRows: TestApp
@@ -43,8 +44,8 @@ describe('GET /v1/pets on SQLite: the page as SQLite writes it', () => {
   before(async () => {
     storage = openSqlite('sqlite::memory:')
     for (let i = 0; i < 2 * NAMES.length + 5; i++) await storage.createPet(animal(i))
-    const { listPetsJson, ...rowsOnly } = timedStorage(storage, () => {})
-    assert.ok(listPetsJson !== undefined, 'SQLite writes pages as JSON')
+    const { listPetsJson, getPetJson, ...rowsOnly } = timedStorage(storage, () => {})
+    assert.ok(listPetsJson !== undefined && getPetJson !== undefined, 'SQLite writes pages and animals as JSON')
     fromJson = await buildTestApp({}, { storage })
     fromRows = await buildTestApp({}, { storage: rowsOnly })
     tokens = { json: await fromJson.newKey('business'), rows: await fromRows.newKey('business') }
@@ -56,11 +57,11 @@ describe('GET /v1/pets on SQLite: the page as SQLite writes it', () => {
   })
 
   /** Both apps, the same request; the answers compared; the next page's URL, if any. */
-  async function both (url: string): Promise<string | undefined> {
+  async function both (url: string, status = 200): Promise<string | undefined> {
     const json = await fromJson.app.inject({ url, headers: bearer(tokens.json) })
     const rows = await fromRows.app.inject({ url, headers: bearer(tokens.rows) })
     assert.deepEqual(comparable(json), comparable(rows), url)
-    assert.equal(json.statusCode, 200, json.body)
+    assert.equal(json.statusCode, status, json.body)
     const next = /<[^>]*(\/pets\?[^>]*)>; rel="next"/.exec(String(json.headers.link))?.[1]
     return next === undefined ? undefined : `/v1${next}`
   }
@@ -79,9 +80,16 @@ describe('GET /v1/pets on SQLite: the page as SQLite writes it', () => {
     }
   }
 
+  it('When each animal is fetched, twice, and an id that is not there, then each answer is the serializer\'s, headers included', async () => {
+    for (let round = 0; round < 2; round++) {
+      for (let id = 1; id <= 2 * NAMES.length + 5; id++) await both(`/v1/pets/${id}`)
+      await both('/v1/pets/100000', 404)
+    }
+  })
+
   it('When no animal has the status asked for, then both answer the same empty array', async () => {
     const storage = openSqlite('sqlite::memory:')
-    const { listPetsJson: _json, ...rowsOnly } = timedStorage(storage, () => {})
+    const { listPetsJson: _json, getPetJson: _pet, ...rowsOnly } = timedStorage(storage, () => {})
     await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
     const a = await buildTestApp({}, { storage })
     const b = await buildTestApp({}, { storage: rowsOnly })
