@@ -9,13 +9,15 @@ export interface Options {
   /** Only the rows whose scenario or server contains this (case-insensitive); the bare rows they are ratios of run too. */
   only: string | undefined
   skipScaleOut: boolean
+  /** Where the petstore's servers write a V8 CPU profile each (node --cpu-prof) when they stop; undefined: not profiled. */
+  cpuProf: string | undefined
 }
 
 export class UsageError extends Error {
   override name = 'UsageError'
 }
 
-export const USAGE = 'usage: npm run bench -- [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out]'
+export const USAGE = 'usage: npm run bench -- [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out] [--cpu-prof DIR]'
 
 export function parseOptions (argv: readonly string[]): Options {
   let parsed
@@ -27,7 +29,8 @@ export function parseOptions (argv: readonly string[]): Options {
         connections: { type: 'string', default: '32' },
         json: { type: 'string' },
         only: { type: 'string' },
-        'skip-scale-out': { type: 'boolean', default: false }
+        'skip-scale-out': { type: 'boolean', default: false },
+        'cpu-prof': { type: 'string' }
       },
       strict: true,
       allowPositionals: false
@@ -42,7 +45,8 @@ export function parseOptions (argv: readonly string[]): Options {
     connections: positiveInteger('--connections', values.connections),
     json: values.json === undefined ? undefined : resolve(values.json),
     only: values.only?.toLowerCase(),
-    skipScaleOut: values['skip-scale-out']
+    skipScaleOut: values['skip-scale-out'],
+    cpuProf: values['cpu-prof'] === undefined ? undefined : resolve(values['cpu-prof'])
   }
 }
 

@@ -9,7 +9,7 @@
 // file as an operator would have it. Each row is an unmeasured warm-up, then
 // a measured run during which the server's resident memory is sampled.
 //
-//   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out]
+//   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out] [--cpu-prof DIR]
 //
 // Exit status: 0 done (targets missed are reported, not failed), 1 a run
 // had errors or answers other than the expected one, 2 bad usage, 130
@@ -27,8 +27,8 @@ import { autocannonGenerator, type LoadGenerator } from './load.js'
 import { USAGE, UsageError, parseOptions, type Options } from './options.js'
 import { ANIMALS, FEW_ANIMALS, MANY_ANIMALS, SCALE_OUT, SQLITE, count, plan, type Group } from './plan.js'
 import { expectAnswer } from './prepare.js'
-import { missed, ratioToBare, table, type Row } from './report.js'
-import { BenchServer } from './servers.js'
+import { cpuRatio, missed, ratioToBare, table, type Row } from './report.js'
+import { BenchServer, type ServerSpec } from './servers.js'
 import { wrkGenerator } from './wrk.js'
 
 const WARMUP_SECONDS = 2
@@ -132,12 +132,12 @@ async function loadGenerator (dir: string): Promise<LoadGenerator> {
   return wrk === undefined ? autocannonGenerator() : wrkGenerator(wrk, dir)
 }
 
-/** The rows --only and --skip-scale-out leave, and the bare rows they are ratios of. */
+/** The rows --only and --skip-scale-out leave, and the rows they are compared with. */
 function select (groups: readonly Group[], { only, skipScaleOut }: Options): Group[] {
   const kept = groups.filter((g) => !(skipScaleOut && g.section === SCALE_OUT))
   const chosen = new Set(kept.flatMap((g) => g.scenarios
     .filter((s) => only === undefined || `${s.scenario} ${g.server}`.toLowerCase().includes(only))
-    .flatMap((s) => [s.id, s.bare])))
+    .flatMap((s) => [s.id, s.bare, ...(s.peer === undefined ? [] : [s.peer.id]), ...s.targets.flatMap((t) => t.needs ?? [])])))
   return kept
     .map((g) => ({ ...g, scenarios: g.scenarios.filter((s) => chosen.has(s.id)) }))
     .filter((g) => g.scenarios.length > 0)
@@ -146,7 +146,7 @@ function select (groups: readonly Group[], { only, skipScaleOut }: Options): Gro
 /** Starts the group's server, measures each of its scenarios, stops it. */
 async function measureGroup (group: Group, { dir, options, pinning, generator, signal }: Setup): Promise<Row[]> {
   log(`${group.server}: preparing`)
-  const spec = await group.prepare()
+  const spec = profiled(await group.prepare(), group, options)
   signal.throwIfAborted()
   const server = await BenchServer.start(spec, { dir, cpu: pinning.done ? pinning.server : undefined })
   log(`${group.server}: pid ${server.pid ?? '?'} on ${server.origin}`)
@@ -172,6 +172,7 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
         scenario: scenario.scenario,
         server: group.server,
         bare: scenario.bare,
+        peer: scenario.peer,
         targets: scenario.targets,
         measurement,
         maxRssMiB: rss.max(),
@@ -186,6 +187,18 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
     const ended = await server.stop()
     if (ended !== undefined) log(ended)
   }
+}
+
+/**
+ * With --cpu-prof, the petstore runs under `node --cpu-prof`: V8 writes the
+ * profile when the server stops, named after the rows it served (so
+ * `--only` one row gives that row's profile, warm-up and start included).
+ * https://nodejs.org/api/cli.html#--cpu-prof
+ */
+function profiled (spec: ServerSpec, group: Group, { cpuProf }: Options): ServerSpec {
+  if (cpuProf === undefined || spec.name !== 'petstore') return spec
+  const name = `${group.scenarios.map((s) => s.id).join('+')}-${Date.now()}.cpuprofile`
+  return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`, `--cpu-prof-name=${name}`, ...spec.args] }
 }
 
 /** The highest VmRSS seen while the run lasts. */
@@ -239,7 +252,8 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
       'both look the bearer token up in a Map and count each request against its key',
     ...driftLine(drift),
     `- max RSS: the server's VmRSS, sampled every ${RSS_SAMPLE_MS} ms during the measured run; CPU µs: the server's user and system time ` +
-      'during the measured run ÷ its responses (steadier than req/s when the machine drifts); × bare: req/s ÷ the bare server\'s GET or POST req/s',
+      'during the measured run ÷ its responses (steadier than req/s when the machine drifts); × peer CPU: that figure ÷ the peer\'s in this run ' +
+      '(lists: the list peer; create: the group-commit peer; getPet: the getPet peer; 401 and 429: Fastify minimal; scaled out: the same operation on SQLite)',
     ''
   ]
   for (const section of [SQLITE, SCALE_OUT]) {
@@ -273,6 +287,8 @@ function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generat
       maxRssMiB: row.maxRssMiB ?? null,
       cpuMicrosPerResponse: row.cpuMicrosPerResponse ?? null,
       ratioToBare: ratioToBare(row, rows) ?? null,
+      peer: row.peer?.id ?? null,
+      cpuRatioToPeer: (row.peer === undefined ? undefined : cpuRatio(row, rows.get(row.peer.id))) ?? null,
       logBytesPerResponse: row.logBytesPerResponse,
       targets: row.targets.map((t) => ({ target: t.label, ...(t.check(row, rows) ?? { met: null }) }))
     }))

@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
+import { LRUCache } from 'lru-cache'
 import { Database, SqliteError } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../domain.js'
@@ -26,11 +27,29 @@ import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  IssuedToken, KeyUsage, PetRecord, Storage
+  IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
 } from './storage.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
+/** A page written by SQLite: its JSON array and how many animals it holds. */
+type PageTuple = [json: string, count: bigint]
+
+/**
+ * A page's JSON, written by SQLite in the order and form of the response
+ * schema's serializer: the same four keys in the schema's order, integers
+ * as their digits (int64 exact), strings escaped as JSON.stringify does
+ * (https://www.sqlite.org/json1.html#jobj). The rows are ordered inside the
+ * aggregate, where SQLite guarantees the order.
+ */
+const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
+const PAGE_JSON = `json_group_array(${PET_JSON} ORDER BY id)`
+/** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
+const ANIMAL_START = '{"id":'
+/** The bytes of full pages kept (about 3,000 pages of 20): the least recently read go first. */
+const KEPT_PAGE_BYTES = 4 * 1024 * 1024
+/** The bytes of animals kept (some 50,000 of them), likewise. */
+const KEPT_PET_BYTES = 4 * 1024 * 1024
 
 /** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
 class GroupRolledBack extends Error {
@@ -99,6 +118,19 @@ export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database
   readonly #busyBudgetMs: number
+  /**
+   * Full pages, as sent. Animals are never changed or deleted, and on
+   * SQLite ids are taken and committed under the one write lock that every
+   * connection to the file shares, above every id already in the table: an
+   * animal committed later always has a higher id than every animal
+   * visible before it. So a page read with one animal after it can never
+   * change. On PostgreSQL it can: identities are taken outside the
+   * transaction and committed in any order, so id 7 may become visible
+   * after id 8 was listed, inside a page already sent.
+   */
+  readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
+  /** Animals found, as sent: once visible, an animal never changes. One not found is asked again, since it may be added. */
+  readonly #pets = new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
   #pending: PendingInsert[] = []
   #flushScheduled = false
   #closed = false
@@ -109,8 +141,11 @@ export class SqliteStorage implements Storage {
   readonly #insertIdempotency
   readonly #findIdempotency
   readonly #getPet
+  readonly #getPetJson
   readonly #listAll
   readonly #listByStatus
+  readonly #pageAll
+  readonly #pageByStatus
   readonly #purgeIdempotency
   readonly #insertKey
   readonly #findKey
@@ -142,11 +177,16 @@ export class SqliteStorage implements Storage {
        FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
        WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
     this.#getPet = db.prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?')
+    this.#getPetJson = db.prepare<[bigint], string>(`SELECT ${PET_JSON} FROM pets WHERE id = ?`).pluck(true)
     // Pages are read as arrays, not objects: a third cheaper per row.
     this.#listAll = new StatementPerLimit((limit) => db.prepare<[bigint], PetTuple>(
       `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit}`).raw(true))
     this.#listByStatus = new StatementPerLimit((limit) => db.prepare<[string, bigint], PetTuple>(
       `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit}`).raw(true))
+    this.#pageAll = new StatementPerLimit((limit) => db.prepare<[bigint], PageTuple>(
+      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit})`).raw(true))
+    this.#pageByStatus = new StatementPerLimit((limit) => db.prepare<[string, bigint], PageTuple>(
+      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit})`).raw(true))
     this.#purgeIdempotency = db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
     this.#insertKey = db.prepare<[string, string, number | null, number | null, string, string, string, string, bigint, bigint | null]>(
       `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
@@ -294,6 +334,34 @@ export class SqliteStorage implements Storage {
       ? this.#listAll.for(limit).all(afterId)
       : this.#listByStatus.for(limit).all(status, afterId))
     return rows.map(([id, name, categoryId, status]) => ({ id, name, categoryId, status }))
+  }
+
+  async getPetJson (id: bigint): Promise<Buffer | undefined> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const kept = this.#pets.get(id)
+    if (kept !== undefined) return kept
+    const json = this.#read(() => this.#getPetJson.get(id))
+    if (json === undefined) return undefined
+    const bytes = Buffer.from(json)
+    this.#pets.set(id, bytes)
+    return bytes
+  }
+
+  async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const key = `${status ?? ''} ${afterId} ${size}`
+    const kept = this.#fullPages.get(key)
+    if (kept !== undefined) return kept
+    // One animal more than the page: it says whether another page follows, and is cut off.
+    const [json, count] = this.#read(() => (status === undefined
+      ? this.#pageAll.for(size + 1).get(afterId)
+      : this.#pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
+    if (Number(count) <= size) return { json: Buffer.from(json), nextAfterId: undefined }
+    const page = json.slice(0, json.lastIndexOf(',' + ANIMAL_START)) + ']'
+    const last = page.lastIndexOf(ANIMAL_START) + ANIMAL_START.length
+    const full = { json: Buffer.from(page), nextAfterId: BigInt(page.slice(last, page.indexOf(',', last))) }
+    this.#fullPages.set(key, full)
+    return full
   }
 
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {

@@ -43,6 +43,21 @@ export interface ListPetsQuery {
   limit: number
 }
 
+export interface PetPageQuery {
+  /** Only animals with an id above this one (the cursor). */
+  afterId: bigint
+  status: PetStatus | undefined
+  /** The page's size, from 1 to the largest page. */
+  size: number
+}
+
+/** A page of animals as the bytes the API sends: a JSON array of Pet objects. */
+export interface PetPageJson {
+  json: Buffer
+  /** The id of the page's last animal when more animals follow it; undefined on the last page. */
+  nextAfterId: bigint | undefined
+}
+
 export interface ApiKeyRecord {
   id: number
   name: string
@@ -140,7 +155,19 @@ export interface Storage {
    */
   createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult>
   getPet (id: bigint): Promise<PetRecord | undefined>
+  /**
+   * The same animal, written as JSON by the database itself: the bytes the
+   * response schema's serializer would write from `getPet`'s record. A
+   * backend without it is read with `getPet`.
+   */
+  getPetJson?: (id: bigint) => Promise<Buffer | undefined>
   listPets (query: ListPetsQuery): Promise<PetRecord[]>
+  /**
+   * The same page, written as JSON by the database itself: the bytes the
+   * response schema's serializer would write from `listPets`'s rows, key
+   * for key. A backend without it is listed with `listPets`.
+   */
+  listPetsJson?: (query: PetPageQuery) => Promise<PetPageJson>
   /** Forgets idempotency records made before this instant; says how many. */
   purgeIdempotentRequests (createdBefore: number): Promise<number>
 

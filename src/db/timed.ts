@@ -25,7 +25,10 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     createPet: timed('createPet', storage.createPet),
     createPetOnce: timed('createPetOnce', storage.createPetOnce),
     getPet: timed('getPet', storage.getPet),
+    ...(storage.getPetJson === undefined ? {} : { getPetJson: timed('getPet', storage.getPetJson) }),
     listPets: timed('listPets', storage.listPets),
+    // The same operation, however the page comes out.
+    ...(storage.listPetsJson === undefined ? {} : { listPetsJson: timed('listPets', storage.listPetsJson) }),
     purgeIdempotentRequests: timed('purgeIdempotentRequests', storage.purgeIdempotentRequests),
     createApiKey: timed('createApiKey', storage.createApiKey),
     findApiKeyByTokenHash: timed('findApiKeyByTokenHash', storage.findApiKeyByTokenHash),

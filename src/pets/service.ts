@@ -10,7 +10,8 @@ import type { CursorCodec } from './cursor.js'
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
 
 export interface PetPage {
-  pets: PetRecord[]
+  /** The animals; or, from a storage that writes them, their JSON as sent. */
+  pets: PetRecord[] | Buffer
   /** Present when more animals follow. */
   nextCursor: string | undefined
 }
@@ -51,6 +52,11 @@ export class PetService {
       }
       afterId = position.afterId
     }
+    if (this.#storage.listPetsJson !== undefined) {
+      const { json, nextAfterId } = await this.#storage.listPetsJson({ afterId, status: query.status, size: limit })
+      const nextCursor = nextAfterId === undefined ? undefined : this.#cursors.encode({ afterId: nextAfterId, status: query.status })
+      return { pets: json, nextCursor }
+    }
     const rows = await this.#storage.listPets({ afterId, status: query.status, limit: limit + 1 })
     const pets = rows.slice(0, limit)
     const last = pets.at(-1)
@@ -60,8 +66,9 @@ export class PetService {
     return { pets, nextCursor }
   }
 
-  async get (id: bigint): Promise<PetRecord> {
-    const pet = await this.#storage.getPet(id)
+  /** The animal; or, from a storage that writes it, its JSON as sent. */
+  async get (id: bigint): Promise<PetRecord | Buffer> {
+    const pet = this.#storage.getPetJson === undefined ? await this.#storage.getPet(id) : await this.#storage.getPetJson(id)
     if (pet === undefined) throw Errors.noSuchPet(id)
     return pet
   }

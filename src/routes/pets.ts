@@ -2,6 +2,7 @@
 // validation have happened before a handler runs; handlers call the
 // service and shape the answer.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { CreatePetHeaders, DEFAULT_PAGE_SIZE, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from '../schemas/pet.js'
 import {
   DEPRECATION_HEADERS, IDEMPOTENT_REPLAYED, NEXT_LINK, RATE_LIMIT_HEADERS, errorResponses, withHeaders
@@ -22,6 +23,9 @@ const GET_PET_DEPRECATION = {
   sunset: new Date('2030-12-05T00:00:00Z'),
   successor: '/pets'
 }
+
+/** What Fastify's serializer labels its JSON with. */
+const JSON_TYPE = 'application/json; charset=utf-8'
 
 /** Statuses every operation may answer besides its own: the gate's, and a fault of ours. */
 const ALWAYS = [...gateStatuses({ scoped: true }), 500]
@@ -49,6 +53,9 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
       next.set('cursor', page.nextCursor)
       reply.header('link', `<${baseUrl()}/pets?${next.toString()}>; rel="next"`)
     }
+    // Already JSON, written as the serializer would: Fastify sends a Buffer
+    // as it is, which the schema-typed reply does not foresee.
+    if (Buffer.isBuffer(page.pets)) return await (reply as FastifyReply).type(JSON_TYPE).send(page.pets)
     return page.pets
   })
 
@@ -96,7 +103,11 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
         ...errorResponses([...ALWAYS, 404, 410], { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS })
       }
     }
-  }, async (request) => pets.get(request.params.petId))
+  }, async (request, reply) => {
+    const pet = await pets.get(request.params.petId)
+    if (Buffer.isBuffer(pet)) return await (reply as FastifyReply).type(JSON_TYPE).send(pet)
+    return pet
+  })
 }
 
 /**

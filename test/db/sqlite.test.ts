@@ -158,6 +158,63 @@ describe('SQLite file', () => {
     assert.equal(deleted, 1)
     assert.ok(next.id > highest.id, `id ${next.id} after deleting ${highest.id}`)
   })
+
+  it('When the last page is not full, then an animal added afterwards shows on it (only full pages are kept)', async () => {
+    // Arrange: three animals, read as a page of five.
+    const storage = openSqlite(`sqlite:${join(dir, 'partial.db')}`)
+    for (const name of ['a', 'b', 'c']) await storage.createPet({ name, categoryId: 1n, status: 'available' })
+    const page = { afterId: 0n, status: undefined, size: 5 }
+    const before = await storage.listPetsJson?.(page)
+
+    // Act
+    await storage.createPet({ name: 'd', categoryId: 1n, status: 'available' })
+    const after = await storage.listPetsJson?.(page)
+    await storage.close()
+
+    // Assert
+    assert.equal(before?.nextAfterId, undefined)
+    assert.equal(JSON.parse(String(before?.json)).length, 3)
+    assert.deepEqual(JSON.parse(String(after?.json)).map((pet: { name: string }) => pet.name), ['a', 'b', 'c', 'd'])
+  })
+
+  it('When an animal was not found, then it is found once added (only animals found are kept)', async () => {
+    // Arrange
+    const storage = openSqlite(`sqlite:${join(dir, 'missing.db')}`)
+    const before = await storage.getPetJson?.(1n)
+
+    // Act
+    await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
+    const after = await storage.getPetJson?.(1n)
+    const again = await storage.getPetJson?.(1n)
+    await storage.close()
+
+    // Assert
+    assert.equal(before, undefined)
+    assert.equal(String(after), '{"id":1,"name":"a","categoryId":1,"status":"available"}')
+    assert.equal(again, after, 'the kept bytes, not a copy')
+  })
+
+  it('When a full page has been read, then it is answered from memory: a row removed behind the service\'s back (which it never does itself) still shows', async () => {
+    // Arrange: three animals; the first two read as a full page, the third after it.
+    const file = join(dir, 'full.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    for (const name of ['a', 'b', 'c']) await storage.createPet({ name, categoryId: 1n, status: 'available' })
+    const page = { afterId: 0n, status: undefined, size: 2 }
+    const before = await storage.listPetsJson?.(page)
+    const raw = new Database(file)
+    raw.prepare('DELETE FROM pets WHERE name = ?').run('b')
+    raw.close()
+
+    // Act
+    const again = await storage.listPetsJson?.(page)
+    const other = await storage.listPetsJson?.({ ...page, size: 3 })
+    await storage.close()
+
+    // Assert
+    assert.ok(before?.nextAfterId !== undefined)
+    assert.equal(String(again?.json), String(before?.json))
+    assert.deepEqual(JSON.parse(String(other?.json)).map((pet: { name: string }) => pet.name), ['a', 'c'], 'another size is another page, read anew')
+  })
 })
 
 /** A file as the release before key scopes left it, holding one production key; its token. */

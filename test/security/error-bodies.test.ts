@@ -223,7 +223,9 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
     try {
       const key = await broken.newKey('pro')
       broken.storage.listPets = async () => { throw internalFault() }
+      broken.storage.listPetsJson = async () => { throw internalFault() }
       broken.storage.getPet = async () => { throw internalFault() }
+      broken.storage.getPetJson = async () => { throw internalFault() }
       broken.storage.createPetOnce = async () => { throw internalFault() }
       broken.storage.createPet = async () => { throw internalFault() }
 
