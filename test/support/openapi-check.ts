@@ -55,6 +55,8 @@ interface Operation {
   method: string
   /** `/pets/{petId}` as a pattern on the path below the server's base path. */
   pattern: RegExp
+  /** Whether its path has a template (`{petId}`): a concrete path is matched first. */
+  templated: boolean
   /** JSON pointer to the Operation Object. */
   pointer: string
 }
@@ -183,7 +185,12 @@ export class OpenApiChecker {
     if (path !== this.#basePath && !path.startsWith(`${this.#basePath}/`)) return undefined
     const below = path.slice(this.#basePath.length)
     const wanted = method === 'HEAD' ? 'GET' : method
-    return this.#operations.find((o) => o.method === wanted && o.pattern.test(below))
+    // "Concrete (non-templated) paths are matched before their templated
+    // counterparts" (OpenAPI 3.1, Paths Object): GET /keys/lookup is the
+    // concrete path's, which has POST alone, not GET /keys/{id}'s.
+    const matching = this.#operations.filter((o) => o.pattern.test(below))
+    const concrete = matching.filter((o) => !o.templated)
+    return (concrete.length > 0 ? concrete : matching).find((o) => o.method === wanted)
   }
 
   check (request: CheckedRequest, response: ReceivedResponse): CheckResult {
@@ -413,7 +420,7 @@ export class OpenApiChecker {
         const operation = this.#at(`${itemPointer}/${method}`)
         if (!isRecord(operation)) continue
         const pointer = `${itemPointer}/${method}`
-        operations.push({ id: String(operation.operationId ?? `${method} ${path}`), method: method.toUpperCase(), pattern, pointer })
+        operations.push({ id: String(operation.operationId ?? `${method} ${path}`), method: method.toUpperCase(), pattern, templated: path.includes('{'), pointer })
         this.#collectHeaders(`${pointer}/responses`)
       }
     }
