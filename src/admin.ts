@@ -12,7 +12,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Storage } from './db/storage.js'
 import type { Environment } from './domain.js'
 import { Errors } from './errors.js'
-import { ANSWER_HEADERS, DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, createEdge, type Timeouts } from './edge.js'
+import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, createEdge, type Timeouts } from './edge.js'
 import type { Metrics } from './metrics.js'
 import adminAuth from './plugins/admin-auth.js'
 import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
@@ -22,8 +22,8 @@ import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import { RequestLog, requestId } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
 import consoleRoutes from './routes/console.js'
-import methodNotAllowedRoutes, { collectPaths, routeEveryMethod } from './routes/method-not-allowed.js'
-import { compileValidator, type HttpPart } from './schemas/validator.js'
+import methodNotAllowedRoutes, { collectPaths } from './routes/method-not-allowed.js'
+import { setUpAnswers } from './answers.js'
 
 /** What the admin API needs; without it, the listener serves metrics alone. */
 interface AdminApiOptions {
@@ -66,18 +66,8 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
       sendError(reply, Errors.invalidUrl())
     }
   })
-  routeEveryMethod(app)
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
   // As on the public port (app.ts): the request id, and no sniffing or caching of any answer.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    done()
-  })
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
-    done(null, payload)
-  })
+  setUpAnswers(app)
   await app.register(errorsPlugin)
   // The edge passes on a request without Host or with an unmet Expect; it is refused here.
   await app.register(framingOutsideGate)

@@ -16,12 +16,12 @@ import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
 import { PetService } from './pets/service.js'
 import { selfBaseUrl } from './base-url.js'
-import { compileValidator, type HttpPart } from './schemas/validator.js'
+import { setUpAnswers } from './answers.js'
 import { createIdentify } from './access/identify.js'
 import { createKeyLookup } from './keys/lookup.js'
 import { createUsageCounter } from './keys/usage.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
-import { ANSWER_HEADERS, DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
+import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
@@ -32,7 +32,7 @@ import { RequestLog, requestId } from './request-log.js'
 import { createBanLog } from './limits/ban-log.js'
 import type { Metrics } from './metrics.js'
 import healthRoutes from './routes/health.js'
-import methodNotAllowedRoutes, { collectPaths, routeEveryMethod } from './routes/method-not-allowed.js'
+import methodNotAllowedRoutes, { collectPaths } from './routes/method-not-allowed.js'
 import petRoutes from './routes/pets.js'
 import rateLimitRoutes from './routes/rate-limit.js'
 
@@ -125,16 +125,6 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
       passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
-  routeEveryMethod(app)
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
-
-  // Hooks with nothing to wait for take a callback: an async hook costs
-  // every request a promise and a turn of the microtask queue.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    done()
-  })
 
   // Once closing, each response ends its keep-alive connection, so that the
   // server can finish: it closes only the connections that are idle. So
@@ -148,16 +138,10 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   // changes with each release, while it is small and read rarely. The docs
   // page's static files (@fastify/static) keep their own Cache-Control
   // (`public, max-age=0`, revalidated by ETag): they are the same for every
-  // client and carry nothing of a key's. In onSend, it reaches every answer
-  // Fastify sends, errors included, save the router's 400 (frameworkErrors,
-  // above); the edge (edge.ts) sets the same on the answers it writes itself.
+  // client and carry nothing of a key's (answers.ts).
   let closing = false
   app.addHook('preClose', async () => { closing = true })
-  app.addHook('onSend', (request, reply, payload, done) => {
-    if (closing || bodyUnread(request.raw)) reply.header('connection', 'close')
-    reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
-    done(null, payload)
-  })
+  setUpAnswers(app, (request) => closing || bodyUnread(request.raw))
 
   const baseUrl = selfBaseUrl(config, () => app.server.address())
 

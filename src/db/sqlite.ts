@@ -157,6 +157,7 @@ export class SqliteStorage implements Storage {
   readonly #countTokens
   readonly #revokeKey
   readonly #changeKey
+  readonly #createKey
   readonly #addUsage
   readonly #usageOf
   readonly #insertOne
@@ -214,6 +215,13 @@ export class SqliteStorage implements Storage {
     })
     this.#usageOf = db.prepare<[bigint, bigint, bigint], [bigint, bigint, bigint, bigint]>(
       'SELECT api_key_id, day, admitted, refused FROM key_usage WHERE api_key_id = ? AND day BETWEEN ? AND ? ORDER BY day').raw(true)
+    // The key and its first token, together.
+    this.#createKey = db.transaction((key: NewApiKeyRecord): ApiKeyRecord => {
+      const { id } = this.#insertKey.get(key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes),
+        key.tokenHash, key.tokenHint, BigInt(key.createdAt), key.expiresAt === null ? null : BigInt(key.expiresAt)) as { id: bigint }
+      this.#insertToken.run(id, key.tokenHash)
+      return toApiKey(this.#getKey.get(id) as ApiKeyRow)
+    })
     this.#changeKey = db.transaction((id: bigint, change: (key: ApiKeyRecord) => ApiKeyChanges): ApiKeyRecord | undefined => {
       const row = this.#getKey.get(id)
       if (row === undefined) return undefined
@@ -369,12 +377,7 @@ export class SqliteStorage implements Storage {
   }
 
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    return this.#write(() => this.#db.transaction(() => {
-      const { id } = this.#insertKey.get(key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes),
-        key.tokenHash, key.tokenHint, BigInt(key.createdAt), key.expiresAt === null ? null : BigInt(key.expiresAt)) as { id: bigint }
-      this.#insertToken.run(id, key.tokenHash)
-      return toApiKey(this.#getKey.get(id) as ApiKeyRow)
-    }).immediate())
+    return this.#write(() => this.#createKey.immediate(key))
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {

@@ -1,0 +1,31 @@
+// What both listeners, the public one (app.ts) and the operators' one
+// (admin.ts), do with every request and answer, written once: every method
+// Node accepts is routable (so that none falls through to a 404), requests
+// are validated by our validator (schemas/validator.ts), every answer
+// carries the request's id, and every answer tells browsers not to sniff
+// its type and caches not to keep a JSON one (edge.ts sets the same on the
+// answers it writes itself).
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ANSWER_HEADERS, JSON_ANSWER_HEADERS } from './edge.js'
+import { routeEveryMethod } from './routes/method-not-allowed.js'
+import { compileValidator, type HttpPart } from './schemas/validator.js'
+
+/** `closesConnection`: whether an answer ends its keep-alive connection (the public listener's, while closing). */
+export function setUpAnswers (app: FastifyInstance, closesConnection: (request: FastifyRequest) => boolean = () => false): void {
+  routeEveryMethod(app)
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
+  // Hooks with nothing to wait for take a callback: an async hook costs
+  // every request a promise and a turn of the microtask queue.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id)
+    done()
+  })
+  // In onSend, it reaches every answer Fastify sends, errors included, save
+  // the router's 400 (`frameworkErrors`, which sets the same itself).
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (closesConnection(request)) reply.header('connection', 'close')
+    reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
+    done(null, payload)
+  })
+}
