@@ -19,6 +19,11 @@ export function setUpAnswers (app: FastifyInstance, closesConnection: (request: 
   // every request a promise and a turn of the microtask queue.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    // A DELETE without content has no body to parse, whatever its
+    // Content-Type says: clients that send `Content-Type: application/json`
+    // on every request would otherwise get 400 invalid_json (an empty body)
+    // or 415. A DELETE with content is parsed as any body, and ignored.
+    if (request.method === 'DELETE' && !hasContent(request)) delete request.headers['content-type']
     done()
   })
   // In onSend, it reaches every answer Fastify sends, errors included, save
@@ -28,4 +33,10 @@ export function setUpAnswers (app: FastifyInstance, closesConnection: (request: 
     reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
     done(null, payload)
   })
+}
+
+/** Whether a request carries content (RFC 9112 §6.3): chunked, or a length above 0. */
+function hasContent (request: FastifyRequest): boolean {
+  const length = request.headers['content-length']
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
 }

@@ -208,6 +208,24 @@ for (const configuration of CONFIGURATIONS) {
         assert.deepEqual(Object.keys(key).sort(), KEY_FIELDS)
       })
 
+      it('When a DELETE declares a Content-Type but sends no content, then the key is revoked; content that is not JSON gets 415 (regression: an empty JSON body got 400 invalid_json)', async () => {
+        // Arrange
+        const declared = ['application/json', 'text/plain', '']
+        const made = await Promise.all(declared.map(async () => await create()))
+        const another = await create()
+
+        // Act
+        const empty = await Promise.all(declared.map(async (type, i) => await call({
+          method: 'DELETE', url: `/admin/v1/keys/${made[i]?.id}`, headers: { ...bearer(ADMIN_TOKEN), 'content-type': type }
+        })))
+        const text = await call({ method: 'DELETE', url: `/admin/v1/keys/${another.id}`, headers: { ...bearer(ADMIN_TOKEN), 'content-type': 'text/plain' }, payload: 'please' })
+
+        // Assert
+        assert.deepEqual(empty.map((answer) => [answer.statusCode, (answer.json() as KeyBody).revoked]), declared.map(() => [200, true]))
+        assert.equal(text.statusCode, 415)
+        assert.equal((text.json() as { code: string }).code, 'unsupported_media_type')
+      })
+
       it('When a token is looked up, current or previous, then 200 with its key; an unknown token or a non-token, 404', async () => {
         // Arrange
         const made = await create({ plan: 'free', name: 'leaked' })

@@ -28,7 +28,7 @@ const STATUSES: Record<string, string[]> = {
   getKey: ['200', ...ALWAYS, '404'],
   updateKey: ['200', ...WITH_BODY, '404', '409'],
   rollKey: ['201', ...WITH_BODY, '404', '409'],
-  revokeKey: ['200', ...ALWAYS, '404'],
+  revokeKey: ['200', ...WITH_BODY, '404'], // content sent with a DELETE is read as any body, then ignored
   findKeyByToken: ['200', ...WITH_BODY, '404'],
   getKeyUsage: ['200', ...ALWAYS, '404']
 }
