@@ -47,7 +47,7 @@
 // would keep a revoked key alive. An entry is dated from when its query was
 // sent, so an answer that took longer than CACHE_MS to come is used once
 // and not kept.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { LRUCache } from 'lru-cache'
 import type { Environment } from '../domain.js'
@@ -294,7 +294,7 @@ export class BloomFilter {
   }
 
   #each (item: string, visit: (word: number, mask: number) => void): void {
-    const digest = SHA256_HEX.test(item) ? item : createHash('sha256').update(item).digest('hex')
+    const digest = SHA256_HEX.test(item) ? item : hash('sha256', item)
     // Below 2^32 each, so every sum below stays an exact integer.
     let a = Number.parseInt(digest.slice(0, 8), 16) % this.#size
     let b = Number.parseInt(digest.slice(8, 16), 16) % this.#size

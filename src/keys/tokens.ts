@@ -7,7 +7,7 @@
 // This file is the one place that knows the token's shape: the request log
 // (src/request-log.ts) and the scan of the tests' logs (scripts/log-scan.js)
 // find tokens with `findTokens`.
-import { createHash, randomInt } from 'node:crypto'
+import { hash, randomInt } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 import type { Environment } from '../domain.js'
 
@@ -51,10 +51,11 @@ export function tokenHint (token: string): string {
 /**
  * What is stored instead of the token. A token carries 178 random bits, so a
  * fast hash cannot be brute-forced; a slow password hash would only slow
- * every request.
+ * every request. `crypto.hash` is the one-shot form, without a Hash
+ * object: 0.26 µs a token against createHash's 0.70 (docs/PERFORMANCE.md).
  */
 export function hashToken (token: string): string {
-  return createHash('sha256').update(token).digest('hex')
+  return hash('sha256', token)
 }
 
 function checksum (text: string): string {

@@ -1,6 +1,6 @@
 // What the three operations do, apart from HTTP: list by cursor, fetch one,
 // and add one at most once per Idempotency-Key.
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { Errors } from '../errors.js'
 import type { PetRecord, Storage } from '../db/storage.js'
 import type { PetStatus } from '../domain.js'
@@ -103,5 +103,5 @@ export class PetService {
 /** The body as sent (an omitted status differs from an explicit one), in one canonical form. */
 function hashRequest (input: NewPet): string {
   const canonical = JSON.stringify([input.name, input.categoryId.toString(), input.status ?? null])
-  return createHash('sha256').update(canonical).digest('hex')
+  return hash('sha256', canonical)
 }

@@ -26,16 +26,26 @@ interface DeprecationOptions {
 }
 
 export default fp<DeprecationOptions>(async function deprecation (app, { baseUrl, now }) {
+  // The headers are the same on every answer of an operation; they are
+  // written once (the address is known only once the instance listens).
+  const written = new WeakMap<Deprecation, { base: string, headers: Record<string, string> }>()
+  const headersOf = (deprecated: Deprecation): Record<string, string> => {
+    const base = baseUrl()
+    const known = written.get(deprecated)
+    if (known?.base === base) return known.headers
+    const headers = {
+      deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
+      sunset: deprecated.sunset.toUTCString(),
+      link: `<${base}${deprecated.successor}>; rel="successor-version", <${base}/docs>; rel="deprecation"; type="text/html"`
+    }
+    written.set(deprecated, { base, headers })
+    return headers
+  }
+
   // Callback hooks: nearly every request has nothing to do here, and need not pay for a promise.
   app.addHook('onRequest', (request, reply, done) => {
     const deprecated = request.routeOptions.config.deprecation
-    if (deprecated !== undefined) {
-      reply.headers({
-        deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
-        sunset: deprecated.sunset.toUTCString(),
-        link: `<${baseUrl()}${deprecated.successor}>; rel="successor-version", <${baseUrl()}/docs>; rel="deprecation"; type="text/html"`
-      })
-    }
+    if (deprecated !== undefined) reply.headers(headersOf(deprecated))
     done()
   })
 
