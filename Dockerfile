@@ -100,7 +100,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
 # requests in flight, closes its stores and exits 0; README: Operating), and
 # it starts no child processes, so there are no orphans to reap. An init
 # (`docker run --init`) is not needed; `npm run test:image` checks the stop.
-# V8's young generation at 8 MiB a half, not 16: 30-45 MiB less memory under
-# load, for no CPU cost the benchmark can tell (README: Operating, Memory).
-ENTRYPOINT ["node", "--max-semi-space-size=8", "bin/petstore.js"]
+ENTRYPOINT ["node", "bin/petstore.js"]
 CMD ["serve"]

@@ -25,8 +25,7 @@ const RSS_MIB = 150
 const P99_MS = 5
 
 const HERE = dirname(fileURLToPath(import.meta.url))
-/** The service as `npm start` and the image run it, young generation included (README: Operating, Memory). */
-const PETSTORE = ['--max-semi-space-size=8', CLI, 'serve']
+const PETSTORE = [CLI, 'serve']
 const NEW_PET = JSON.stringify({ name: 'Bench', categoryId: 1, status: 'available' })
 
 /** The four operations every petstore backend is measured on. */
