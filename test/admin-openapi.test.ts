@@ -5,7 +5,6 @@
 // the admin API is as this document describes is checked where the
 // answers are made (admin-api.test.ts, fuzz/admin-inject.test.ts).
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,7 +14,7 @@ import { buildAdminApp } from '../src/admin.js'
 import { openSqlite } from '../src/db/sqlite.js'
 import type { Storage } from '../src/db/storage.js'
 import { bearer } from './support/fixtures.js'
-import { PROJECT_ROOT } from './support/process.js'
+import { runTool } from './support/lint-tools.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 
@@ -41,17 +40,6 @@ interface AdminDocument {
   security?: unknown[]
   paths: Record<string, Record<string, Operation>>
   components: { securitySchemes: Record<string, { type: string, scheme?: string }>, responses?: Record<string, ResponseObject> }
-}
-
-interface Run { code: number | string | null, stdout: string, stderr: string }
-
-function run (command: string, args: string[], cwd: string): Promise<Run> {
-  const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', NO_COLOR: '1' }
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd, env, timeout: 45_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : error.code ?? null, stdout, stderr })
-    })
-  })
 }
 
 describe('the admin OpenAPI document', () => {
@@ -123,7 +111,7 @@ describe('the admin OpenAPI document', () => {
   test('When redocly lint (recommended) reads it, then it finds no errors', async (t) => {
     await writeFile(join(dir, 'openapi.json'), text)
     await writeFile(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n')
-    const result = await run(join(PROJECT_ROOT, 'node_modules', '.bin', 'redocly'),
+    const result = await runTool('redocly',
       ['lint', 'openapi.json', '--config', 'redocly.yaml', '--format', 'json'], dir)
     const report = JSON.parse(result.stdout) as { totals: { errors: number, warnings: number }, problems: Array<{ severity: string, ruleId: string, message: string }> }
     const errors = report.problems.filter((p) => p.severity === 'error')

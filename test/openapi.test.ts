@@ -4,7 +4,6 @@
 // with the OWASP ruleset. And the docs page, whose every asset is served
 // from here.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -14,7 +13,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, jsonHeaders, type TestApp } from './support/app.js'
 import { INT64_MAX, buildPet } from './support/fixtures.js'
-import { PROJECT_ROOT } from './support/process.js'
+import { runTool } from './support/lint-tools.js'
 
 const PRODUCTION = 'https://api.petstore.example/v1'
 const STAGING = 'https://staging.petstore.example/v1'
@@ -117,17 +116,6 @@ function assertFits (schema: Schema, value: string, where: string): void {
   if (schema.pattern !== undefined) assert.match(value, new RegExp(schema.pattern, 'u'), `${where}: ${value}`)
   if (schema.enum !== undefined) assert.ok(schema.enum.includes(value), `${where}: ${value} is not one of ${schema.enum.join(', ')}`)
   if (schema.format === 'uuid') assert.match(value, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, `${where}: ${value}`)
-}
-
-interface Run { code: number | string | null, stdout: string, stderr: string }
-
-function run (command: string, args: string[], cwd: string): Promise<Run> {
-  const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true', NO_COLOR: '1' }
-  return new Promise((resolve) => {
-    execFile(command, args, { cwd, env, timeout: 45_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : error.code ?? null, stdout, stderr })
-    })
-  })
 }
 
 describe('the OpenAPI document', () => {
@@ -327,10 +315,9 @@ describe('the OpenAPI document', () => {
   })
 
   test('passes redocly lint (recommended) with no errors', async () => {
-    const root = PROJECT_ROOT
     await writeFile(join(dir, 'openapi.json'), text)
     await writeFile(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n')
-    const result = await run(join(root, 'node_modules', '.bin', 'redocly'),
+    const result = await runTool('redocly',
       ['lint', 'openapi.json', '--config', 'redocly.yaml', '--format', 'json'], dir)
     const report = JSON.parse(result.stdout) as { totals: { errors: number }, problems: Array<{ severity: string, ruleId: string, message: string }> }
     const errors = report.problems.filter((p) => p.severity === 'error')
@@ -340,7 +327,6 @@ describe('the OpenAPI document', () => {
   })
 
   test('passes Spectral with the OWASP ruleset with no errors', async () => {
-    const root = PROJECT_ROOT
     await writeFile(join(dir, 'openapi.json'), text)
     // Resolved from here, since Spectral resolves a ruleset's `extends` from the ruleset's own directory.
     const owasp = createRequire(import.meta.url).resolve('@stoplight/spectral-owasp-ruleset')
@@ -350,7 +336,7 @@ describe('the OpenAPI document', () => {
       rules: { 'owasp:api1:2023-no-numeric-ids': 'off' }
     }
     await writeFile(join(dir, 'spectral.json'), JSON.stringify(ruleset, null, 2))
-    const result = await run(join(root, 'node_modules', '.bin', 'spectral'),
+    const result = await runTool('spectral',
       ['lint', 'openapi.json', '--ruleset', 'spectral.json', '--format', 'json', '--fail-severity', 'error'], dir)
     const problems = JSON.parse(result.stdout) as Array<{ severity: number, code: string, message: string, path: string[] }>
     const errors = problems.filter((p) => p.severity === 0).map((p) => `${p.code} at ${p.path.join('.')}: ${p.message}`)

@@ -15,7 +15,7 @@ import { bearer } from '../support/fixtures.js'
 import { OpenApiChecker } from '../support/openapi-check.js'
 import { iterations } from '../support/soak.js'
 import { adminRequestSpec, materializeAdmin, type AdminRunState, type AdminSpec } from './admin-requests.js'
-import { Figures, KEEP_GOING, fuzzParameters, judge } from './harness.js'
+import { Figures, KEEP_GOING, fuzzParameters, injectSent, judge } from './harness.js'
 import type { SentRequest } from './requests.js'
 
 const ADMIN_TOKEN = 'adm-fuzz-4Rt7Yp2Lx9Qw3Zk8Vn5Bm1Hc6Jd0Gs'
@@ -48,18 +48,7 @@ async function fuzz (admin: FastifyInstance, state: AdminRunState, advance: (ms:
   const property = fc.asyncProperty(adminRequestSpec(JSON.parse(document.body) as Record<string, unknown>, from), async (spec) => {
     advance(spec.wait)
     const sent = materializeAdmin(spec, state)
-    const response = await admin.inject({
-      method: sent.method as 'GET',
-      url: sent.url,
-      headers: sent.headers,
-      remoteAddress: sent.remoteAddress,
-      ...(sent.payload === undefined ? {} : { payload: sent.payload })
-    })
-    const received = {
-      status: response.statusCode,
-      headers: Object.entries(response.headers).map(([name, value]): [string, string] => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
-      body: response.body
-    }
+    const { response, received } = await injectSent(admin, sent)
     const verdict = judge(checker, sent, received, { maxParamLength, baseUrl: '/admin/v1' })
     verdict.problems.push(...outcomeProblems(spec, sent, response.statusCode, response.body))
     figures.record(verdict, response.statusCode)

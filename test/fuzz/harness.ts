@@ -3,9 +3,10 @@
 // product rules of the README ("What a client must know") that hold for
 // every response besides what the OpenAPI document says.
 import type fc from 'fast-check'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { isApiPath } from '../../src/plugins/gate.js'
 import { parse } from 'lossless-json'
-import { exactInteger, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
+import { exactInteger, receivedOf, type OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
 import type { SentRequest as GeneratedRequest } from './requests.js'
 
 /**
@@ -28,6 +29,18 @@ export function fuzzParameters<T> (numRuns: number): fc.Parameters<T> & { seed: 
  * failure counted, instead of stopping (and shrinking) at the first.
  */
 export const KEEP_GOING = process.env.PETSTORE_FUZZ_KEEP_GOING === '1'
+
+/** A generated request sent through `inject`: its answer, and the same as the checker reads it. */
+export async function injectSent (app: FastifyInstance, sent: GeneratedRequest): Promise<{ response: LightMyRequestResponse, received: ReceivedResponse }> {
+  const response = await app.inject({
+    method: sent.method as 'GET',
+    url: sent.url,
+    headers: sent.headers,
+    remoteAddress: sent.remoteAddress,
+    ...(sent.payload === undefined ? {} : { payload: sent.payload })
+  })
+  return { response, received: receivedOf(response) }
+}
 
 /** The figures of a run: requests sent, statuses seen, 5xx, responses the document or the rules refuse. */
 export class Figures {

@@ -11,7 +11,7 @@ import { generateToken } from '../../src/keys/tokens.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
 import { OpenApiChecker } from '../support/openapi-check.js'
 import { iterations } from '../support/soak.js'
-import { Figures, KEEP_GOING, fuzzParameters, judge } from './harness.js'
+import { Figures, KEEP_GOING, fuzzParameters, injectSent, judge } from './harness.js'
 import { materialize, requestSpec, type RunState, type SentRequest } from './requests.js'
 
 /** A day after GET /pets/{petId} is removed (README: What a client must know › The deprecated operation). */
@@ -68,18 +68,7 @@ async function fuzz (subject: TestApp, numRuns: number, title: string, diagnosti
   const parameters = fuzzParameters<[Parameters<typeof materialize>[0]]>(numRuns)
   diagnostic(`${title}: seed ${parameters.seed} (replay: PETSTORE_FUZZ_SEED=${parameters.seed})`)
   const send = async (sent: SentRequest): Promise<void> => {
-    const response = await subject.app.inject({
-      method: sent.method as 'GET',
-      url: sent.url,
-      headers: sent.headers,
-      remoteAddress: sent.remoteAddress,
-      ...(sent.payload === undefined ? {} : { payload: sent.payload })
-    })
-    const received = {
-      status: response.statusCode,
-      headers: Object.entries(response.headers).map(([name, value]): [string, string] => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
-      body: response.body
-    }
+    const { response, received } = await injectSent(subject.app, sent)
     const verdict = judge(checker, sent, received, { maxParamLength, baseUrl: 'http://127.0.0.1:8080/v1' })
     figures.record(verdict, response.statusCode)
     learn(state, sent, response.statusCode, response.headers, response.body)

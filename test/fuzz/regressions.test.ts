@@ -2,18 +2,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { buildTestApp, jsonHeaders, type TestApp } from '../support/app.js'
-import { OpenApiChecker, type ReceivedResponse } from '../support/openapi-check.js'
-import type { LightMyRequestResponse } from 'fastify'
+import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 import type { AddressInfo } from 'node:net'
 import { RawConnection, parseErrorBody, parseRawResponse } from '../support/process.js'
-
-function received (response: LightMyRequestResponse): ReceivedResponse {
-  return {
-    status: response.statusCode,
-    headers: Object.entries(response.headers).map(([name, value]): [string, string] => [name, String(value)]),
-    body: response.body
-  }
-}
 
 describe('regressions found by fuzzing', () => {
   let subject: TestApp
@@ -39,7 +30,7 @@ describe('regressions found by fuzzing', () => {
     for (const request of requests) {
       const response = await subject.app.inject({ ...request, headers: jsonHeaders(key, { expect: 'something-else' }) })
       assert.equal(response.statusCode, 417)
-      assert.deepEqual(checker.check(request, received(response)).problems, [])
+      assert.deepEqual(checker.check(request, receivedOf(response)).problems, [])
     }
   })
 })

@@ -34,6 +34,15 @@ export interface ReceivedResponse {
   body: string
 }
 
+/** An answer of Fastify's `inject`, as the checker reads it: a header sent twice is one value, joined as HTTP joins it. */
+export function receivedOf (response: { statusCode: number, headers: Record<string, string | string[] | number | undefined>, body: string }): ReceivedResponse {
+  return {
+    status: response.statusCode,
+    headers: Object.entries(response.headers).map(([name, value]): [string, string] => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
+    body: response.body
+  }
+}
+
 interface CheckedRequest {
   method: string
   /** The request target as sent: origin form (`/v1/pets?limit=1`) or absolute form. */
