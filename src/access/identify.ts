@@ -28,8 +28,8 @@ export interface Identify {
    * `headers` counts how many Authorization headers the request had.
    */
   read: (authorization: string | undefined, headers?: number) => TokenHash | ApiError
-  /** False when certainly no key had this token a second ago: it need not be looked up to be refused. */
-  mayExist: (token: TokenHash) => boolean
+  /** False when certainly no key had this token when it was asked: it need not be looked up to be refused. */
+  mayExist: (token: TokenHash) => Promise<boolean>
   /** The caller the token belongs to, or why there is none. */
   find: (token: TokenHash) => Promise<Caller | ApiError>
 }
@@ -59,10 +59,10 @@ function readToken (header: string | undefined, environment: Environment, header
   return { tokenHash: hashToken(token) }
 }
 
-export function createIdentify ({ environment, keys, now }: { environment: Environment, keys: Pick<KeyLookup, 'find' | 'mayExist'>, now: () => number }): Identify {
+export function createIdentify ({ environment, keys, now }: { environment: Environment, keys: Pick<KeyLookup, 'find' | 'mayExistNow'>, now: () => number }): Identify {
   return {
     read: (header, headers) => readToken(header, environment, headers),
-    mayExist: ({ tokenHash }) => keys.mayExist(tokenHash),
+    mayExist: async ({ tokenHash }) => await keys.mayExistNow(tokenHash),
     async find ({ tokenHash }) {
       try {
         const match = await keys.find(tokenHash)

@@ -31,11 +31,13 @@
 //
 // Keeping in step: every REFRESH_MS each instance reads the keys with an id
 // above the highest it has seen (the primary key's index, one short query),
-// so a key made on any instance or by the `petstore keys create` command
-// is in every filter within about a second. Until then its token is taken
-// for unknown only by an address already over its limit (the gate looks up
-// any token while its address is under the limit), and any lookup that
-// finds a key adds it at once.
+// and any lookup that finds a key adds it at once. A token the filter lacks
+// is only ever refused after a read begun after it arrived
+// (`mayExistNow`), so a key works from every address the instant its
+// creation is answered, wherever it was made. Those reads are shared by
+// every request waiting, and begin at least CATCH_UP_MS apart: guessing
+// costs an instance at most 1000 / CATCH_UP_MS short queries a second,
+// however many guesses arrive (docs/RELIABILITY.md).
 //
 // PostgreSQL hands out ids when an INSERT starts, and INSERTs commit in any
 // order: a refresh may see key 11 before key 10 commits. An id skipped in
@@ -49,6 +51,7 @@
 // and not kept.
 import { hash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { LRUCache } from 'lru-cache'
 import type { Environment } from '../domain.js'
 import type { ApiKeyMatch, Storage } from '../db/storage.js'
@@ -59,6 +62,8 @@ const CACHE_MS = 500
 const CACHE_MAX = 10_000
 /** How often the index reads the keys made since its last read. */
 const REFRESH_MS = 500
+/** Reads begun for tokens the filter lacks start at least this far apart. */
+const CATCH_UP_MS = 20
 /** Keys read per query, so that a full load never holds every row at once. */
 const PAGE = 10_000
 /** The false-positive rate of the filter once it holds as many keys as it was sized for. */
@@ -98,6 +103,12 @@ export interface KeyLookup {
    * has succeeded.
    */
   mayExist: (tokenHash: string) => boolean
+  /**
+   * As mayExist, but a token the filter lacks is asked about again after a
+   * refresh begun after this call: false only when no key had it then.
+   * When that refresh fails, the filter's answer stands.
+   */
+  mayExistNow: (tokenHash: string) => Promise<boolean>
   /** Reads the keys made since the last refresh (all of them the first time); one at a time. */
   refresh: () => Promise<void>
   /** Loads every key, then refreshes every REFRESH_MS until close. Resolves after the first load, failed or not. */
@@ -133,9 +144,27 @@ export function createKeyLookup ({ storage, environment, clock = () => performan
   }
 
   let running: Promise<void> | undefined
+  let lastStarted = -Infinity
   function refresh (): Promise<void> {
-    running ??= index.refresh().finally(() => { running = undefined })
+    if (running === undefined) {
+      lastStarted = clock()
+      running = index.refresh().finally(() => { running = undefined })
+    }
     return running
+  }
+
+  // Callers that arrive while a refresh runs wait for the next one, which
+  // they all share: the one running may have begun before their key was made.
+  let following: Promise<void> | undefined
+  function refreshAfterNow (): Promise<void> {
+    following ??= (async () => {
+      await running?.catch(() => {})
+      const wait = lastStarted + CATCH_UP_MS - clock()
+      if (wait > 0) await sleep(wait)
+      following = undefined
+      await refresh().catch(onRefreshError)
+    })()
+    return following
   }
 
   async function tick (): Promise<void> {
@@ -156,6 +185,11 @@ export function createKeyLookup ({ storage, environment, clock = () => performan
   return {
     find,
     mayExist: (tokenHash) => index.mayExist(tokenHash),
+    async mayExistNow (tokenHash) {
+      if (index.mayExist(tokenHash)) return true
+      await refreshAfterNow()
+      return index.mayExist(tokenHash)
+    },
     refresh,
     async start () {
       await tick()

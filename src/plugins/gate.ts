@@ -76,12 +76,11 @@ export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
 export function createGate ({ identify, limit, usage }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'> }): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
-    // From an address already refused in this window, a token no key had a
-    // second ago is counted before any query, and gets its 429 without one:
-    // guessing cannot take the database from everyone (README: Security).
-    // Any other token is looked up, so a key made in the last second on
-    // another instance works, counted against itself alone.
-    const early = !(token instanceof ApiError) && limit.addressSpent(request.ip) && !identify.mayExist(token)
+    // From an address already refused in this window, a token no key has is
+    // counted against the address and gets its 429 without a lookup of its
+    // own: guessing cannot take the database from everyone (README: Security).
+    // Any other token is looked up, and counted against its key alone.
+    const early = !(token instanceof ApiError) && limit.addressSpent(request.ip) && !await identify.mayExist(token)
       ? await limit({ caller: undefined, address: request.ip, keyUnchecked: false })
       : undefined
     const identity = token instanceof ApiError

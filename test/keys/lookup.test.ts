@@ -116,6 +116,55 @@ describe('the index of token hashes', () => {
     assert.deepEqual(calls, queries, 'the storage was asked')
   })
 
+  it('When a key is created after the last refresh, then mayExistNow reads the index again and says yes for it', async () => {
+    // Arrange
+    await lookup.refresh()
+    const later = buildKey()
+    await db.createApiKey(later)
+
+    // Act
+    const answer = await lookup.mayExistNow(later.tokenHash)
+
+    // Assert
+    assert.equal(answer, true)
+  })
+
+  it('When 100 unknown hashes are asked about at once with mayExistNow, then all are refused after one shared read of the index, and none is looked up', async () => {
+    // Arrange
+    await lookup.refresh()
+    const before = { ...calls }
+
+    // Act
+    const answers = await Promise.all(Array.from({ length: 100 }, async () => await lookup.mayExistNow(unknownHash())))
+
+    // Assert
+    assert.deepEqual(answers.filter((answer) => answer), [])
+    assert.equal(calls.find, before.find, 'a hash was looked up')
+    assert.equal(calls.list - before.list, 1, 'the waiting hashes did not share one read')
+  })
+
+  it('When the index lacks a hash and its refresh fails, then mayExistNow gives the filter\'s answer', async () => {
+    // Arrange: a storage whose refreshes fail after the first load.
+    let failing = false
+    const errors: unknown[] = []
+    const flaky = createKeyLookup({
+      storage: { findApiKeyByTokenHash: db.findApiKeyByTokenHash.bind(db), countTokens: db.countTokens.bind(db), listTokenHashes: async (after, limit) => { if (failing) throw new Error('down'); return await db.listTokenHashes(after, limit) } },
+      environment: 'production',
+      clock: testClock().now,
+      onRefreshError: (error) => { errors.push(error) }
+    })
+    await flaky.refresh()
+    failing = true
+
+    // Act
+    const answer = await flaky.mayExistNow(unknownHash())
+
+    // Assert
+    assert.equal(answer, false)
+    assert.equal(errors.length, 1)
+    flaky.close()
+  })
+
   it('When the first load has not happened yet, then every token may exist, so that the gate looks it up', () => {
     assert.equal(lookup.mayExist(unknownHash()), true)
   })

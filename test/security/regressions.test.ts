@@ -20,7 +20,7 @@ describe('regressions', () => {
   it('When the Bearer pattern is checked, then recheck finds no attack string, and the attack string of the old pattern is refused on its shape (regression: the Bearer pattern backtracked quadratically)', async () => {
     // Arrange: recheck's attack on the old pattern; a line break is the one character `.` does not match.
     process.env.RECHECK_BACKEND = 'pure'
-    const identify = createIdentify({ environment: 'production', keys: { mayExist: () => true, find: async () => { throw new Error('looked up') } }, now: Date.now })
+    const identify = createIdentify({ environment: 'production', keys: { mayExistNow: async () => true, find: async () => { throw new Error('looked up') } }, now: Date.now })
 
     // Act
     const diagnostics = await check(BEARER.source, BEARER.flags, { timeout: 60_000 })
@@ -33,7 +33,7 @@ describe('regressions', () => {
   })
 
   it('When the Bearer pattern is fixed, then every form of the header it read before reads the same (regression: the Bearer pattern backtracked quadratically)', async () => {
-    const identify = createIdentify({ environment: 'production', keys: { mayExist: () => true, find: async () => undefined }, now: Date.now })
+    const identify = createIdentify({ environment: 'production', keys: { mayExistNow: async () => true, find: async () => undefined }, now: Date.now })
     const token = generateToken('production')
     const codeOf = async (authorization: string): Promise<string | undefined> => {
       const read = identify.read(authorization)
