@@ -5,6 +5,7 @@ import { loadConfig } from '../config.js'
 import { serve } from '../server.js'
 import { asDatabaseFailure } from './database.js'
 import { addKeysCommands } from './keys.js'
+import { addStoreCommands } from './store.js'
 
 const SERVE_ENVIRONMENT = `
 Environment (default in brackets; more in README.md, "Configuration"):
@@ -82,6 +83,7 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
     })
 
   addKeysCommands(program)
+  addStoreCommands(program)
 
   // After a usage error, one line pointing to the help rather than the whole of it.
   for (const command of everyCommand(program)) {
