@@ -62,7 +62,7 @@ export const UNCOPIED_TABLES: readonly string[] = ['schema_migrations', 'sqlite_
 const BATCH = 1000
 
 /** The copy could not be made as asked; nothing was written to the target. */
-export class CopyRefused extends Error {
+class CopyRefused extends Error {
   override name = 'CopyRefused'
 }
 
