@@ -60,7 +60,7 @@ function everyCommand (command: Command): Command[] {
 export function buildProgram (version: string, { onServe }: { onServe: () => void }): Command {
   // Set before any subcommand is added: each copies them from its parent when created.
   const program = new Command('petstore')
-    .description('The animal adoption store service, and the administration of its API keys.')
+    .description('The animal adoption store service, the administration of its API keys, and copies of its store.')
     .version(version, '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({

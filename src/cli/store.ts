@@ -71,5 +71,6 @@ export function addStoreCommands (program: Command): void {
   program.command('copy-store')
     .description('copy everything in the store into an empty one (the move from SQLite to PostgreSQL): keys, tokens, pets, usage, idempotency records')
     .requiredOption('--to <URL>', 'the empty store to copy into: sqlite:PATH or postgres://…', storeUrl)
+    .addHelpText('after', '\nRate-limit counters and bans are not copied. README.md, "The move from SQLite to PostgreSQL", walks through it.')
     .action(async (options: { to: string }) => { await copyTo(options.to) })
 }
