@@ -149,6 +149,25 @@ describe('petstore backup', { timeout: 180_000 }, () => {
     assert.equal(existsSync(file), false)
   })
 
+  it('When FILE is in a folder that does not exist, or the store is not there, then backup exits 1 with one line saying which', async () => {
+    // Arrange
+    const dir = makeTempDir()
+    dirs.push(dir)
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    await createUnlimitedKey(env, 'kept')
+
+    // Act
+    const noFolder = await runCli(['backup', join(dir, 'missing', 'backup.db')], env)
+    const noStore = await runCli(['backup', join(dir, 'backup.db')], { DATABASE_URL: `sqlite:${join(dir, 'elsewhere.db')}` })
+
+    // Assert
+    assert.equal(noFolder.code, 1)
+    assert.match(noFolder.stderr, /^petstore: cannot back up .*: the folder .*missing does not exist\n$/)
+    assert.equal(noStore.code, 1)
+    assert.match(noStore.stderr, /^petstore: cannot back up .*: there is no database at .*elsewhere\.db\n$/)
+    assert.deepEqual(readdirSync(dir).filter((name) => !name.startsWith('p.db')), [])
+  })
+
   it('When the store is on PostgreSQL, then backup exits non-zero and names pg_dump', async () => {
     // Act
     const result = await runCli(['backup', '/nonexistent/backup.db'], { DATABASE_URL: 'postgres://petstore@127.0.0.1:1/petstore' })

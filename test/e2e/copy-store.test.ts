@@ -6,6 +6,7 @@
 // out without saying so.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
 import pg from 'pg'
 import { COPIED_TABLES, UNCOPIED_TABLES } from '../../src/db/copy.js'
 import { openStorage } from '../../src/db/open.js'
@@ -244,6 +245,19 @@ describe('petstore copy-store', { timeout: 300_000 }, () => {
       assert.equal(result.stdout, '')
     }
     assert.deepEqual(await Promise.all(targets.map(contents)), before)
+  })
+
+  it('When --to is not a store URL, then copy-store exits 2 and touches no store', async () => {
+    // Arrange
+    const source = tempSqliteUrl()
+
+    // Act
+    const result = await runCli(['copy-store', '--to', 'mysql://db/petstore'], { DATABASE_URL: source })
+
+    // Assert
+    assert.equal(result.code, 2)
+    assert.match(result.stderr, /must be sqlite:PATH or postgres:/)
+    assert.equal(existsSync(source.replace(/^sqlite:/, '')), false)
   })
 
   it('When the schemas are read, then every table and column is either copied or named as not copied', async () => {
