@@ -1,6 +1,7 @@
-// The `petstore` command: `serve`, and `keys create|list|show|update|roll|find|revoke`
-// for operators. Every failure ends in one line on stderr, never a stack trace,
-// and an exit status a script can test (errors.ts).
+// The `petstore` command: `serve`, and for operators `keys
+// create|list|show|update|roll|find|revoke`, `backup` and `copy-store`.
+// Every failure ends in one line on stderr, never a stack trace, and an
+// exit status a script can test (errors.ts).
 import { CommanderError } from 'commander'
 import { ConfigError } from '../config.js'
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors.js'

@@ -5,6 +5,7 @@ import { loadConfig } from '../config.js'
 import { serve } from '../server.js'
 import { asDatabaseFailure } from './database.js'
 import { addKeysCommands } from './keys.js'
+import { addStoreCommands } from './store.js'
 
 const SERVE_ENVIRONMENT = `
 Environment (default in brackets; more in README.md, "Configuration"):
@@ -59,7 +60,7 @@ function everyCommand (command: Command): Command[] {
 export function buildProgram (version: string, { onServe }: { onServe: () => void }): Command {
   // Set before any subcommand is added: each copies them from its parent when created.
   const program = new Command('petstore')
-    .description('The animal adoption store service, and the administration of its API keys.')
+    .description('The animal adoption store service, the administration of its API keys, and copies of its store.')
     .version(version, '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
@@ -82,6 +83,7 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
     })
 
   addKeysCommands(program)
+  addStoreCommands(program)
 
   // After a usage error, one line pointing to the help rather than the whole of it.
   for (const command of everyCommand(program)) {

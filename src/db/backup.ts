@@ -1,0 +1,86 @@
+// A copy of a SQLite store taken while a service writes to it (README:
+// Backups). `VACUUM INTO` reads the whole database in one read transaction,
+// so the copy is one consistent snapshot, and in WAL mode that reader never
+// blocks the service's writers. The copy is written to a file of its own
+// beside the target, checked, flushed to disk and only then renamed over it:
+// a backup that is interrupted at any point leaves the target as it was.
+// https://www.sqlite.org/lang_vacuum.html#vacuuminto
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
+import { basename, dirname, join, resolve } from 'node:path'
+import { Database } from './sqlite-driver.js'
+
+export interface BackupCounts {
+  keys: bigint
+  pets: bigint
+}
+
+/** Thrown when the store or the target cannot be what a backup needs; the message says which. */
+export class BackupRefused extends Error {
+  override name = 'BackupRefused'
+}
+
+/** Where the copy is written before it becomes `file`: the same folder (a rename is atomic only within one file system), a name of this process's own. */
+function partialFileOf (file: string): string {
+  return join(dirname(file), `.${basename(file)}.${process.pid}.partial`)
+}
+
+function fsyncPath (path: string): void {
+  const fd = openSync(path, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The counts of a database file, after SQLite has checked all of it. */
+function checkCopy (path: string): BackupCounts {
+  const copy = new Database(path, { readonly: true, fileMustExist: true })
+  try {
+    copy.defaultSafeIntegers(true)
+    const problems = copy.prepare<[], { integrity_check: string }>('PRAGMA integrity_check').all()
+    if (problems.length !== 1 || problems[0]?.integrity_check !== 'ok') {
+      throw new Error(`the copy failed SQLite's integrity check: ${problems.map((row) => row.integrity_check).join('; ')}`)
+    }
+    const count = (table: string): bigint => copy.prepare<[], bigint>(`SELECT count(*) FROM ${table}`).pluck().get() ?? 0n
+    return { keys: count('api_keys'), pets: count('pets') }
+  } finally {
+    copy.close()
+  }
+}
+
+/** Copies the SQLite database at `sourcePath` to `file`, whole or not at all, and counts what the copy holds. */
+export function backupSqlite (sourcePath: string, file: string): BackupCounts {
+  if (sourcePath === ':memory:') throw new BackupRefused('an in-memory database lasts only as long as its process and cannot be backed up')
+  const target = resolve(file)
+  if (resolve(sourcePath) === target) throw new BackupRefused('the backup would overwrite the database itself; give another FILE')
+  try {
+    statSync(sourcePath)
+  } catch {
+    throw new BackupRefused(`there is no database at ${sourcePath}`)
+  }
+  if (statSync(dirname(target), { throwIfNoEntry: false })?.isDirectory() !== true) {
+    throw new BackupRefused(`the folder ${dirname(target)} does not exist`)
+  }
+  const partial = partialFileOf(target)
+  // Created empty first, as SQLite accepts for VACUUM INTO: the copy holds
+  // the key hashes and the cursor secret, so it is the owner's alone.
+  closeSync(openSync(partial, 'wx', 0o600))
+  try {
+    const source = new Database(sourcePath, { fileMustExist: true, timeout: 5000 })
+    try {
+      source.prepare('VACUUM INTO ?').run(partial)
+    } finally {
+      source.close()
+    }
+    const counts = checkCopy(partial)
+    fsyncPath(partial)
+    renameSync(partial, target)
+    // The rename itself lasts only once the folder is on disk.
+    fsyncPath(dirname(target))
+    return counts
+  } catch (error) {
+    rmSync(partial, { force: true })
+    throw error
+  }
+}
