@@ -290,6 +290,35 @@ for (const configuration of CONFIGURATIONS) {
         assertRefused(await post('/admin/v1/keys', { plan: 'free', expiresAt: 'tomorrow' }), 'body.expiresAt')
       })
 
+      it('When expiresAt is a time no answer can write (past 9999 in UTC, before 0100), then 400 naming expiresAt, no key is made, and the list still answers', async () => {
+        // Arrange
+        const free = await create()
+
+        // Act
+        const refused = [
+          await post('/admin/v1/keys', { plan: 'free', expiresAt: '9999-12-31T23:59:59.999999999-23:59' }),
+          await post('/admin/v1/keys', { plan: 'free', expiresAt: '0099-12-31T23:59:59Z' }),
+          await patch(free.id, { expiresAt: '9999-12-31T23:59:59-00:01' })
+        ]
+        const list = await call({ url: '/admin/v1/keys?limit=100', headers: bearer(ADMIN_TOKEN) })
+        const one = await call({ url: `/admin/v1/keys/${free.id}`, headers: bearer(ADMIN_TOKEN) })
+
+        // Assert
+        for (const response of refused) assertRefused(response, 'body.expiresAt')
+        assert.equal(list.statusCode, 200, list.body)
+        assert.equal(one.statusCode, 200, one.body)
+        assert.equal((one.json() as KeyBody).expiresAt, null)
+      })
+
+      it('When expiresAt is the last instant of 9999 written with an offset, then it is taken as that instant, in UTC', async () => {
+        // Act
+        const made = await post('/admin/v1/keys', { plan: 'free', expiresAt: '9999-12-31T23:59:59.999999999+01:00' })
+
+        // Assert
+        assert.equal(made.statusCode, 201, made.body)
+        assert.equal((made.json() as KeyBody).expiresAt, '9999-12-31T22:59:59.999Z')
+      })
+
       it('When the plan or a scope is unknown, or the scopes are empty, then 400 naming the field', async () => {
         // Arrange
         const free = await create()

@@ -89,7 +89,9 @@ describe('the scopes, expiry and hint of an issued key', () => {
   const refused: Array<[string, Partial<IssueKeyInput>, RegExp]> = [
     ['an expiry now', { expiresAt: CLOCK_START }, /expiresAt must be in the future/],
     ['an expiry in the past', { expiresAt: CLOCK_START - 1 }, /expiresAt must be in the future/],
-    ['no scope', { scopes: [] }, /scopes must name at least one/]
+    ['no scope', { scopes: [] }, /scopes must name at least one/],
+    // 9999-12-31T23:59:59.999999999-23:59 is in year 10000 in UTC, which no answer's RFC 3339 can write.
+    ['an expiry past year 9999 in UTC', { expiresAt: Date.UTC(10_000, 0, 1, 23, 58, 59, 999) }, /expiresAt must lie between 0100-01-01T00:00:00Z and 9999-12-31T23:59:59\.999Z/]
   ]
   for (const [what, input, message] of refused) {
     it(`When a key is asked for with ${what}, then it is refused and no key is stored`, async () => {
