@@ -7,7 +7,8 @@
 // connection timeouts and caps, and the Error body for a request Node's
 // parser refuses), the same error model (plugins/errors.ts), the same JSON
 // bodies and validation, then each part of the admin interface as a plugin
-// of its own. Nothing here is rate limited but wrong admin tokens.
+// of its own. The admin API is rate limited on its own terms
+// (plugins/admin-auth.ts); metrics and the console's page are not.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import type { Storage } from './db/storage.js'
 import type { Environment } from './domain.js'
@@ -32,6 +33,8 @@ interface AdminApiOptions {
   storage: Storage
   /** The environment whose keys it makes. */
   environment: Environment
+  /** Requests with the admin token an address may send a minute; default ADMIN_REQUESTS_PER_MINUTE (plugins/admin-auth.ts). */
+  perMinute?: number
 }
 
 export interface AdminOptions {
@@ -76,8 +79,8 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   if (api !== undefined) {
     await app.register(consoleRoutes)
     await app.register(async function adminApi (scope) {
-      await scope.register(adminAuth, { token: api.token, now })
-      await scope.register(adminOpenapi)
+      await scope.register(adminAuth, { token: api.token, now, ...(api.perMinute === undefined ? {} : { perMinute: api.perMinute }) })
+      await scope.register(adminOpenapi, { environment: api.environment })
       const paths = collectPaths(scope)
       await scope.register(adminKeyRoutes, { storage: api.storage, environment: api.environment, now })
       await scope.register(methodNotAllowedRoutes, { paths })
