@@ -20,7 +20,7 @@ import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
 import errorsPlugin, { sendError } from './plugins/errors.js'
 import { framingOutsideGate } from './plugins/gate.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
-import { RequestLog, requestId } from './request-log.js'
+import { RequestLog, requestIdMaker } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
 import consoleRoutes from './routes/console.js'
 import methodNotAllowedRoutes, { collectPaths } from './routes/method-not-allowed.js'
@@ -52,6 +52,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   // The edge counts each answer it writes by hand against the client's
   // address, for the public port's rate-limit headers; here there are none.
   const edge = createEdge({ countAddress: async () => ({}), timeouts: { ...DEFAULT_TIMEOUTS, ...timeouts }, caps: DEFAULT_CONNECTION_CAPS })
+  const secrets = api === undefined ? [] : [api.token]
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({ listener: 'admin' }) }),
     serverFactory: edge.serverFactory,
@@ -61,8 +62,9 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
     requestIdHeader: false,
-    genReqId: requestId,
-    logController: new RequestLog(),
+    // The admin token, sent where it does not belong (a URL, X-Request-Id), is never logged.
+    genReqId: requestIdMaker(secrets),
+    logController: new RequestLog(secrets),
     // A URL the router cannot decode (`%zz`): the Error body, as on the public port.
     frameworkErrors: (_error, request, reply) => {
       reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)

@@ -18,25 +18,55 @@ import { traceIdOf } from './tracing/hooks.js'
  * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
  * §2.3 has it, or a path) or in `X-Request-Id`, is kept out of the log like
  * any other token (README: API keys), percent-encoded or not, with or
- * without its prefix: src/keys/tokens.ts knows what one looks like.
+ * without its prefix: src/keys/tokens.ts knows what one looks like. So is
+ * any of `secrets` (ADMIN_TOKEN), and either kind sent base64- or
+ * hex-encoded: each part of a URL between its separators is read as
+ * written, then decoded both ways.
  */
-function mayHoldToken (text: string): boolean {
-  return findTokens(text).length > 0
+function holdsSecret (text: string, secrets: readonly string[]): boolean {
+  return readings(text).some((reading) => findTokens(reading).length > 0 || secrets.some((secret) => reading.includes(secret)))
+}
+
+/** Base64 of at least a 16-byte secret; hex likewise. Shorter runs are left alone, which keeps ids and counts readable. */
+const BASE64 = /^[A-Za-z0-9+/_-]{22,}={0,2}$/
+const HEX = /^(?:[0-9A-Fa-f]{2}){16,}$/
+
+/** `text` percent-decoded, then also as base64 and as hex when it can be either. */
+function readings (text: string): string[] {
+  const plain = percentDecoded(text)
+  const out = [plain]
+  if (HEX.test(plain)) out.push(Buffer.from(plain, 'hex').toString('latin1'))
+  if (BASE64.test(plain)) out.push(Buffer.from(plain, 'base64').toString('latin1'))
+  return out
+}
+
+/** Up to three rounds of percent-decoding, as keys/tokens.ts does; a malformed sequence stops it. */
+function percentDecoded (text: string): string {
+  let decoded = text
+  for (let round = 0; round < 3 && decoded.includes('%'); round++) {
+    try {
+      decoded = decodeURIComponent(decoded)
+    } catch {
+      break
+    }
+  }
+  return decoded
 }
 
 /** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/
 
-/** A request's id: the client's when usable; one that may hold a token is not, since ids are logged. */
-export function requestId (request: IncomingMessage): string {
-  const theirs = request.headers['x-request-id']
-  return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) && !mayHoldToken(theirs) ? theirs : randomUUID()
+/** Makes a request's id: the client's when usable; one that may hold a token or one of `secrets` is not, since ids are logged. */
+export function requestIdMaker (secrets: readonly string[] = []): (request: IncomingMessage) => string {
+  return (request) => {
+    const theirs = request.headers['x-request-id']
+    return typeof theirs === 'string' && CLIENT_REQUEST_ID.test(theirs) && !holdsSecret(theirs, secrets) ? theirs : randomUUID()
+  }
 }
 
-/** `url` with every token in it replaced by `[redacted]`. */
-export function loggableUrl (url: string): string {
+/** `url` with every token in it replaced by `[redacted]`, and every part that holds one of `secrets` or an encoded token. */
+export function loggableUrl (url: string, secrets: readonly string[] = []): string {
   const found = findTokens(url)
-  if (found.length === 0) return url
   let out = ''
   let written = 0
   // Sorted by start; overlapping finds (a token and its own secret) become one.
@@ -45,14 +75,19 @@ export function loggableUrl (url: string): string {
     out += url.slice(written, Math.max(start, written)) + (start >= written ? '[redacted]' : '')
     written = end
   }
-  return out + url.slice(written)
+  out += url.slice(written)
+  for (const secret of secrets) out = out.replaceAll(secret, '[redacted]')
+  // An encoded token or secret, in one part of the URL; a secret written across separators (base64 has `/`), in the whole.
+  out = out.replace(/[^/?&=;#]+/g, (part) => holdsSecret(part, secrets) ? '[redacted]' : part)
+  return secrets.some((secret) => percentDecoded(out).includes(secret)) ? '[redacted]' : out
 }
 
 /** The levels at which a `debug` line is written. */
 const WRITES_DEBUG = new Set(['debug', 'trace'])
 
 export class RequestLog extends LogController {
-  constructor () {
+  /** `secrets`: values besides API tokens that no log line may hold (ADMIN_TOKEN). */
+  constructor (private readonly secrets: readonly string[] = []) {
     super({ requestIdLogLabel: 'requestId' })
   }
 
@@ -60,7 +95,7 @@ export class RequestLog extends LogController {
   override incomingRequest (request: FastifyRequest): void {
     // Fastify calls this for every request: at `info` the line is dropped, and so should be the token scan of its URL.
     if (!WRITES_DEBUG.has(request.log.level)) return
-    request.log.debug({ method: request.method, url: loggableUrl(request.url) }, 'request received')
+    request.log.debug({ method: request.method, url: loggableUrl(request.url, this.secrets) }, 'request received')
   }
 
   /** The not-found handler answers, and the line is written like any other. */
@@ -72,7 +107,7 @@ export class RequestLog extends LogController {
       keyId: request.access?.key.id,
       method: request.method,
       route: request.routeOptions.url,
-      url: loggableUrl(request.url),
+      url: loggableUrl(request.url, this.secrets),
       status,
       code: reply.errorCode,
       durationMs: Math.round(reply.elapsedTime * 100) / 100,
