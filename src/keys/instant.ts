@@ -48,6 +48,11 @@ export function isWritableInstant (at: number): boolean {
   return Number.isFinite(at) && at >= EARLIEST_INSTANT && at <= LATEST_INSTANT
 }
 
+/** `at`, or the nearest instant an answer can write. */
+export function writableInstant (at: number): number {
+  return Math.min(Math.max(at, EARLIEST_INSTANT), LATEST_INSTANT)
+}
+
 /** `Z`, `+02:00`, `-23:59` in minutes east of UTC; undefined past 23:59; 0 for a bare date. */
 function offsetMinutes (zone: string | undefined): number | undefined {
   if (zone === undefined || zone.toUpperCase() === 'Z') return 0

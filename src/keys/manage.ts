@@ -6,7 +6,7 @@
 import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
 import { SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
 import { limitsFor } from '../limits/plans.js'
-import { INSTANT_RANGE, isWritableInstant } from './instant.js'
+import { INSTANT_RANGE, isWritableInstant, writableInstant } from './instant.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
 
 /** A key as operators see it; times are RFC 3339 strings in UTC. */
@@ -240,6 +240,7 @@ function view (key: ApiKeyRecord, now: number): KeyView {
   }
 }
 
+/** A key stored before its expiry was checked for this may hold one no answer can write: it is shown at the nearest one that can be. */
 function time (ms: number): string {
-  return new Date(ms).toISOString()
+  return new Date(writableInstant(ms)).toISOString()
 }
