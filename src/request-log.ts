@@ -24,20 +24,31 @@ import { traceIdOf } from './tracing/hooks.js'
  * written, then decoded both ways.
  */
 function holdsSecret (text: string, secrets: readonly string[]): boolean {
-  return readings(text).some((reading) => findTokens(reading).length > 0 || secrets.some((secret) => reading.includes(secret)))
+  const plain = percentDecoded(text)
+  return findTokens(text).length > 0 || secrets.some((secret) => plain.includes(secret)) || encodedSecret(plain, secrets)
 }
 
-/** Base64 of at least a 16-byte secret; hex likewise. Shorter runs are left alone, which keeps ids and counts readable. */
-const BASE64 = /^[A-Za-z0-9+/_-]{22,}={0,2}$/
-const HEX = /^(?:[0-9A-Fa-f]{2}){16,}$/
+/**
+ * Base64 of a 32-character secret is 43 characters at least, hex 64 (a
+ * token's, 60 and 90): shorter runs are no such thing, and are not decoded,
+ * which keeps a request's log line cheap.
+ */
+const BASE64 = /^[A-Za-z0-9+/_-]{43,}={0,2}$/
+const HEX = /^(?:[0-9A-Fa-f]{2}){32,}$/
 
-/** `text` percent-decoded, then also as base64 and as hex when it can be either. */
-function readings (text: string): string[] {
-  const plain = percentDecoded(text)
-  const out = [plain]
-  if (HEX.test(plain)) out.push(Buffer.from(plain, 'hex').toString('latin1'))
-  if (BASE64.test(plain)) out.push(Buffer.from(plain, 'base64').toString('latin1'))
-  return out
+/** Whether a part of a URL, percent-decoded, holds one of `secrets` (ADMIN_TOKEN has 32 characters at least), or either kind base64- or hex-encoded. */
+function partHoldsSecret (plain: string, secrets: readonly string[]): boolean {
+  return secrets.some((secret) => plain.includes(secret)) || encodedSecret(plain, secrets)
+}
+
+/** Whether `plain` (percent-decoded already) is a token or one of `secrets`, as base64 or hex. */
+function encodedSecret (plain: string, secrets: readonly string[]): boolean {
+  if (plain.length < 43) return false
+  const decoded = [
+    ...(HEX.test(plain) ? [Buffer.from(plain, 'hex').toString('latin1')] : []),
+    ...(BASE64.test(plain) ? [Buffer.from(plain, 'base64').toString('latin1')] : [])
+  ]
+  return decoded.some((text) => findTokens(text).length > 0 || secrets.some((secret) => text.includes(secret)))
 }
 
 /** Up to three rounds of percent-decoding, as keys/tokens.ts does; a malformed sequence stops it. */
@@ -78,8 +89,27 @@ export function loggableUrl (url: string, secrets: readonly string[] = []): stri
   out += url.slice(written)
   for (const secret of secrets) out = out.replaceAll(secret, '[redacted]')
   // An encoded token or secret, in one part of the URL; a secret written across separators (base64 has `/`), in the whole.
-  out = out.replace(/[^/?&=;#]+/g, (part) => holdsSecret(part, secrets) ? '[redacted]' : part)
+  out = redactEncodedParts(out, secrets)
   return secrets.some((secret) => percentDecoded(out).includes(secret)) ? '[redacted]' : out
+}
+
+/** Whether a character ends a part of a URL (`/ ? & = ; #`): its path segments, query pairs and fragment. */
+const isSeparator = (code: number): boolean => code === 0x2f || code === 0x3f || code === 0x26 || code === 0x3d || code === 0x3b || code === 0x23
+
+/** `url` with each part that is a token or a secret, base64- or hex-encoded, as `[redacted]`. A loop, since a regular expression for long runs backtracks on every short one. */
+function redactEncodedParts (url: string, secrets: readonly string[]): string {
+  let out = ''
+  let written = 0
+  let start = 0
+  for (let i = 0; i <= url.length; i++) {
+    if (i < url.length && !isSeparator(url.charCodeAt(i))) continue
+    if (i - start >= 32 && partHoldsSecret(percentDecoded(url.slice(start, i)), secrets)) {
+      out += url.slice(written, start) + '[redacted]'
+      written = i
+    }
+    start = i + 1
+  }
+  return written === 0 ? url : out + url.slice(written)
 }
 
 /** The levels at which a `debug` line is written. */
