@@ -33,11 +33,22 @@ function findToken (line) {
   return line.slice(found.start, found.start + (found.prefixed ? 14 : 5))
 }
 
+/** A token sent base64- or hex-encoded: each long enough run of either alphabet, decoded. A token is 45 characters: 60 in base64, 90 in hex. */
+function findEncodedToken (line) {
+  for (const [pattern, encoding] of [[/[A-Za-z0-9+/_-]{60,}={0,2}/g, 'base64'], [/(?:[0-9A-Fa-f]{2}){45,}/g, 'hex']]) {
+    for (const match of line.matchAll(pattern)) {
+      if (findToken(Buffer.from(match[0], encoding).toString('latin1')) !== undefined) return `${match[0].slice(0, 8)} (${encoding})`
+    }
+  }
+  return undefined
+}
+
 /** A rule's finding: the start of what it found, which the report shows. */
 const matching = (pattern) => (line) => pattern.exec(line)?.[0].slice(0, 14)
 
 const RULES = [
   { name: 'an API token', find: findToken },
+  { name: 'an encoded API token', find: findEncodedToken },
   // A header logged as JSON (pino) that the redaction missed.
   { name: 'an Authorization field', find: matching(/"authorization"\s*:\s*"(?!\[redacted\]")/i) },
   // A header written as text, in an error message or a dump of a raw request.

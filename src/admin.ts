@@ -7,7 +7,8 @@
 // connection timeouts and caps, and the Error body for a request Node's
 // parser refuses), the same error model (plugins/errors.ts), the same JSON
 // bodies and validation, then each part of the admin interface as a plugin
-// of its own. Nothing here is rate limited but wrong admin tokens.
+// of its own. The admin API is rate limited on its own terms
+// (plugins/admin-auth.ts); metrics and the console's page are not.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import type { Storage } from './db/storage.js'
 import type { Environment } from './domain.js'
@@ -19,7 +20,7 @@ import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
 import errorsPlugin, { sendError } from './plugins/errors.js'
 import { framingOutsideGate } from './plugins/gate.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
-import { RequestLog, requestId } from './request-log.js'
+import { RequestLog, requestIdMaker } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
 import consoleRoutes from './routes/console.js'
 import methodNotAllowedRoutes, { collectPaths } from './routes/method-not-allowed.js'
@@ -32,6 +33,8 @@ interface AdminApiOptions {
   storage: Storage
   /** The environment whose keys it makes. */
   environment: Environment
+  /** Requests with the admin token an address may send a minute; default ADMIN_REQUESTS_PER_MINUTE (plugins/admin-auth.ts). */
+  perMinute?: number
 }
 
 export interface AdminOptions {
@@ -49,6 +52,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   // The edge counts each answer it writes by hand against the client's
   // address, for the public port's rate-limit headers; here there are none.
   const edge = createEdge({ countAddress: async () => ({}), timeouts: { ...DEFAULT_TIMEOUTS, ...timeouts }, caps: DEFAULT_CONNECTION_CAPS })
+  const secrets = api === undefined ? [] : [api.token]
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({ listener: 'admin' }) }),
     serverFactory: edge.serverFactory,
@@ -58,8 +62,9 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
     bodyLimit: BODY_LIMIT,
     return503OnClosing: false,
     requestIdHeader: false,
-    genReqId: requestId,
-    logController: new RequestLog(),
+    // The admin token, sent where it does not belong (a URL, X-Request-Id), is never logged.
+    genReqId: requestIdMaker(secrets),
+    logController: new RequestLog(secrets),
     // A URL the router cannot decode (`%zz`): the Error body, as on the public port.
     frameworkErrors: (_error, request, reply) => {
       reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)
@@ -76,8 +81,8 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   if (api !== undefined) {
     await app.register(consoleRoutes)
     await app.register(async function adminApi (scope) {
-      await scope.register(adminAuth, { token: api.token, now })
-      await scope.register(adminOpenapi)
+      await scope.register(adminAuth, { token: api.token, now, ...(api.perMinute === undefined ? {} : { perMinute: api.perMinute }) })
+      await scope.register(adminOpenapi, { environment: api.environment })
       const paths = collectPaths(scope)
       await scope.register(adminKeyRoutes, { storage: api.storage, environment: api.environment, now })
       await scope.register(methodNotAllowedRoutes, { paths })

@@ -28,7 +28,7 @@ import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import openapiPlugin from './plugins/openapi.js'
 import metricsPlugin from './plugins/metrics.js'
-import { RequestLog, requestId } from './request-log.js'
+import { RequestLog, requestIdMaker } from './request-log.js'
 import { createBanLog } from './limits/ban-log.js'
 import type { Metrics } from './metrics.js'
 import healthRoutes from './routes/health.js'
@@ -94,6 +94,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   usage.start()
   const gate = createGate({ identify, limit, usage })
   // Behind trusted proxies every connection is a proxy's: no cap per address.
+  const secrets = config.adminToken === undefined ? [] : [config.adminToken]
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
   const edge = createEdge({ countAddress: createAddressCounter({ store: limiter, now }), timeouts, caps })
   const app = Fastify({
@@ -110,8 +111,9 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     return503OnClosing: false,
     // The client's X-Request-Id when it is usable, else one of ours.
     requestIdHeader: false,
-    genReqId: requestId,
-    logController: new RequestLog(),
+    // The admin token too, should it be sent here (README: Managing keys).
+    genReqId: requestIdMaker(secrets),
+    logController: new RequestLog(secrets),
     // Ids are validated by their schema (a 400 that names the field); only a
     // path segment longer than this is refused by the router itself.
     routerOptions: { maxParamLength: 1000 },

@@ -126,6 +126,9 @@ export const Errors = {
   adminTokenRequired: () => new ApiError('invalid_admin_token', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', {
     headers: { 'www-authenticate': 'Bearer realm="petstore-admin"' }
   }),
+  manyAdminAuthorizations: () => new ApiError('invalid_admin_token', 'Send one Authorization header; this request has more than one.', {
+    headers: { 'www-authenticate': 'Bearer realm="petstore-admin", error="invalid_token"' }
+  }),
   wrongAdminToken: () => new ApiError('invalid_admin_token', 'The admin token is wrong.', {
     headers: { 'www-authenticate': 'Bearer realm="petstore-admin", error="invalid_token"' }
   }),

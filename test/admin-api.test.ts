@@ -48,8 +48,8 @@ for (const configuration of CONFIGURATIONS) {
     })
 
     /** An admin request, its answer checked against the admin document. */
-    async function call (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> {
-      const response = await admin.inject({ remoteAddress: '127.0.0.1', ...options })
+    async function call (options: InjectOptions & { url: string }, app: FastifyInstance = admin): Promise<LightMyRequestResponse> {
+      const response = await app.inject({ remoteAddress: '127.0.0.1', ...options })
       const method = options.method ?? 'GET'
       const { problems } = checker.check({ method, url: options.url }, receivedOf(response))
       checked.push({ where: `${method} ${options.url} → ${response.statusCode}`, problems })
@@ -290,6 +290,35 @@ for (const configuration of CONFIGURATIONS) {
         assertRefused(await post('/admin/v1/keys', { plan: 'free', expiresAt: 'tomorrow' }), 'body.expiresAt')
       })
 
+      it('When expiresAt is a time no answer can write (past 9999 in UTC, before 0100), then 400 naming expiresAt, no key is made, and the list still answers', async () => {
+        // Arrange
+        const free = await create()
+
+        // Act
+        const refused = [
+          await post('/admin/v1/keys', { plan: 'free', expiresAt: '9999-12-31T23:59:59.999999999-23:59' }),
+          await post('/admin/v1/keys', { plan: 'free', expiresAt: '0099-12-31T23:59:59Z' }),
+          await patch(free.id, { expiresAt: '9999-12-31T23:59:59-00:01' })
+        ]
+        const list = await call({ url: '/admin/v1/keys?limit=100', headers: bearer(ADMIN_TOKEN) })
+        const one = await call({ url: `/admin/v1/keys/${free.id}`, headers: bearer(ADMIN_TOKEN) })
+
+        // Assert
+        for (const response of refused) assertRefused(response, 'body.expiresAt')
+        assert.equal(list.statusCode, 200, list.body)
+        assert.equal(one.statusCode, 200, one.body)
+        assert.equal((one.json() as KeyBody).expiresAt, null)
+      })
+
+      it('When expiresAt is the last instant of 9999 written with an offset, then it is taken as that instant, in UTC', async () => {
+        // Act
+        const made = await post('/admin/v1/keys', { plan: 'free', expiresAt: '9999-12-31T23:59:59.999999999+01:00' })
+
+        // Assert
+        assert.equal(made.statusCode, 201, made.body)
+        assert.equal((made.json() as KeyBody).expiresAt, '9999-12-31T22:59:59.999Z')
+      })
+
       it('When the plan or a scope is unknown, or the scopes are empty, then 400 naming the field', async () => {
         // Arrange
         const free = await create()
@@ -425,7 +454,7 @@ for (const configuration of CONFIGURATIONS) {
         }
       })
 
-      it('When an address has sent 10 wrong tokens in a minute, then its 11th request gets 429 with Retry-After, even with the right token, and another address is not affected', async () => {
+      it('When an address has sent 10 wrong tokens in a minute, then its 11th wrong token gets 429 with Retry-After, the right token is still admitted, and another address is not affected', async () => {
         // Arrange
         const from = '198.51.100.3'
         for (let i = 0; i < 10; i++) {
@@ -433,18 +462,87 @@ for (const configuration of CONFIGURATIONS) {
         }
 
         // Act
-        const refused = await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: from })
-        const other = await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: '198.51.100.4' })
+        const refused = await call({ url: '/admin/v1/keys', headers: bearer('wrong-10'), remoteAddress: from })
+        const right = await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: from })
+        const other = await call({ url: '/admin/v1/keys', headers: bearer('wrong-0'), remoteAddress: '198.51.100.4' })
         t.clock.advance(60_000)
-        const later = await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: from })
+        const later = await call({ url: '/admin/v1/keys', headers: bearer('wrong-11'), remoteAddress: from })
 
         // Assert
         assert.equal(refused.statusCode, 429)
         assert.equal(errorOf(refused).code, 'rate_limited')
         assert.match(String(refused.headers['retry-after']), /^[1-9]\d*$/)
         assert.ok(Number(refused.headers['retry-after']) <= 60)
-        assert.equal(other.statusCode, 200)
-        assert.equal(later.statusCode, 200, 'the minute is over')
+        assert.equal(right.statusCode, 200, 'the right token was locked out by wrong ones')
+        assert.equal(other.statusCode, 401)
+        assert.equal(later.statusCode, 401, 'the minute is over')
+      })
+
+      it('When a page on another origin makes the browser send 11 requests without Authorization, then each gets 401 and none is counted: the right token is admitted and a wrong one gets 401, not 429 (regression: the operators were locked out for a minute)', async () => {
+        // Arrange
+        const from = '198.51.100.5'
+        for (let i = 0; i < 11; i++) {
+          // Act: what fetch(…, { mode: 'no-cors', method: 'POST' }) sends
+          const response = await call({ method: 'POST', url: '/admin/v1/keys', headers: { origin: 'https://elsewhere.example', 'content-type': 'text/plain' }, remoteAddress: from })
+
+          // Assert
+          assert.equal(response.statusCode, 401)
+          assert.equal(errorOf(response).code, 'invalid_admin_token')
+        }
+        assert.equal((await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: from })).statusCode, 200)
+        assert.equal((await call({ url: '/admin/v1/keys', headers: bearer('wrong'), remoteAddress: from })).statusCode, 401)
+      })
+
+      it('When a request carries two Authorization headers, the admin token first, then 401 invalid_admin_token, as /v1 refuses two (regression: the first one was served)', async () => {
+        // Act
+        const response = await call({ url: '/admin/v1/keys', headers: { Authorization: [`Bearer ${ADMIN_TOKEN}`, 'Bearer other'] }, remoteAddress: '198.51.100.6' })
+
+        // Assert
+        assert.equal(response.statusCode, 401, response.body)
+        assert.equal(errorOf(response).code, 'invalid_admin_token')
+        assert.match(errorOf(response).message, /one Authorization header/)
+      })
+
+      it('When an answer is given, then it carries X-RateLimit-Limit (6000 a minute by default), X-RateLimit-Remaining and X-RateLimit-Reset', async () => {
+        // Act
+        const first = await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: '198.51.100.7' })
+        const second = await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress: '198.51.100.7' })
+        const refused = await call({ url: '/admin/v1/keys', remoteAddress: '198.51.100.7' })
+
+        // Assert
+        assert.equal(first.statusCode, 200)
+        assert.equal(first.headers['x-ratelimit-limit'], '6000')
+        assert.equal(Number(first.headers['x-ratelimit-remaining']) - Number(second.headers['x-ratelimit-remaining']), 1)
+        assert.ok(Number(first.headers['x-ratelimit-reset']) > t.clock.now() / 1000)
+        assert.ok(Number(first.headers['x-ratelimit-reset']) <= t.clock.now() / 1000 + 60)
+        assert.equal(refused.headers['x-ratelimit-remaining'], second.headers['x-ratelimit-remaining'], 'a request without the token was counted')
+      })
+
+      it('When an address has sent its limit of requests with the admin token in a minute, then the next gets 429 rate_limited with Retry-After, others are not affected, and the next minute it is served again', async () => {
+        // Arrange
+        const limited = await buildAdminApp({ api: { token: ADMIN_TOKEN, storage: t.storage, environment: 'production', perMinute: 3 }, now: t.clock.now })
+        try {
+          const send = async (remoteAddress: string): Promise<LightMyRequestResponse> =>
+            await call({ url: '/admin/v1/keys', headers: bearer(ADMIN_TOKEN), remoteAddress }, limited)
+          const served = [await send('198.51.100.8'), await send('198.51.100.8'), await send('198.51.100.8')]
+
+          // Act
+          const refused = await send('198.51.100.8')
+          const other = await send('198.51.100.9')
+          t.clock.advance(60_000)
+          const later = await send('198.51.100.8')
+
+          // Assert
+          assert.deepEqual(served.map((r) => [r.statusCode, r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining']]), [[200, '3', '2'], [200, '3', '1'], [200, '3', '0']])
+          assert.equal(refused.statusCode, 429)
+          assert.equal(errorOf(refused).code, 'rate_limited')
+          assert.match(String(refused.headers['retry-after']), /^[1-9]\d*$/)
+          assert.equal(refused.headers['x-ratelimit-remaining'], '0')
+          assert.equal(other.statusCode, 200)
+          assert.equal(later.statusCode, 200)
+        } finally {
+          await limited.close()
+        }
       })
 
       it('When ADMIN_TOKEN is sent to the public API, then 401 invalid_api_key', async () => {

@@ -3,9 +3,12 @@
 // answer, with the headers that go with them, and the document passes
 // `redocly lint` (recommended rules) with no errors. That every answer of
 // the admin API is as this document describes is checked where the
-// answers are made (admin-api.test.ts, fuzz/admin-inject.test.ts).
+// answers are made (admin-api.test.ts, fuzz/admin-inject.test.ts). It
+// passes Spectral with the OWASP ruleset too, as the public one does
+// (openapi.test.ts).
 import assert from 'node:assert/strict'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -36,7 +39,7 @@ interface ResponseObject { $ref?: string, description?: string, headers?: Record
 interface Operation { operationId: string, security?: unknown[], responses: Record<string, ResponseObject> }
 interface AdminDocument {
   openapi: string
-  servers: Array<{ url: string }>
+  servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }>
   security?: unknown[]
   paths: Record<string, Record<string, Operation>>
   components: { securitySchemes: Record<string, { type: string, scheme?: string }>, responses?: Record<string, ResponseObject> }
@@ -78,7 +81,8 @@ describe('the admin OpenAPI document', () => {
 
   test('When it is read, then it is OpenAPI 3.1, relative to /admin/v1, with the admin operations and the admin token as a bearer scheme', () => {
     assert.match(document.openapi, /^3\.1\.\d+$/)
-    assert.deepEqual(document.servers.map((s) => s.url), ['/admin/v1'])
+    assert.deepEqual(document.servers.map((s) => [s.url, s['x-internal']]), [['/admin/v1', true]])
+    assert.match(document.servers[0]?.description ?? '', /\bproduction\b/)
     assert.deepEqual(operations().map((o) => o.operationId).sort(), Object.keys(STATUSES).sort())
     assert.deepEqual(Object.values(document.components.securitySchemes).map((s) => [s.type, s.scheme]), [['http', 'bearer']])
     assert.ok((document.security ?? []).length > 0, 'the document does not say the admin token is needed')
@@ -103,6 +107,17 @@ describe('the admin OpenAPI document', () => {
     assert.ok(resolved(listKeys?.responses['200'] ?? {}).headers?.Link, 'listKeys 200 lacks Link')
   })
 
+  test('When an operation\'s answers are read, then each 2xx and 4xx documents the X-RateLimit headers', () => {
+    for (const operation of operations()) {
+      for (const [status, response] of Object.entries(operation.responses).filter(([code]) => /^[24]/.test(code))) {
+        const headers = Object.keys(resolved(response).headers ?? {})
+        for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
+          assert.ok(headers.includes(name), `${operation.operationId} ${status} lacks ${name}`)
+        }
+      }
+    }
+  })
+
   test('When the public API\'s codes are compared, then the admin-only codes are listed here', () => {
     assert.match(text, /"invalid_admin_token"/)
     assert.match(text, /"key_revoked"/)
@@ -119,6 +134,21 @@ describe('the admin OpenAPI document', () => {
     t.diagnostic(`redocly lint: ${report.totals.errors} errors, ${report.totals.warnings} warnings${warnings.map((w) => `\n  ${w.ruleId}: ${w.message}`).join('')}`)
     assert.deepEqual(errors, [], `redocly lint: ${result.stderr}`)
     assert.equal(report.totals.errors, 0)
+    assert.equal(result.code, 0, result.stderr)
+  })
+
+  test('When Spectral with the OWASP ruleset reads it, then it finds no errors (regression: 23, the rate-limit headers and the server\'s audience and environment)', async () => {
+    await writeFile(join(dir, 'openapi.json'), text)
+    // Resolved from here, since Spectral resolves a ruleset's `extends` from the ruleset's own directory.
+    const owasp = createRequire(import.meta.url).resolve('@stoplight/spectral-owasp-ruleset')
+    // Ids are integers, as on the public API (openapi.test.ts).
+    const ruleset = { extends: ['spectral:oas', owasp], rules: { 'owasp:api1:2023-no-numeric-ids': 'off' } }
+    await writeFile(join(dir, 'spectral.json'), JSON.stringify(ruleset, null, 2))
+    const result = await runTool('spectral',
+      ['lint', 'openapi.json', '--ruleset', 'spectral.json', '--format', 'json', '--fail-severity', 'error'], dir)
+    const problems = JSON.parse(result.stdout) as Array<{ severity: number, code: string, message: string, path: string[] }>
+    const errors = problems.filter((p) => p.severity === 0).map((p) => `${p.code} at ${p.path.join('.')}: ${p.message}`)
+    assert.deepEqual(errors, [], `spectral: ${result.stderr}`)
     assert.equal(result.code, 0, result.stderr)
   })
 })

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { ConfigError, loadConfig } from '../src/config.js'
 import { generateToken } from '../src/keys/tokens.js'
 
@@ -110,8 +111,26 @@ describe('configuration', () => {
       }
     })
 
-    it('When ADMIN_TOKEN has 32 or more visible ASCII characters, then it is taken as given; unset or empty, the admin API is off', () => {
-      for (const value of ['0123456789abcdef0123456789abcdef', 'x'.repeat(32), `${'A1!~'.repeat(16)}`]) {
+    it('When ADMIN_TOKEN is plainly not random (one character, a repeated pattern, a sequence, few distinct characters), then start fails naming ADMIN_TOKEN, saying how to make one, without its value (regression: 32 × a was taken)', () => {
+      for (const value of ['a'.repeat(32), '0123456789abcdef0123456789abcdef', 'A1!~'.repeat(16), 'abcdefghijklmnopqrstuvwxyz012345', 'aabbaabbabababbbaaabbbababaabbab']) {
+        const error = refusal(value)
+        assert.match(error.message, /^ADMIN_TOKEN is plainly not random/)
+        assert.match(error.message, /openssl rand -base64 32/)
+        assert.match(error.message, /randomBytes\(32\)/)
+        assert.equal(error.message.includes(value), false, `the message echoes the value: ${error.message}`)
+      }
+    })
+
+    it('When ADMIN_TOKEN is made as the README says (openssl rand -hex 16 or -base64 32, randomBytes base64url), then it is taken, every one of 2,000 draws', () => {
+      for (let i = 0; i < 500; i++) {
+        for (const value of [randomBytes(16).toString('hex'), randomBytes(32).toString('hex'), randomBytes(32).toString('base64'), randomBytes(32).toString('base64url')]) {
+          assert.equal(loadConfig({ ADMIN_PORT: '9100', ADMIN_TOKEN: value }).adminToken, value)
+        }
+      }
+    })
+
+    it('When ADMIN_TOKEN has 32 or more visible ASCII characters drawn at random, then it is taken as given; unset or empty, the admin API is off', () => {
+      for (const value of ['9f86d081884c7d659a2feaa0c55ad015', 'q8Zr/4Kd+Wm2Xp9Lt0Vb7Ns3Hc6Jf1Gy5Ue8Ra2Io4E=', 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg~!']) {
         assert.equal(loadConfig({ ADMIN_PORT: '9100', ADMIN_TOKEN: value }).adminToken, value)
       }
       assert.equal(loadConfig({ ADMIN_PORT: '9100' }).adminToken, undefined)

@@ -1,7 +1,9 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { setImmediate as tick } from 'node:timers/promises'
-import type { LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { buildAdminApp } from '../src/admin.js'
+import { openSqlite } from '../src/db/sqlite.js'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry, type TestApp } from './support/app.js'
 import { bearer, buildPet } from './support/fixtures.js'
 import { generateToken } from '../src/keys/tokens.js'
@@ -207,4 +209,93 @@ describe('token redaction misses encoded forms', () => {
       assert.equal(line?.url, `/v1/pets?q=${lookalike}`)
     })
   })
+})
+
+describe('the admin token and encoded API tokens reach the log', () => {
+  // What `openssl rand -base64 32` makes: base64, with `+`, `/` and `=`.
+  const ADMIN_TOKEN = 'q8Zr/4Kd+Wm2Xp9Lt0Vb7Ns3Hc6Jf1Gy5Ue8Ra2Io4E='
+  const apiToken = generateToken('production')
+
+  /** Runs `use` on an admin app whose log lines the test reads. */
+  async function withLoggedAdmin (use: (admin: FastifyInstance, entries: () => LogEntry[]) => Promise<void>): Promise<void> {
+    const { logger, entries } = capturingLogger()
+    const storage = openSqlite('sqlite::memory:')
+    const admin = await buildAdminApp({ api: { token: ADMIN_TOKEN, storage, environment: 'production' }, logger })
+    try {
+      await use(admin, entries)
+    } finally {
+      await admin.close()
+      await storage.close()
+    }
+  }
+  const logHolds = (entries: () => LogEntry[], secret: string): boolean => decodedFully(JSON.stringify(entries())).includes(secret)
+
+  for (const [form, sent] of [
+    ['as sent', ADMIN_TOKEN],
+    ['percent-encoded', encodeURIComponent(ADMIN_TOKEN)],
+    ['wholly percent-encoded', encodeAll(ADMIN_TOKEN)],
+    ['base64-encoded', Buffer.from(ADMIN_TOKEN).toString('base64url')],
+    ['hex-encoded', Buffer.from(ADMIN_TOKEN).toString('hex')]
+  ] as const) {
+    it(`When the admin token is in an admin URL ${form}, then the log line carries [redacted] and never the token`, async () => {
+      await withLoggedAdmin(async (admin, entries) => {
+        // Act
+        await admin.inject({ url: `/admin/v1/keys?access_token=${sent}`, headers: { 'x-request-id': 'admin-in-url' } })
+
+        // Assert
+        const [line] = await linesOf(entries, 'admin-in-url')
+        assert.ok(line !== undefined)
+        assert.match(String(line.url), /\[redacted\]/)
+        assert.ok(!logHolds(entries, ADMIN_TOKEN), `the admin token reached the log: ${String(line.url)}`)
+        assert.ok(!String(line.url).includes(sent))
+      })
+    })
+  }
+
+  it('When X-Request-Id is the admin token, then the admin listener makes its own id and the token never reaches the log', async () => {
+    await withLoggedAdmin(async (admin, entries) => {
+      // Act
+      const response = await admin.inject({ url: '/admin/v1/keys', headers: { 'x-request-id': ADMIN_TOKEN } })
+
+      // Assert
+      await assertOwnRequestId(response, entries)
+      assert.ok(!logHolds(entries, ADMIN_TOKEN))
+    })
+  })
+
+  it('When the admin token is sent to the public port in the URL or X-Request-Id, then it never reaches the log', async () => {
+    const { logger, entries } = capturingLogger()
+    const t = await buildTestApp({ ADMIN_TOKEN }, { logger })
+    try {
+      // Act
+      await t.app.inject({ url: `/v1/pets?access_token=${encodeURIComponent(ADMIN_TOKEN)}`, headers: { 'x-request-id': 'public-in-url' } })
+      const response = await t.app.inject({ url: '/v1/pets', headers: { 'x-request-id': ADMIN_TOKEN } })
+
+      // Assert
+      assert.match(String((await linesOf(entries, 'public-in-url'))[0]?.url), /access_token=\[redacted\]/)
+      await assertOwnRequestId(response, entries)
+      assert.ok(!logHolds(entries, ADMIN_TOKEN))
+    } finally {
+      await t.close()
+    }
+  })
+
+  for (const [form, sent] of [
+    ['base64', Buffer.from(apiToken).toString('base64')],
+    ['base64url', Buffer.from(apiToken).toString('base64url')],
+    ['base64, percent-encoded', encodeURIComponent(Buffer.from(apiToken).toString('base64'))],
+    ['hex', Buffer.from(apiToken).toString('hex')],
+    ['upper-case hex', Buffer.from(apiToken).toString('hex').toUpperCase()]
+  ] as const) {
+    it(`When an API token is in the URL as ${form}, then the log line carries [redacted] in its place`, async () => {
+      await withLoggedApp(async (t, entries) => {
+        // Act
+        await t.app.inject({ url: `/v1/pets?limit=1&access_token=${sent}&status=sold`, headers: { 'x-request-id': 'encoded-in-url' } })
+
+        // Assert
+        const [line] = await linesOf(entries, 'encoded-in-url')
+        assert.equal(line?.url, '/v1/pets?limit=1&access_token=[redacted]&status=sold')
+      })
+    })
+  }
 })

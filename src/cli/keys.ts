@@ -11,6 +11,7 @@ import {
   KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey,
   type KeyUpdate, type KeyView
 } from '../keys/manage.js'
+import { INSTANT_FORMAT, readInstant } from '../keys/instant.js'
 import { inspectToken } from '../keys/tokens.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
@@ -32,20 +33,14 @@ function scopeList (value: string): Scope[] {
   return named as Scope[]
 }
 
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2}))?$/
-
 /** An instant in the future, as RFC 3339 (`2027-03-10T12:00:00Z`) or a date (`2027-03-10`: its first instant, UTC). */
 function futureInstant (value: string): number {
-  const match = RFC3339.exec(value)
-  // Date.parse takes 30 February as 2 March: the date is checked on its own.
-  const [year, month, day] = [match?.[1], match?.[2], match?.[3]].map(Number) as [number, number, number]
-  const date = new Date(Date.UTC(year, month - 1, day))
-  const at = match === null ? NaN : Date.parse(match[4] === undefined ? `${value}T00:00:00Z` : value)
-  if (Number.isNaN(at) || date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) {
-    throw new InvalidArgumentError('must be an RFC 3339 time (2027-03-10T12:00:00Z) or a date (2027-03-10)')
+  const reading = readInstant(value, { dateOnly: true })
+  if (!reading.ok) {
+    throw new InvalidArgumentError(reading.reason === INSTANT_FORMAT ? 'must be an RFC 3339 time (2027-03-10T12:00:00Z) or a date (2027-03-10)' : reading.reason)
   }
-  if (at <= Date.now()) throw new InvalidArgumentError('must be in the future')
-  return at
+  if (reading.at <= Date.now()) throw new InvalidArgumentError('must be in the future')
+  return reading.at
 }
 
 const DURATION_UNITS: Readonly<Record<string, number>> = { m: 60_000, h: 3_600_000, d: 86_400_000 }

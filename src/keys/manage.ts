@@ -6,6 +6,7 @@
 import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
 import { SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
 import { limitsFor } from '../limits/plans.js'
+import { INSTANT_RANGE, isWritableInstant, writableInstant } from './instant.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
 
 /** A key as operators see it; times are RFC 3339 strings in UTC. */
@@ -214,6 +215,8 @@ function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number
   }
   if (key.scopes.length === 0) throw new KeyRuleError('scopes', `must name at least one of ${SCOPES.join(', ')}`)
   if (key.expiresAt !== null && key.expiresAt <= now) throw new KeyRuleError('expiresAt', 'must be in the future')
+  // Stored, it would be written by every answer that shows the key: one no answer can write would break them all.
+  if (key.expiresAt !== null && !isWritableInstant(key.expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
 }
 
 function view (key: ApiKeyRecord, now: number): KeyView {
@@ -237,6 +240,7 @@ function view (key: ApiKeyRecord, now: number): KeyView {
   }
 }
 
+/** A key stored before its expiry was checked for this may hold one no answer can write: it is shown at the nearest one that can be. */
 function time (ms: number): string {
-  return new Date(ms).toISOString()
+  return new Date(writableInstant(ms)).toISOString()
 }

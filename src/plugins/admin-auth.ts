@@ -1,25 +1,36 @@
-// Who may use the admin API: whoever sends ADMIN_TOKEN (README: Managing
-// keys). Every request of the scope this is registered in needs
+// Who may use the admin API, and how often (README: Managing keys). Every
+// request of the scope this is registered in needs
 // `Authorization: Bearer ADMIN_TOKEN`; API keys are not accepted here,
 // and the public port never serves these routes.
 //
 // The token is compared in constant time, on the SHA-256 of each side so
 // that the length of a guess tells nothing either. Wrong tokens are
 // counted per client address: past FAILURES_PER_MINUTE in a minute, that
-// address gets 429 for the rest of the minute, whatever it sends, so a
-// token cannot be guessed by brute force however long it runs. Counted in
-// this instance's memory: the admin listener is for the operators' own
-// network (ADMIN_HOST is loopback unless set), where a shared store would
-// add a dependency to every admin request for little.
+// address's wrong tokens get 429 for the rest of the minute, so a token
+// cannot be guessed by brute force however long it runs. A request with no
+// credential is refused without being counted, and the right token is
+// always admitted, spent address or not: any web page an operator opens can
+// make the browser send requests without one, and a random token of 32 or
+// more characters cannot be guessed, so the count only bounds what wrong
+// attempts cost. Admitted requests have a limit of their own,
+// ADMIN_REQUESTS_PER_MINUTE per address, generous since operators' systems
+// call the API in loops. Counted in this instance's memory: the admin
+// listener is for the operators' own network (ADMIN_HOST is loopback unless
+// set), where a shared store would add a dependency to every admin request
+// for little.
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import { LRUCache } from 'lru-cache'
 import { Errors } from '../errors.js'
 import { BEARER } from '../access/identify.js'
+import { authorizationHeaders } from '../authorization.js'
 
 /** Wrong tokens an address may send in one minute. */
 const FAILURES_PER_MINUTE = 10
-/** Addresses remembered at once; the least recently used go first. */
+/** Requests with the admin token an address may send in one minute (README: Managing keys). */
+export const ADMIN_REQUESTS_PER_MINUTE = 6000
+/** Addresses remembered at once by each count; the least recently used go first. */
 const ADDRESSES = 10_000
 const MINUTE_MS = 60_000
 
@@ -27,34 +38,67 @@ interface AdminAuthOptions {
   token: string
   /** Unix milliseconds; injected so that tests control the minute. */
   now: () => number
+  /** Default ADMIN_REQUESTS_PER_MINUTE; tests lower it. */
+  perMinute?: number
 }
+
+/** A fixed one-minute window's count for one address. */
+interface Window { since: number, count: number }
 
 const digest = (text: string): Buffer => createHash('sha256').update(text).digest()
 
-export default fp<AdminAuthOptions>(async function adminAuth (app, { token, now }) {
+export default fp<AdminAuthOptions>(async function adminAuth (app, { token, now, perMinute = ADMIN_REQUESTS_PER_MINUTE }) {
   const expected = digest(token)
-  /** Failures per address in the minute that started at `since`. */
-  const failures = new LRUCache<string, { since: number, count: number }>({ max: ADDRESSES })
+  const failures = new LRUCache<string, Window>({ max: ADDRESSES })
+  const admitted = new LRUCache<string, Window>({ max: ADDRESSES })
+
+  /** The address's window as of `at`: the stored one while its minute runs, else a new one. */
+  const current = (windows: LRUCache<string, Window>, address: string, at: number): Window => {
+    const window = windows.get(address)
+    return window === undefined || at - window.since >= MINUTE_MS ? { since: at, count: 0 } : window
+  }
+  const secondsLeft = (window: Window, at: number): number => Math.max(1, Math.ceil((window.since + MINUTE_MS - at) / 1000))
+
+  /** The admitted requests' limit, on every answer of the admin API, admitted or not. */
+  const rateLimitHeaders = (reply: FastifyReply, window: Window): void => {
+    reply.header('x-ratelimit-limit', String(perMinute))
+    reply.header('x-ratelimit-remaining', String(Math.max(0, perMinute - window.count)))
+    reply.header('x-ratelimit-reset', String(Math.ceil((window.since + MINUTE_MS) / 1000)))
+  }
 
   app.addHook('onRequest', (request, reply, done) => {
     const at = now()
-    const record = failures.get(request.ip)
-    const spent = record !== undefined && at - record.since < MINUTE_MS && record.count >= FAILURES_PER_MINUTE
-    if (spent) {
-      reply.header('connection', 'close')
-      done(Errors.adminAttemptsSpent(Math.max(1, Math.ceil((record.since + MINUTE_MS - at) / 1000))))
-      return
-    }
+    const address = request.ip
     const header = request.headers.authorization
-    const sent = header === undefined ? undefined : BEARER.exec(header.trim())?.[1]?.trim()
-    if (sent !== undefined && sent !== '' && timingSafeEqual(digest(sent), expected)) {
+    const bearer = header === undefined ? null : BEARER.exec(header.trim())
+    /** The bearer token; '' for `Bearer` alone, undefined for any other scheme. */
+    const sent = bearer === null ? undefined : bearer[1]?.trim() ?? ''
+    const refuse = (error: Error): void => {
+      rateLimitHeaders(reply, current(admitted, address, at))
+      reply.header('connection', 'close')
+      done(error)
+    }
+    // Node keeps the first of several; which one the client meant is not ours to guess. Never compared, so never counted.
+    if (authorizationHeaders(request.raw.rawHeaders) > 1) { refuse(Errors.manyAdminAuthorizations()); return }
+    // No credential: what any page can make a browser send. Nothing was guessed, so nothing is counted.
+    if (header === undefined || header.trim() === '' || sent === '') { refuse(Errors.adminTokenRequired()); return }
+    if (sent !== undefined && timingSafeEqual(digest(sent), expected)) {
+      const window = current(admitted, address, at)
+      if (window.count >= perMinute) {
+        rateLimitHeaders(reply, window)
+        done(Errors.rateLimited(secondsLeft(window, at)))
+        return
+      }
+      window.count++
+      admitted.set(address, window)
+      rateLimitHeaders(reply, window)
       done()
       return
     }
-    const current = record === undefined || at - record.since >= MINUTE_MS ? { since: at, count: 0 } : record
-    current.count++
-    failures.set(request.ip, current)
-    reply.header('connection', 'close')
-    done(sent === undefined || sent === '' ? Errors.adminTokenRequired() : Errors.wrongAdminToken())
+    const wrong = current(failures, address, at)
+    if (wrong.count >= FAILURES_PER_MINUTE) { refuse(Errors.adminAttemptsSpent(secondsLeft(wrong, at))); return }
+    wrong.count++
+    failures.set(address, wrong)
+    refuse(sent === undefined ? Errors.adminTokenRequired() : Errors.wrongAdminToken())
   })
 }, { name: 'admin-auth' })

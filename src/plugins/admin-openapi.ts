@@ -6,6 +6,8 @@
 // route does; it is no secret, but the admin API serves nothing to
 // whoever lacks the token.
 import fp from 'fastify-plugin'
+import type { Environment } from '../domain.js'
+import { ADMIN_REQUESTS_PER_MINUTE } from './admin-auth.js'
 import swagger from '@fastify/swagger'
 import { AdminErrorBody } from '../schemas/error.js'
 import type { JsonSchema } from '../schemas/kinds.js'
@@ -22,21 +24,25 @@ export const ADMIN_PREFIX = '/admin/v1'
  * Relative to the document's own address: the admin listener is reached by
  * whatever address the operators' network gives it (often 0.0.0.0 in a
  * container), which the instance cannot know. Links (`rel="next"`) are
- * relative for the same reason.
+ * relative for the same reason. Internal: for the operators alone.
  */
-const SERVERS = [{ url: ADMIN_PREFIX, description: 'The admin listener this document was read from' }]
+const serversOf = (environment: Environment): Array<{ url: string, description: string, 'x-internal': boolean }> => [{
+  url: ADMIN_PREFIX,
+  description: `The admin listener this document was read from, of the ${environment} service, for its operators only`,
+  'x-internal': true
+}]
 
-export default fp(async function adminOpenapi (app) {
+export default fp<{ environment: Environment }>(async function adminOpenapi (app, { environment }) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Animal Adoption Store: admin API',
         version: '1.0.0',
-        description: 'Make, change, roll, revoke and trace the API keys of the Animal Adoption Store. Served on the operators\' admin listener only, never on the public port. Every operation needs the admin token, sent as `Authorization: Bearer <ADMIN_TOKEN>`; wrong tokens are limited per address.',
+        description: `Make, change, roll, revoke and trace the API keys of the Animal Adoption Store. Served on the operators' admin listener only, never on the public port. Every operation needs the admin token, sent as \`Authorization: Bearer <ADMIN_TOKEN>\`; wrong tokens are limited per address. Requests with the admin token are rate limited too, generously (${ADMIN_REQUESTS_PER_MINUTE} a minute per address): see the \`X-RateLimit-*\` headers, and wait for \`Retry-After\` after a 429.`,
         license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
       },
-      servers: SERVERS,
+      servers: serversOf(environment),
       tags: [{ name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' }],
       components: {
         securitySchemes: {

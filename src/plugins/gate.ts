@@ -34,6 +34,7 @@ import type { Caller, Identify } from '../access/identify.js'
 import type { Limit, Standing } from '../access/limit.js'
 import type { Scope } from '../domain.js'
 import type { UsageCounter } from '../keys/usage.js'
+import { authorizationHeaders } from '../authorization.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -121,16 +122,6 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
 /** A request the router could not take (frameworkErrors) has no route options. */
 function routeConfig (request: FastifyRequest): FastifyContextConfig | undefined {
   return (request.routeOptions as Partial<typeof request.routeOptions> | undefined)?.config
-}
-
-/** How many Authorization headers a request carries: Node keeps only the first. */
-function authorizationHeaders (raw: readonly string[]): number {
-  let count = 0
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string
-    if (name.length === 13 && name.toLowerCase() === 'authorization') count++
-  }
-  return count
 }
 
 /** The caller of a request the gate let through: there always is one. */

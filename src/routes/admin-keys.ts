@@ -13,7 +13,7 @@ import {
   DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery, parseDateTime
 } from '../schemas/key.js'
 import { Type } from 'typebox'
-import { errorResponses, withHeaders } from '../schemas/responses.js'
+import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 
 interface AdminKeyRoutesOptions {
@@ -46,7 +46,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'Makes an API key of this service\'s environment. Its token is in this answer only: store it now.',
       tags: ['keys'],
       body: NewKey,
-      response: { 201: withHeaders(KeyWithToken, 'The key, and its token.', {}), ...errorResponses(WITH_BODY, {}, 'admin') }
+      response: { 201: withHeaders(KeyWithToken, 'The key, and its token.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses(WITH_BODY, ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request, reply) => {
     const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
@@ -63,7 +63,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'Every key, revoked and expired ones too, ordered by id. When more follow, the `Link` header has the URL of the next page.',
       tags: ['keys'],
       querystring: ListKeysQuery,
-      response: { 200: withHeaders(Keys, 'A page of keys.', NEXT_KEYS), ...errorResponses([...ALWAYS, 400], {}, 'admin') }
+      response: { 200: withHeaders(Keys, 'A page of keys.', { ...ADMIN_RATE_LIMIT_HEADERS, ...NEXT_KEYS }), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request, reply) => {
     const limit = request.query.limit ?? DEFAULT_KEY_PAGE_SIZE
@@ -83,7 +83,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       summary: 'Get a key',
       tags: ['keys'],
       params: KeyIdParams,
-      response: { 200: withHeaders(Key, 'The key.', {}), ...errorResponses([...ALWAYS, 400, 404], {}, 'admin') }
+      response: { 200: withHeaders(Key, 'The key.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => found(request.params.id, await showKey(storage, request.params.id, now())))
 
@@ -95,7 +95,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       body: KeyChanges,
-      response: { 200: withHeaders(Key, 'The key as changed.', {}), ...errorResponses([...WITH_BODY, 404, 409], {}, 'admin') }
+      response: { 200: withHeaders(Key, 'The key as changed.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404, 409], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
     const { name, plan, perMinute, perDay, scopes, expiresAt } = request.body
@@ -118,7 +118,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       body: RollRequest,
-      response: { 201: withHeaders(KeyWithToken, 'The key, and its new token.', {}), ...errorResponses([...WITH_BODY, 404, 409], {}, 'admin') }
+      response: { 201: withHeaders(KeyWithToken, 'The key, and its new token.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404, 409], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request, reply) => {
     const key = await asApiErrors(async () => await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now()))
@@ -133,7 +133,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       // Content sent with a DELETE is read as any body (400, 413, 415), then ignored.
-      response: { 200: withHeaders(Key, 'The key, revoked.', {}), ...errorResponses([...WITH_BODY, 404], {}, 'admin') }
+      response: { 200: withHeaders(Key, 'The key, revoked.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => found(request.params.id, await revokeKey(storage, request.params.id, now())))
 
@@ -145,7 +145,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       querystring: UsageQuery,
-      response: { 200: withHeaders(KeyUsageDays, 'The key\'s requests per day.', {}), ...errorResponses([...ALWAYS, 400, 404], {}, 'admin') }
+      response: { 200: withHeaders(KeyUsageDays, 'The key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
     const days = await asApiErrors(async () => await keyUsage(storage, request.params.id, request.query, now()), 'query')
@@ -159,7 +159,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'The key a token belongs to, whatever the key\'s state: by its current token, its previous one, or any it was rolled away from (an alert may come after the roll). The step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
       tags: ['keys'],
       body: TokenLookup,
-      response: { 200: withHeaders(Key, 'The key the token belongs to.', {}), ...errorResponses([...WITH_BODY, 404], {}, 'admin') }
+      response: { 200: withHeaders(Key, 'The key the token belongs to.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
     const key = await findKey(storage, request.body.token, now())

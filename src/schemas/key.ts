@@ -3,6 +3,7 @@
 // serialize answers, type the handlers and make the admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
 import { PLANS, SCOPES, type Scope } from '../domain.js'
+import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../keys/instant.js'
 import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS } from '../keys/manage.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'
 
@@ -13,22 +14,13 @@ const MAX_LIMIT = 9_999_999_999
 /** Ids fit in a JavaScript number: keys are made one by one by operators. */
 const MAX_KEY_ID = Number.MAX_SAFE_INTEGER
 
-/** `2027-03-10T12:00:00Z`, `2027-03-10T14:00:00.5+02:00`: RFC 3339 §5.6 date-time. */
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/
-
-/** The instant an RFC 3339 date-time names, in Unix milliseconds; undefined for any other text, or a date that does not exist (30 February). */
+/** The instant an RFC 3339 date-time names, in Unix milliseconds; undefined for any other text, a date that does not exist (30 February), or one no answer can write (keys/instant.ts). */
 export function parseDateTime (text: string): number | undefined {
-  const match = DATE_TIME.exec(text)
-  if (match === null) return undefined
-  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number]
-  const date = new Date(Date.UTC(year, month - 1, day))
-  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return undefined
-  if (hour > 23 || minute > 59 || second > 59) return undefined
-  const at = Date.parse(text.toUpperCase())
-  return Number.isNaN(at) ? undefined : at
+  const reading = readInstant(text)
+  return reading.ok ? reading.at : undefined
 }
 
-const DATE_TIME_RULE = 'must be an RFC 3339 time, e.g. 2027-03-10T12:00:00Z'
+const DATE_TIME_RULE = `${INSTANT_FORMAT}, and ${INSTANT_RANGE.replace(/^must /, '')}`
 
 /** A time in a request: RFC 3339, or null where `nullable`. */
 function DateTime (options: { description: string, nullable?: boolean }): TUnsafe<string> {

@@ -55,6 +55,10 @@ export const HEADERS = {
     name: 'ratelimit',
     schema: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
   },
+  // The admin API's one window (plugins/admin-auth.ts), on every answer it gives.
+  'X-RateLimit-Limit-Admin': { name: 'X-RateLimit-Limit', schema: int('Requests with the admin token this address may send in a minute.', MAX_LIMIT) },
+  'X-RateLimit-Remaining-Admin': { name: 'X-RateLimit-Remaining', schema: int('Requests with the admin token this address has left in the current minute.', MAX_LIMIT) },
+  'X-RateLimit-Reset-Admin': { name: 'X-RateLimit-Reset', schema: int('Unix time, in seconds, at which the current minute ends.', 253_402_300_799) },
   'Retry-After': { name: 'Retry-After', schema: int('Seconds to wait before retrying.', 31_536_000) },
   Deprecation: { name: 'Deprecation', schema: text('When this operation was deprecated, as `@` and Unix seconds (RFC 9745).', 32, '^@[0-9]+$') },
   Sunset: {
@@ -109,6 +113,8 @@ const sent = (...headers: Header[]): Headers => Object.fromEntries(headers.map((
 export const RATE_LIMIT_HEADERS = sent(
   HEADERS['X-RateLimit-Limit'], HEADERS['X-RateLimit-Remaining'], HEADERS['X-RateLimit-Reset'], HEADERS['RateLimit-Policy'], HEADERS.RateLimit
 )
+
+export const ADMIN_RATE_LIMIT_HEADERS = sent(HEADERS['X-RateLimit-Limit-Admin'], HEADERS['X-RateLimit-Remaining-Admin'], HEADERS['X-RateLimit-Reset-Admin'])
 
 const RETRY_AFTER = sent(HEADERS['Retry-After'])
 

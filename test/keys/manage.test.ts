@@ -5,7 +5,7 @@ import type { Storage } from '../../src/db/storage.js'
 import {
   KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
 } from '../../src/keys/manage.js'
-import { generateToken, inspectToken } from '../../src/keys/tokens.js'
+import { generateToken, hashToken, inspectToken, tokenHint } from '../../src/keys/tokens.js'
 import { CLOCK_START } from '../support/fixtures.js'
 
 /** What `petstore keys create` asks for, on a free key unless told otherwise. */
@@ -89,7 +89,9 @@ describe('the scopes, expiry and hint of an issued key', () => {
   const refused: Array<[string, Partial<IssueKeyInput>, RegExp]> = [
     ['an expiry now', { expiresAt: CLOCK_START }, /expiresAt must be in the future/],
     ['an expiry in the past', { expiresAt: CLOCK_START - 1 }, /expiresAt must be in the future/],
-    ['no scope', { scopes: [] }, /scopes must name at least one/]
+    ['no scope', { scopes: [] }, /scopes must name at least one/],
+    // 9999-12-31T23:59:59.999999999-23:59 is in year 10000 in UTC, which no answer's RFC 3339 can write.
+    ['an expiry past year 9999 in UTC', { expiresAt: Date.UTC(10_000, 0, 1, 23, 58, 59, 999) }, /expiresAt must lie between 0100-01-01T00:00:00Z and 9999-12-31T23:59:59\.999Z/]
   ]
   for (const [what, input, message] of refused) {
     it(`When a key is asked for with ${what}, then it is refused and no key is stored`, async () => {
@@ -130,6 +132,28 @@ async function assertRuleBroken (promise: Promise<unknown>, field: string, reaso
     return true
   })
 }
+
+describe('a key stored with an expiry no answer can write', () => {
+  it('When a key was stored with an expiry in year 10000 (before such expiries were refused), then listing and showing it give its expiry as the last instant of 9999', async () => {
+    // Arrange
+    const storage = openSqlite('sqlite::memory:')
+    try {
+      const token = generateToken('production')
+      const expiresAt = Date.UTC(10_000, 0, 1, 23, 58, 59, 999)
+      const stored = await storage.createApiKey({ name: 'old', plan: 'free', perMinute: null, perDay: null, environment: 'production', scopes: ['pets:read'], tokenHash: hashToken(token), tokenHint: tokenHint(token), createdAt: CLOCK_START, expiresAt })
+
+      // Act
+      const listed = await listKeys(storage, CLOCK_START)
+      const shown = await showKey(storage, stored.id, CLOCK_START)
+
+      // Assert
+      assert.deepEqual(listed.map((key) => key.expiresAt), ['9999-12-31T23:59:59.999Z'])
+      assert.equal(shown?.expiresAt, '9999-12-31T23:59:59.999Z')
+    } finally {
+      await storage.close()
+    }
+  })
+})
 
 describe('changing a key', () => {
   it('When a key is updated, then the fields given change, the others keep their values, and the answer is the key as stored', () => withStorage(async (storage) => {

@@ -20,7 +20,7 @@ import { bearer, buildPet } from '../support/fixtures.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { awayFromMinuteEdge, openTestStore } from '../support/redis.js'
 
-const ADMIN_TOKEN = 'a'.repeat(40)
+const ADMIN_TOKEN = 'adm-usage-3Hq8Zt1Wx6Kp9Lm2Vb5Rc7Nd0Fg4Js'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
 interface Day { date: string, admitted: number, refused: number }
