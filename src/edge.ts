@@ -199,6 +199,31 @@ const PARSER_ERRORS: Record<string, () => ApiError> = {
   ERR_HTTP_REQUEST_TIMEOUT: Errors.requestTimeout
 }
 
+/**
+ * How much more of a socket the server takes in once its parser has
+ * refused it: past it, the connection is cut. Without it, the parser was
+ * handed, and threw away, all the client sent in the linger (LINGER_MS).
+ * An answer Fastify sends before the body is read closes the connection
+ * as soon as it has gone (answers.ts), which bounds the read as well.
+ */
+const READ_AFTER_ANSWER = 64 * 1024
+
+const readFrom = new WeakMap<Duplex, number>()
+
+/** Stops taking in a socket's bytes: its request has been refused, and the rest of it is not wanted. */
+function stopReading (socket: Duplex): void {
+  readFrom.set(socket, (socket as Partial<Socket>).bytesRead ?? 0)
+  // Pausing the socket stops Node's parser reading it (readStop), while the answer is still written.
+  socket.pause()
+}
+
+/** Cuts a refused socket that was read again (a request's body reader resumed it) past READ_AFTER_ANSWER. */
+function readPastBudget (socket: Duplex): void {
+  const from = readFrom.get(socket)
+  const read = (socket as Partial<Socket>).bytesRead
+  if (from !== undefined && read !== undefined && read - from > READ_AFTER_ANSWER) socket.destroy()
+}
+
 /** Answers, by hand, a socket that never became a request: the Error body, that address's rate-limit headers, then close. */
 type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 
@@ -287,8 +312,13 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
   // A parser that has failed keeps failing on whatever follows: one answer per connection.
   const answered = new WeakSet<Duplex>()
   return (socket, answer) => {
-    if (answered.has(socket)) return
+    // Node's parser calls again for each later read: past the budget the connection is cut.
+    if (answered.has(socket)) {
+      readPastBudget(socket)
+      return
+    }
     answered.add(socket)
+    stopReading(socket)
     const status = answer.status
     const body = JSON.stringify(errorBody(answer))
     const write = (headers: Record<string, string>): void => {
@@ -306,8 +336,8 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
       // sockets): a client that never closes its side would hold the socket
       // until the idle-socket timeout, 120 s. It gets a moment to read the
       // answer; then the socket is closed whatever it does.
+      // Not unref'd: the paused socket (stopReading) no longer keeps the process up until it closes.
       const linger = setTimeout(() => socket.destroy(), LINGER_MS)
-      linger.unref()
       socket.once('close', () => clearTimeout(linger))
     }
     const address = (socket as Partial<Socket>).remoteAddress ?? ''

@@ -7,13 +7,14 @@ import { Agent, Server, get } from 'node:http'
 import { once } from 'node:events'
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
+import { buildAdminApp } from '../src/admin.js'
 import { buildApp } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
 import { openSqlite } from '../src/db/sqlite.js'
 import { DEFAULT_CONNECTION_CAPS } from '../src/edge.js'
 import { MemoryStore } from '../src/limits/memory-store.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from './support/app.js'
-import { RawConnection, isCompleteResponse, parseRawResponse } from './support/process.js'
+import { RawConnection, isCompleteResponse, parseRawResponse, withTimeout } from './support/process.js'
 
 describe('the edge', () => {
   let t: TestApp
@@ -184,3 +185,104 @@ async function getOn (agent: Agent, port: number, path: string, headers: Record<
     request.once('error', reject)
   })
 }
+
+/** A declared body far larger than anything the server should take in after answering. */
+const HUGE = 1_000_000_000
+/** A header line ending in a bare LF: Node's parser refuses the request (400). */
+const BARE_LF = 'X-Note: bare\n'
+
+/**
+ * Sends `head`, then body bytes as fast as the server takes them, until
+ * the server closes the connection: the status it answered, and how many
+ * bytes past `head` the server's side of the socket read.
+ */
+async function bodyTakenIn (server: Server, port: number, head: string): Promise<{ status: string, taken: number }> {
+  const accepted = once(server, 'connection') as Promise<[Socket]>
+  // Half-open, as a client that never closes its side: the server must close the connection itself.
+  const client = connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+  let received = ''
+  client.setEncoding('latin1')
+  client.on('data', (chunk: string) => { received += chunk })
+  // The server may reset the connection while bytes are still on their way.
+  client.on('error', () => {})
+  const [serverSide] = await accepted
+  const closed = once(serverSide, 'close')
+  // All that the server sent has been read once the client sees its end, or a reset.
+  const read = new Promise((resolve) => { client.once('end', resolve); client.once('close', resolve) })
+  const chunk = Buffer.alloc(64 * 1024, 'x')
+  const push = (): void => { while (client.writable && client.write(chunk)); }
+  client.on('drain', push)
+  client.write(head)
+  push()
+  try {
+    await withTimeout(Promise.all([closed, read]), 10_000, 'the server to answer and close the connection')
+  } finally {
+    client.destroy()
+  }
+  return { status: received.slice(9, 12), taken: serverSide.bytesRead - Buffer.byteLength(head) }
+}
+
+/** What the server may take in of a body after answering: 64 KiB, and the read in flight when the budget ran out. */
+const TAKEN_IN_MAX = 2 * 64 * 1024
+
+for (const configuration of CONFIGURATIONS) {
+  describe(`reading after an early answer (${configuration.name})`, () => {
+    let t: TestApp
+    let port = 0
+    let token = ''
+    before(async () => {
+      t = await buildTestApp({}, { backend: configuration.backend, limiterBackend: configuration.limiterBackend })
+      token = await t.newKey('pro')
+      await t.app.listen({ host: '127.0.0.1', port: 0 })
+      port = (t.app.server.address() as AddressInfo).port
+    })
+    after(async () => { await t.close() })
+
+    for (const { what, head, status } of [
+      { what: 'a keyless POST whose headers the parser refuses (bare LF)', head: () => `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\n${BARE_LF}Content-Length: ${HUGE}\r\n\r\n`, status: '400' },
+      { what: 'a keyless POST', head: () => `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${HUGE}\r\n\r\n`, status: '401' },
+      { what: 'a keyed POST over the body limit', head: () => `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${HUGE}\r\n\r\n`, status: '413' }
+    ]) {
+      it(`When ${what} declares 1 GB and its client goes on sending, then it is answered ${status} and the server takes in at most 64 KiB more, and the read in flight (regression: read on after a malformed request)`, async (context) => {
+        // Act
+        const { status: answered, taken } = await bodyTakenIn(t.app.server, port, head())
+
+        // Assert
+        assert.equal(answered, status)
+        assert.ok(taken <= TAKEN_IN_MAX, `the server took in ${taken} bytes of the body`)
+        context.diagnostic(`body taken in: ${taken} bytes`)
+      })
+    }
+  })
+}
+
+describe('reading after an early answer, on the admin listener', () => {
+  let admin: FastifyInstance
+  let storage: ReturnType<typeof openSqlite>
+  let port = 0
+  before(async () => {
+    storage = openSqlite('sqlite::memory:')
+    admin = await buildAdminApp({ api: { token: 'a'.repeat(40), storage, environment: 'production' } })
+    await admin.listen({ host: '127.0.0.1', port: 0 })
+    port = (admin.server.address() as AddressInfo).port
+  })
+  after(async () => {
+    await admin.close()
+    await storage.close()
+  })
+
+  for (const { what, head, status } of [
+    { what: 'a POST whose headers the parser refuses (bare LF)', head: `POST /admin/v1/keys HTTP/1.1\r\nHost: localhost\r\n${BARE_LF}Content-Length: ${HUGE}\r\n\r\n`, status: '400' },
+    { what: 'a POST without the admin token', head: `POST /admin/v1/keys HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${HUGE}\r\n\r\n`, status: '401' }
+  ]) {
+    it(`When ${what} declares 1 GB and its client goes on sending, then it is answered ${status} and the server takes in at most 64 KiB more, and the read in flight (regression: read on after a malformed request)`, async (context) => {
+      // Act
+      const { status: answered, taken } = await bodyTakenIn(admin.server, port, head)
+
+      // Assert
+      assert.equal(answered, status)
+      assert.ok(taken <= TAKEN_IN_MAX, `the server took in ${taken} bytes of the body`)
+      context.diagnostic(`body taken in: ${taken} bytes`)
+    })
+  }
+})
