@@ -17,7 +17,7 @@
 // https://fastify.dev/docs/latest/Reference/Server/#serverfactory
 import { randomUUID } from 'node:crypto'
 import { METHODS, Server, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
-import { Server as NetServer, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { Errors, errorBody, type ApiError } from './errors.js'
 import type { CountAddress } from './access/limit.js'
@@ -208,8 +208,16 @@ class EdgeServer extends Server {
   }
 
   override close (callback?: (error?: Error) => void): this {
-    // net.Server's close: stop listening, call back once every connection has ended.
-    NetServer.prototype.close.call(this, callback)
+    // http.Server's close (stop listening and checking timeouts, call back
+    // once every connection has ended), but for its first step, closing the
+    // idle connections, which waits for the grace. Node's own method is
+    // shadowed for that call alone.
+    Object.defineProperty(this, 'closeIdleConnections', { value: () => {}, configurable: true })
+    try {
+      super.close(callback)
+    } finally {
+      Reflect.deleteProperty(this, 'closeIdleConnections')
+    }
     setTimeout(() => { this.closeIdleConnections() }, this.graceMs).unref()
     return this
   }
