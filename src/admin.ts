@@ -13,7 +13,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Storage } from './db/storage.js'
 import type { Environment } from './domain.js'
 import { Errors } from './errors.js'
-import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, createEdge, type Timeouts } from './edge.js'
+import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type Timeouts } from './edge.js'
 import type { Metrics } from './metrics.js'
 import adminAuth from './plugins/admin-auth.js'
 import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
@@ -24,7 +24,7 @@ import { RequestLog, requestIdMaker } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
 import consoleRoutes from './routes/console.js'
 import methodNotAllowedRoutes, { collectPaths } from './routes/method-not-allowed.js'
-import { setUpAnswers } from './answers.js'
+import { routerAnswerHeaders, setUpAnswers } from './answers.js'
 
 /** What the admin API needs; without it, the listener serves metrics alone. */
 interface AdminApiOptions {
@@ -67,11 +67,11 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
     logController: new RequestLog(secrets),
     // A URL the router cannot decode (`%zz`): the Error body, as on the public port.
     frameworkErrors: (_error, request, reply) => {
-      reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)
+      routerAnswerHeaders(request, reply)
       sendError(reply, Errors.invalidUrl())
     }
   })
-  // As on the public port (app.ts): the request id, and no sniffing or caching of any answer.
+  // As on the public port (app.ts): the request id, no sniffing or caching of any answer, and no body read after its answer.
   setUpAnswers(app)
   await app.register(errorsPlugin)
   // The edge passes on a request without Host or with an unmet Expect; it is refused here.

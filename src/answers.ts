@@ -4,13 +4,14 @@
 // are validated by our validator (schemas/validator.ts), every answer
 // carries the request's id, and every answer tells browsers not to sniff
 // its type and caches not to keep a JSON one (edge.ts sets the same on the
-// answers it writes itself).
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { ANSWER_HEADERS, JSON_ANSWER_HEADERS } from './edge.js'
+// answers it writes itself). An answer sent before its request's body was
+// read closes the connection (edge.ts `bodyUnread`).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ANSWER_HEADERS, JSON_ANSWER_HEADERS, bodyUnread } from './edge.js'
 import { routeEveryMethod } from './routes/method-not-allowed.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 
-/** `closesConnection`: whether an answer ends its keep-alive connection (the public listener's, while closing). */
+/** `closesConnection`: whether an answer ends its keep-alive connection for another reason (the public listener's, while closing). */
 export function setUpAnswers (app: FastifyInstance, closesConnection: (request: FastifyRequest) => boolean = () => false): void {
   routeEveryMethod(app)
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -27,12 +28,18 @@ export function setUpAnswers (app: FastifyInstance, closesConnection: (request: 
     done()
   })
   // In onSend, it reaches every answer Fastify sends, errors included, save
-  // the router's 400 (`frameworkErrors`, which sets the same itself).
+  // the router's 400 (`frameworkErrors`, which calls routerAnswerHeaders).
   app.addHook('onSend', (request, reply, payload, done) => {
-    if (closesConnection(request)) reply.header('connection', 'close')
+    if (closesConnection(request) || bodyUnread(request.raw)) reply.header('connection', 'close')
     reply.headers(String(reply.getHeader('content-type')).startsWith('application/json') ? JSON_ANSWER_HEADERS : ANSWER_HEADERS)
     done(null, payload)
   })
+}
+
+/** What onSend would set on the router's own JSON answer (`frameworkErrors`), on which Fastify runs no hook. */
+export function routerAnswerHeaders (request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)
+  if (bodyUnread(request.raw)) reply.header('connection', 'close')
 }
 
 /** Whether a request carries content (RFC 9112 §6.3): chunked, or a length above 0. */

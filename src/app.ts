@@ -16,12 +16,12 @@ import type { RateLimitStore } from './limits/store.js'
 import { CursorCodec } from './pets/cursor.js'
 import { PetService } from './pets/service.js'
 import { selfBaseUrl } from './base-url.js'
-import { setUpAnswers } from './answers.js'
+import { routerAnswerHeaders, setUpAnswers } from './answers.js'
 import { createIdentify } from './access/identify.js'
 import { createKeyLookup } from './keys/lookup.js'
 import { createUsageCounter } from './keys/usage.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
-import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, JSON_ANSWER_HEADERS, bodyUnread, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
+import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
@@ -120,8 +120,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     // A URL the router cannot decode (`%zz`) or a path segment too long to
     // route: under /v1 it passes the gate like any request, then gets 400.
     frameworkErrors: (_error, request, reply) => {
-      // Fastify runs no hook on this reply: the headers onSend would set are set here.
-      reply.header('x-request-id', request.id).headers(JSON_ANSWER_HEADERS)
+      routerAnswerHeaders(request, reply)
       const answer = Errors.invalidUrl()
       const passed = isApiPath(request.url) ? gate(request, reply) : Promise.resolve()
       passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
@@ -129,8 +128,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   })
 
   // Once closing, each response ends its keep-alive connection, so that the
-  // server can finish: it closes only the connections that are idle. So
-  // does an answer sent before its request's body was read (edge.ts).
+  // server can finish: it closes only the connections that are idle.
   //
   // Every response also tells browsers not to guess its type from its bytes
   // (an Error body that echoes a URL is never run as HTML or script), and a
@@ -143,7 +141,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   // client and carry nothing of a key's (answers.ts).
   let closing = false
   app.addHook('preClose', async () => { closing = true })
-  setUpAnswers(app, (request) => closing || bodyUnread(request.raw))
+  setUpAnswers(app, () => closing)
 
   const baseUrl = selfBaseUrl(config, () => app.server.address())
 

@@ -17,10 +17,11 @@
 // https://fastify.dev/docs/latest/Reference/Server/#serverfactory
 import { randomUUID } from 'node:crypto'
 import { METHODS, Server, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
-import { Server as NetServer, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { Errors, errorBody, type ApiError } from './errors.js'
 import type { CountAddress } from './access/limit.js'
+import { addressSubject } from './limits/subject.js'
 
 /**
  * A slow client cannot hold a connection: its headers must arrive within
@@ -50,14 +51,14 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 }
 
 /**
- * How many connections the server holds at once: all told, past which
- * Node closes a new one at once (`maxConnections`), and from one client
- * address, past which the edge does the same. A browser opens 6 per
- * origin and an HTTP client's pool a few dozen: only a client hoarding
- * connections meets the per-address cap, and one address alone cannot
- * take them all. Behind trusted proxies (TRUST_PROXY) every connection
- * comes from a proxy, so there is no per-address cap.
- * https://nodejs.org/api/net.html#servermaxconnections
+ * How many connections the server holds at once: all told, and from one
+ * client, its address as the limiter counts it (IPv6 by /64:
+ * limits/subject.ts). A browser opens 6 per origin and an HTTP client's
+ * pool a few dozen: only a client hoarding connections meets the
+ * per-client cap, and one client alone cannot take them all. Behind
+ * trusted proxies (TRUST_PROXY) every connection comes from a proxy, so
+ * there is no per-client cap. At the total, the connection idle longest
+ * is closed to make room for a new one (ConnectionTracker).
  */
 export interface ConnectionCaps {
   total: number
@@ -91,10 +92,10 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
         requireHostHeader: false
       }, timeouts.closeGraceMs)
       server.setTimeout(timeouts.idleSocketMs)
-      server.maxConnections = caps.total
-      if (caps.perAddress !== undefined) capPerAddress(server, caps.perAddress)
+      const tracker = new ConnectionTracker(caps)
+      server.on('connection', (socket: Socket) => { tracker.accept(socket) })
       const take = (request: IncomingMessage, response: ServerResponse): void => {
-        owe(request, response)
+        owe(request, response, tracker)
         if (isRoutable(request)) handler(request, response)
         else refuseUnroutable(request, response, countAddress)
       }
@@ -109,24 +110,72 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
   }
 }
 
-/** Closes a new connection at once when its address holds `cap` already, as Node does past `maxConnections`. */
-function capPerAddress (server: Server, cap: number): void {
-  const open = new Map<string, number>()
-  server.on('connection', (socket: Socket) => {
-    const address = socket.remoteAddress
-    if (address === undefined) return
-    const count = (open.get(address) ?? 0) + 1
-    if (count > cap) {
+/**
+ * Holds the server to its connection caps. Past the per-client cap a new
+ * connection is closed at once. At the total, the connection idle longest
+ * (no request in progress or arriving: a keep-alive one between requests,
+ * or one that has sent nothing yet) is closed to make room, so that clients holding
+ * idle connections cannot lock a new client out; only when none is idle is
+ * the new one closed. Node's `maxConnections` would refuse the new one.
+ */
+class ConnectionTracker {
+  /** Each connection held, and its client (undefined without a per-client cap). */
+  readonly #held = new Map<Socket, string | undefined>()
+  readonly #perClient = new Map<string, number>()
+  /** Idle connections, longest idle first (a Map keeps the order of insertion), and the bytes each had read then. */
+  readonly #idle = new Map<Socket, number>()
+
+  constructor (private readonly caps: ConnectionCaps) {}
+
+  accept (socket: Socket): void {
+    const cap = this.caps.perAddress
+    const client = cap === undefined ? undefined : addressSubject(socket.remoteAddress ?? '')
+    if (client !== undefined && cap !== undefined && (this.#perClient.get(client) ?? 0) >= cap) {
       socket.destroy()
       return
     }
-    open.set(address, count)
-    socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1
-      if (left === 0) open.delete(address)
-      else open.set(address, left)
-    })
-  })
+    if (this.#held.size >= this.caps.total) {
+      const idlest = this.#idlest()
+      if (idlest === undefined) {
+        socket.destroy()
+        return
+      }
+      this.#release(idlest)
+      idlest.destroy()
+    }
+    this.#held.set(socket, client)
+    if (client !== undefined) this.#perClient.set(client, (this.#perClient.get(client) ?? 0) + 1)
+    this.#idle.set(socket, socket.bytesRead)
+    socket.once('close', () => { this.#release(socket) })
+  }
+
+  /** A request has arrived on the connection. */
+  busy (socket: Duplex): void {
+    this.#idle.delete(socket as Socket)
+  }
+
+  /** The connection has answered all it was asked, and waits for its next request. */
+  idle (socket: Duplex): void {
+    const net = socket as Socket
+    if (this.#held.has(net)) this.#idle.set(net, net.bytesRead)
+  }
+
+  /** The connection idle longest whose next request has not begun to arrive (Node's parser reads it unseen). */
+  #idlest (): Socket | undefined {
+    for (const [socket, read] of this.#idle) if (socket.bytesRead === read) return socket
+    return undefined
+  }
+
+  #release (socket: Socket): void {
+    if (!this.#held.has(socket)) return
+    const client = this.#held.get(socket)
+    this.#held.delete(socket)
+    this.#idle.delete(socket)
+    if (client === undefined) return
+    const left = (this.#perClient.get(client) ?? 1) - 1
+    if (left === 0) this.#perClient.delete(client)
+    else this.#perClient.set(client, left)
+  }
 }
 
 /**
@@ -159,8 +208,16 @@ class EdgeServer extends Server {
   }
 
   override close (callback?: (error?: Error) => void): this {
-    // net.Server's close: stop listening, call back once every connection has ended.
-    NetServer.prototype.close.call(this, callback)
+    // http.Server's close (stop listening and checking timeouts, call back
+    // once every connection has ended), but for its first step, closing the
+    // idle connections, which waits for the grace. Node's own method is
+    // shadowed for that call alone.
+    Object.defineProperty(this, 'closeIdleConnections', { value: () => {}, configurable: true })
+    try {
+      super.close(callback)
+    } finally {
+      Reflect.deleteProperty(this, 'closeIdleConnections')
+    }
     setTimeout(() => { this.closeIdleConnections() }, this.graceMs).unref()
     return this
   }
@@ -199,6 +256,31 @@ const PARSER_ERRORS: Record<string, () => ApiError> = {
   ERR_HTTP_REQUEST_TIMEOUT: Errors.requestTimeout
 }
 
+/**
+ * How much more of a socket the server takes in once its parser has
+ * refused it: past it, the connection is cut. Without it, the parser was
+ * handed, and threw away, all the client sent in the linger (LINGER_MS).
+ * An answer Fastify sends before the body is read closes the connection
+ * as soon as it has gone (answers.ts), which bounds the read as well.
+ */
+const READ_AFTER_ANSWER = 64 * 1024
+
+const readFrom = new WeakMap<Duplex, number>()
+
+/** Stops taking in a socket's bytes: its request has been refused, and the rest of it is not wanted. */
+function stopReading (socket: Duplex): void {
+  readFrom.set(socket, (socket as Partial<Socket>).bytesRead ?? 0)
+  // Pausing the socket stops Node's parser reading it (readStop), while the answer is still written.
+  socket.pause()
+}
+
+/** Cuts a refused socket that was read again (a request's body reader resumed it) past READ_AFTER_ANSWER. */
+function readPastBudget (socket: Duplex): void {
+  const from = readFrom.get(socket)
+  const read = (socket as Partial<Socket>).bytesRead
+  if (from !== undefined && read !== undefined && read - from > READ_AFTER_ANSWER) socket.destroy()
+}
+
 /** Answers, by hand, a socket that never became a request: the Error body, that address's rate-limit headers, then close. */
 type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 
@@ -225,14 +307,16 @@ interface Connection {
 const connections = new WeakMap<Duplex, Connection>()
 
 /** Counts a request's response as owed on its connection until it has been sent (or the connection lost). */
-function owe (request: IncomingMessage, response: ServerResponse): void {
+function owe (request: IncomingMessage, response: ServerResponse, tracker: ConnectionTracker): void {
   const socket = request.socket
   const connection = connections.get(socket) ?? { owed: new Set(), latest: undefined, then: undefined }
   connections.set(socket, connection)
   connection.latest = { request, response }
   connection.owed.add(request)
+  tracker.busy(socket)
   response.once('close', () => {
     connection.owed.delete(request)
+    if (connection.owed.size === 0) tracker.idle(socket)
     if (waitsFor(connection.owed)) return
     const then = connection.then
     connection.then = undefined
@@ -287,8 +371,13 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
   // A parser that has failed keeps failing on whatever follows: one answer per connection.
   const answered = new WeakSet<Duplex>()
   return (socket, answer) => {
-    if (answered.has(socket)) return
+    // Node's parser calls again for each later read: past the budget the connection is cut.
+    if (answered.has(socket)) {
+      readPastBudget(socket)
+      return
+    }
     answered.add(socket)
+    stopReading(socket)
     const status = answer.status
     const body = JSON.stringify(errorBody(answer))
     const write = (headers: Record<string, string>): void => {
@@ -306,8 +395,8 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
       // sockets): a client that never closes its side would hold the socket
       // until the idle-socket timeout, 120 s. It gets a moment to read the
       // answer; then the socket is closed whatever it does.
+      // Not unref'd: the paused socket (stopReading) no longer keeps the process up until it closes.
       const linger = setTimeout(() => socket.destroy(), LINGER_MS)
-      linger.unref()
       socket.once('close', () => clearTimeout(linger))
     }
     const address = (socket as Partial<Socket>).remoteAddress ?? ''

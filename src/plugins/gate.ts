@@ -10,8 +10,7 @@
 //      GET /v1/rate_limit) a valid key's quota is only looked at, under a
 //      cap of its own. Every answer from here on carries the rate-limit headers;
 //   3. refuse: without a valid key, 401 (503 when the key could not be
-//      checked); a client refused without a valid key (401, 429) has its
-//      connection closed after the answer;
+//      checked);
 //   4. framing: a request Node would have refused itself (no Host, an
 //      unmet Expect), 400 or 417: the edge (edge.ts) passes these on so
 //      that they get the Error body and, here, the rate-limit headers;
@@ -106,12 +105,9 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     // Usage (keys/usage.ts): whatever follows, a request of a key is admitted unless its limit refused it.
     if (caller !== undefined) usage.count(caller.key, decision.refusal === undefined ? 'admitted' : 'refused')
     const refused = decision.refusal ?? refusal
-    if (refused !== undefined) {
-      // A client refused without a valid key (401, 429) keeps no connection
-      // to send its next attempt on; an outage (503) is no fault of the client's.
-      if (caller === undefined && refused.status !== 503) reply.header('connection', 'close')
-      throw refused
-    }
+    // A refusal keeps its connection unless its body is still unread (app.ts, edge.ts `bodyUnread`):
+    // a new socket for each refused attempt would cost the server more than the answer.
+    if (refused !== undefined) throw refused
     const unmet = unmetFraming(request.raw)
     if (unmet !== undefined) throw unmet
     const scope = routeConfig(request)?.scope
