@@ -20,7 +20,8 @@ import type { TraceSampler, TracingConfig } from '../config.js'
 import { loggableUrl } from '../request-log.js'
 import { installTracingHooks } from './hooks.js'
 
-export function setUpTracing (config: TracingConfig): void {
+/** `secrets`: values never to be written into a span (ADMIN_TOKEN), as the request log has them. */
+export function setUpTracing (config: TracingConfig, secrets: readonly string[] = []): void {
   const provider = new TracerProvider({
     // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the default name.
     resource: resourceFromAttributes({ 'service.name': 'petstore' }).merge(detectResources({ detectors: [envDetector] })),
@@ -52,7 +53,7 @@ export function setUpTracing (config: TracingConfig): void {
           // Named as the semantic conventions name an HTTP server span (by route, never by path).
           span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
           // The path only, and a token sent in it by mistake redacted, as the log has it.
-          span.setAttribute('url.path', loggableUrl(pathOf(request.url)))
+          span.setAttribute('url.path', loggableUrl(pathOf(request.url), secrets))
         }
       }),
       // Spans only inside a request's: not for the background work (the key

@@ -23,5 +23,6 @@ export async function startTracing (env: NodeJS.ProcessEnv = process.env): Promi
   // for ES modules; `include` keeps it out of every other import.
   register('import-in-the-middle/hook.mjs', import.meta.url, { data: { include: HOOKED } })
   const { setUpTracing } = await import('./sdk.js')
-  setUpTracing(config)
+  const adminToken = env.ADMIN_TOKEN
+  setUpTracing(config, adminToken === undefined || adminToken === '' ? [] : [adminToken])
 }

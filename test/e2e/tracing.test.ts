@@ -112,6 +112,28 @@ describe('tracing, on PostgreSQL and Redis', { timeout: 60_000 }, () => {
     assert.equal(request.attributes['http.response.status_code'], 404)
   })
 
+  it('When ADMIN_TOKEN is sent in a public URL, then the request\'s span never carries it', async () => {
+    // Arrange
+    const adminToken = randomBytes(32).toString('base64url')
+    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: testRedisUrl('single') }
+    const { token: key } = await createKey(env, ['--plan', 'pro', '--name', 'admin-in-url'])
+    const admin = await startServer({ ...env, ADMIN_PORT: '0', ADMIN_TOKEN: adminToken, OTEL_EXPORTER_OTLP_ENDPOINT: running().receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' })
+    const traceId = hex(16)
+    try {
+      // Act
+      const response = await fetch(`${admin.origin}/v1/pets/${adminToken}`, { headers: { ...bearer(key), traceparent: `00-${traceId}-${hex(8)}-01` } })
+      await response.arrayBuffer()
+      const { request } = await traceOf(traceId)
+
+      // Assert
+      const path = String(request.attributes['url.path'])
+      assert.ok(path.startsWith('/v1/pets/'), path)
+      assert.ok(!path.includes(adminToken), `the span's url.path carries ADMIN_TOKEN: ${path}`)
+    } finally {
+      await admin.stop()
+    }
+  })
+
   it('When the service stops before its next export, then the spans it holds are sent as it shuts down', async () => {
     // Arrange: an export only every ten minutes, so that only the shutdown can send it.
     const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: testRedisUrl('single') }
