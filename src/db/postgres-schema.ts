@@ -72,7 +72,11 @@ const MIGRATIONS: readonly string[] = [
      admitted bigint NOT NULL DEFAULT 0,
      refused bigint NOT NULL DEFAULT 0,
      PRIMARY KEY (api_key_id, day)
-   );`
+   );`,
+  // The operator console's views of many keys (README: The console): every
+  // key's requests on one day, and keys by last use, most recent first.
+  `CREATE INDEX key_usage_day ON key_usage (day);
+   CREATE INDEX api_keys_last_used ON api_keys ((coalesce(last_used_at, -1)) DESC, id);`
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

@@ -64,7 +64,11 @@ const MIGRATIONS: readonly string[] = [
      admitted INTEGER NOT NULL DEFAULT 0,
      refused INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (api_key_id, day)
-   ) WITHOUT ROWID;`
+   ) WITHOUT ROWID;`,
+  // The operator console's views of many keys (README: The console): every
+  // key's requests on one day, and keys by last use, most recent first.
+  `CREATE INDEX key_usage_day ON key_usage (day);
+   CREATE INDEX api_keys_last_used ON api_keys ((coalesce(last_used_at, -1)) DESC, id);`
 ]
 
 export function migrateSqlite (db: Database): void {

@@ -1,0 +1,128 @@
+// Many keys at once, for the operator console and `petstore keys list`
+// (README: The console): a filtered, sorted page of keys with its cursor,
+// every key's requests per day, and the overview an operator opens on
+// (usage, the busiest keys today, keys by state and plan, and the choices
+// a key may take). Plain functions over the storage, as keys/manage.ts.
+import type { KeyState, Storage } from '../db/storage.js'
+import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
+import { limitsFor } from '../limits/plans.js'
+import { KeyRuleError, MAX_OVERLAP_SECONDS, everyDay, usageSpan, view, type DayUsage, type KeyView } from './manage.js'
+
+export const KEY_STATES = ['active', 'expired', 'revoked'] as const satisfies readonly KeyState[]
+export const KEY_SORTS = ['id', 'lastUsed'] as const
+type KeySort = typeof KEY_SORTS[number]
+
+/** How many of the busiest keys the overview names. */
+const BUSIEST_KEYS = 10
+/** The overlap the console offers first when rolling: a day, time enough to deploy the new token. */
+const DEFAULT_OVERLAP_SECONDS = 86_400
+/** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
+const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
+
+/** `id` sort: the last key's id. `lastUsed` sort: `u<last use, Unix ms>-<id>`, or `n-<id>` once into never-used keys. */
+const ID_CURSOR = /^([1-9][0-9]{0,15})$/
+const LAST_USED_CURSOR = /^(?:u([1-9][0-9]{0,15})|n)-([1-9][0-9]{0,15})$/
+
+export interface KeyQuery {
+  /** A substring of the name or token hint, case ignored, or a key's id. */
+  search?: string
+  state?: KeyState
+  plan?: Plan
+  sort?: KeySort
+  /** A cursor from the previous page's `next`. */
+  cursor?: string
+  limit: number
+}
+
+export interface KeyPage {
+  keys: KeyView[]
+  /** Where the next page starts; undefined on the last page. */
+  next: string | undefined
+}
+
+/** A page of the keys that match, in the order asked for (default: by id). A cursor made for another order is refused. */
+export async function searchKeys (storage: Storage, now: number, query: KeyQuery): Promise<KeyPage> {
+  const sort = query.sort ?? 'id'
+  const after = query.cursor === undefined ? undefined : decodeCursor(sort, query.cursor)
+  const search = query.search?.trim()
+  // One more than asked for tells whether another page follows.
+  const records = await storage.searchApiKeys({
+    ...(search === undefined || search === '' ? {} : { text: search }),
+    ...(query.state === undefined ? {} : { state: query.state }),
+    ...(query.plan === undefined ? {} : { plan: query.plan }),
+    ...(after === undefined ? {} : { after }),
+    sort,
+    now,
+    limit: query.limit + 1
+  })
+  const page = records.slice(0, query.limit)
+  const last = page.at(-1)
+  const next = records.length > query.limit && last !== undefined ? encodeCursor(sort, last) : undefined
+  return { keys: page.map((key) => view(key, now)), next }
+}
+
+function encodeCursor (sort: KeySort, key: { id: number, lastUsedAt: number | null }): string {
+  if (sort === 'id') return String(key.id)
+  return key.lastUsedAt === null ? `n-${key.id}` : `u${key.lastUsedAt}-${key.id}`
+}
+
+function decodeCursor (sort: KeySort, cursor: string): { id: number, lastUsedAt: number | null } {
+  const match = (sort === 'id' ? ID_CURSOR : LAST_USED_CURSOR).exec(cursor)
+  const id = Number(match?.[sort === 'id' ? 1 : 2])
+  const used = match?.[1] === undefined || sort === 'id' ? null : Number(match[1])
+  if (match === null || !Number.isSafeInteger(id) || (used !== null && !Number.isSafeInteger(used))) {
+    throw new KeyRuleError('cursor', `is not one this list made for sort=${sort}: copy it from the Link header of the previous page, with the same sort`)
+  }
+  return { id, lastUsedAt: used }
+}
+
+/** Every key's requests per UTC day, from `from` to `to` (default: the last 30 days), one row per day, zeros included, oldest first. */
+export async function totalUsage (storage: Storage, range: { from?: string, to?: string }, now: number): Promise<DayUsage[]> {
+  const { from, to } = usageSpan(range, now)
+  return everyDay(from, to, await storage.usageTotals(from, to))
+}
+
+export interface Overview {
+  /** Today's UTC date: the day `busiest` counts. */
+  today: string
+  /** Every key's requests per day over the last 30 days, oldest first. */
+  usage: DayUsage[]
+  /** The keys with the most requests today, most first. */
+  busiest: Array<{ key: KeyView, admitted: number, refused: number }>
+  keys: { total: number, byState: Record<KeyState, number>, byPlan: Record<Plan, number> }
+  /** What a key may be given: read by the console rather than written into it. */
+  choices: {
+    plans: Array<{ plan: Plan, perMinute: number | null, perDay: number | null }>
+    scopes: Scope[]
+    overlap: { maxSeconds: number, defaultSeconds: number, suggestedSeconds: number[] }
+  }
+}
+
+export async function overview (storage: Storage, now: number): Promise<Overview> {
+  const [usage, busiest, counts] = await Promise.all([
+    totalUsage(storage, {}, now),
+    storage.busiestKeys(Math.floor(now / 86_400_000), BUSIEST_KEYS),
+    storage.countApiKeys(now)
+  ])
+  const byState = Object.fromEntries(KEY_STATES.map((state) => [state, 0])) as Record<KeyState, number>
+  const byPlan = Object.fromEntries(PLANS.map((plan) => [plan, 0])) as Record<Plan, number>
+  let total = 0
+  for (const { state, plan, count } of counts) {
+    byState[state] += count
+    byPlan[plan] += count
+    total += count
+  }
+  return {
+    today: new Date(now).toISOString().slice(0, 10),
+    usage,
+    busiest: busiest.map(({ key, admitted, refused }) => ({ key: view(key, now), admitted, refused })),
+    keys: { total, byState, byPlan },
+    choices: {
+      plans: PLANS.map((plan) => plan === 'enterprise'
+        ? { plan, perMinute: null, perDay: null }
+        : { plan, ...limitsFor(plan, { perMinute: null, perDay: null }) }),
+      scopes: [...SCOPES],
+      overlap: { maxSeconds: MAX_OVERLAP_SECONDS, defaultSeconds: DEFAULT_OVERLAP_SECONDS, suggestedSeconds: SUGGESTED_OVERLAPS }
+    }
+  }
+}
