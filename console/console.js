@@ -342,7 +342,8 @@ $('create').addEventListener('submit', (event) => {
     const { json } = await api('POST', '/keys', body)
     $('create').reset()
     showToken(`Token of the new key ${json.id} (${nameOf(json)})`, json.token)
-    await Promise.all([loadOverview(), firstPage()])
+    // Its own page: among thousands, the new key would be on the list's last page.
+    window.location.hash = `#/keys/${json.id}`
   }, $('create-error'))
 })
 
