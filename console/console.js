@@ -8,7 +8,9 @@
 // requests from this listener only: nothing here may be inline, use eval
 // or reach another origin; text from the API is set as text, never HTML.
 import { api, nextPath, token } from './api.js'
-import { drawUsage, writeTotals } from './chart.js'
+
+// The charts (and uPlot, the largest file) load while the first requests are under way, not before them.
+const charts = import('./chart.js')
 
 const PAGE_SIZE = 25
 const $ = (id) => document.getElementById(id)
@@ -86,7 +88,7 @@ async function act (work, errorNode = $('keys-error')) {
 
 // The overview.
 
-function renderOverview (overview) {
+async function renderOverview (overview) {
   choices = overview.choices
   fillChoices()
   const counts = (node, entries, attribute) => node.replaceChildren(...entries.map(([name, count]) => element('div', {}, [
@@ -94,8 +96,6 @@ function renderOverview (overview) {
   ])))
   counts($('counts-state'), [['all keys', overview.keys.total], ...Object.entries(overview.keys.byState)], 'data-state-count')
   counts($('counts-plan'), Object.entries(overview.keys.byPlan), 'data-plan-count')
-  writeTotals($('overview-totals'), overview.usage, `Last ${overview.usage.length} days`)
-  drawUsage($('overview-chart'), overview.usage)
   $('busiest').replaceChildren(...(overview.busiest.length === 0
     ? [element('tr', {}, [element('td', { text: `No requests yet today (${overview.today}, UTC).`, attributes: { colspan: '4' } })])]
     : overview.busiest.map(({ key, admitted, refused }) => element('tr', { attributes: { 'data-key': String(key.id) } }, [
@@ -104,10 +104,13 @@ function renderOverview (overview) {
       element('td', { text: String(admitted) }),
       element('td', { text: String(refused) })
     ]))))
+  const { drawUsage, writeTotals } = await charts
+  writeTotals($('overview-totals'), overview.usage, `Last ${overview.usage.length} days`)
+  drawUsage($('overview-chart'), overview.usage)
 }
 
 async function loadOverview () {
-  renderOverview((await api('GET', '/overview')).json)
+  await renderOverview((await api('GET', '/overview')).json)
 }
 
 // The list of keys: one page at a time, as the admin API pages it.
@@ -202,9 +205,10 @@ async function showKey (id) {
   $('key-facts').replaceChildren(...facts.map(([name, value]) => element('div', {}, [
     element('dt', { text: name }), element('dd', { text: value, attributes: { 'data-fact': name } })
   ])))
+  fillEdit(key)
+  const { drawUsage, writeTotals } = await charts
   writeTotals($('key-totals'), usage, `Last ${usage.length} days`)
   drawUsage($('key-chart'), usage)
-  fillEdit(key)
 }
 
 /** The fields of the edit form that differ from the key as shown; a limit left empty goes back to the plan's. */
@@ -291,7 +295,7 @@ async function signIn ({ typed }) {
   const early = typed ? undefined : draw()
   early?.catch(() => {})
   try {
-    renderOverview((await api('GET', '/overview')).json)
+    await renderOverview((await api('GET', '/overview')).json)
   } catch (error) {
     return signOut(error.status === 401 ? 'That is not the admin token.' : error.message)
   }

@@ -224,6 +224,27 @@ for (const configuration of CONFIGURATIONS) {
       }
     })
 
+    it('When requests are counted for today and yesterday after the totals were read, then the next read has them; days over for longer were read once', async () => {
+      // Arrange
+      const date = (day: number): string => new Date(day * DAY_MS).toISOString().slice(0, 10)
+      const url = `/admin/v1/usage?from=${date(today - 3)}&to=${date(today)}`
+      const before = (await get(url)).json() as Array<{ admitted: number }>
+
+      // Act
+      await t.storage.addUsage([
+        { keyId: id('Globex'), day: today, admitted: 4, refused: 0 },
+        { keyId: id('Globex'), day: today - 1, admitted: 2, refused: 0 }
+      ], new Map())
+      const after = (await get(url)).json() as Array<{ admitted: number }>
+      await t.storage.addUsage([
+        { keyId: id('Globex'), day: today, admitted: -4, refused: 0 },
+        { keyId: id('Globex'), day: today - 1, admitted: -2, refused: 0 }
+      ], new Map())
+
+      // Assert
+      assert.deepEqual(after.map((row) => row.admitted), [before[0]?.admitted, before[1]?.admitted, (before[2]?.admitted ?? 0) + 2, (before[3]?.admitted ?? 0) + 4])
+    })
+
     it('When the overview is asked for, then it has 30 days of every key\'s usage, the busiest keys today, keys by state and plan, and the choices a key may take', async () => {
       // Act
       const response = await get('/admin/v1/overview')

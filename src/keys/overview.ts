@@ -3,7 +3,7 @@
 // every key's requests per day, and the overview an operator opens on
 // (usage, the busiest keys today, keys by state and plan, and the choices
 // a key may take). Plain functions over the storage, as keys/manage.ts.
-import type { KeyState, Storage } from '../db/storage.js'
+import type { DayTotals, KeyState, Storage } from '../db/storage.js'
 import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
 import { limitsFor } from '../limits/plans.js'
 import { KeyRuleError, MAX_OVERLAP_SECONDS, everyDay, usageSpan, view, type DayUsage, type KeyView } from './manage.js'
@@ -14,6 +14,7 @@ type KeySort = typeof KEY_SORTS[number]
 
 /** How many of the busiest keys the overview names. */
 const BUSIEST_KEYS = 10
+const DAY_MS = 86_400_000
 /** The overlap the console offers first when rolling: a day, time enough to deploy the new token. */
 const DEFAULT_OVERLAP_SECONDS = 86_400
 /** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
@@ -76,10 +77,39 @@ function decodeCursor (sort: KeySort, cursor: string): { id: number, lastUsedAt:
   return { id, lastUsedAt: used }
 }
 
+/**
+ * Days over for a day or more no longer change: every instance writes its
+ * counts at least every 10 seconds (keys/usage.ts). Their totals, summed
+ * over every key's rows (300,000 for 30 days of 10,000 keys), are kept per
+ * storage once read, so that the overview reads the last two days only.
+ */
+const settledTotals = new WeakMap<Storage, Map<number, DayTotals>>()
+/** About five years of days: past it, the memory is dropped and read again. */
+const MAX_SETTLED_DAYS = 2_000
+
+async function totalsOf (storage: Storage, from: number, to: number, today: number): Promise<DayTotals[]> {
+  const lastSettled = Math.min(to, today - 2)
+  let settled = settledTotals.get(storage)
+  if (settled === undefined || settled.size > MAX_SETTLED_DAYS) {
+    settled = new Map()
+    settledTotals.set(storage, settled)
+  }
+  let first = from
+  while (first <= lastSettled && settled.has(first)) first++
+  if (first <= lastSettled) {
+    const read = new Map((await storage.usageTotals(first, lastSettled)).map((row) => [row.day, row]))
+    for (let day = first; day <= lastSettled; day++) settled.set(day, read.get(day) ?? { day, admitted: 0, refused: 0 })
+  }
+  const old: DayTotals[] = []
+  for (let day = from; day <= lastSettled; day++) old.push(settled.get(day) as DayTotals)
+  const recent = to > lastSettled ? await storage.usageTotals(Math.max(from, lastSettled + 1), to) : []
+  return [...old, ...recent]
+}
+
 /** Every key's requests per UTC day, from `from` to `to` (default: the last 30 days), one row per day, zeros included, oldest first. */
 export async function totalUsage (storage: Storage, range: { from?: string, to?: string }, now: number): Promise<DayUsage[]> {
   const { from, to } = usageSpan(range, now)
-  return everyDay(from, to, await storage.usageTotals(from, to))
+  return everyDay(from, to, await totalsOf(storage, from, to, Math.floor(now / DAY_MS)))
 }
 
 export interface Overview {
@@ -101,7 +131,7 @@ export interface Overview {
 export async function overview (storage: Storage, now: number): Promise<Overview> {
   const [usage, busiest, counts] = await Promise.all([
     totalUsage(storage, {}, now),
-    storage.busiestKeys(Math.floor(now / 86_400_000), BUSIEST_KEYS),
+    storage.busiestKeys(Math.floor(now / DAY_MS), BUSIEST_KEYS),
     storage.countApiKeys(now)
   ])
   const byState = Object.fromEntries(KEY_STATES.map((state) => [state, 0])) as Record<KeyState, number>
