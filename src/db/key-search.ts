@@ -11,8 +11,8 @@ export function stateSql (now: string): string {
 
 /**
  * Never-used keys sort after every used one: last use is a positive
- * instant, so -1 stands for "never" in one descending key that an index
- * and a cursor can both follow.
+ * instant, so -1 stands for "never" in one descending key that a cursor
+ * can follow.
  */
 const LAST_USED = 'coalesce(last_used_at, -1)'
 
