@@ -218,7 +218,8 @@ function changes () {
   if (changed('edit-name')) body.name = $('edit-name').value
   if (changed('edit-plan')) body.plan = $('edit-plan').value
   for (const [id, field] of [['edit-per-minute', 'perMinute'], ['edit-per-day', 'perDay']]) {
-    if (changed(id)) body[field] = $(id).value === '' ? null : Number($(id).value)
+    // An enterprise key needs limits of its own: those shown are sent, changed or not.
+    if (changed(id) || (body.plan === 'enterprise' && $(id).value !== '')) body[field] = $(id).value === '' ? null : Number($(id).value)
   }
   const scopes = [...$('edit').querySelectorAll('[data-scope]')].filter((box) => box.checked).map((box) => box.value)
   if (scopes.join(' ') !== shownKey.scopes.join(' ')) body.scopes = scopes
