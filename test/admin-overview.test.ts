@@ -155,7 +155,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.deepEqual(filtered.ids, [id('acme web'), id('Initech 100%_off'), id('Soon gone')])
     })
 
-    it('When a cursor made for one sort is sent with the other, or was never made, then 400 invalid_request naming query.cursor', async () => {
+    it('When a cursor made for one sort is sent with the other, was never made or was changed, then 400 invalid_request naming query.cursor; the cursor made is opaque', async () => {
       // Arrange
       const byUse = await get('/admin/v1/keys?sort=lastUsed&limit=1')
       const useCursor = /cursor=([^&>]+)/.exec(String(byUse.headers.link))?.[1] ?? ''
@@ -166,12 +166,15 @@ for (const configuration of CONFIGURATIONS) {
       const responses = [
         await get(`/admin/v1/keys?cursor=${useCursor}`),
         await get(`/admin/v1/keys?sort=lastUsed&cursor=${idCursor}`),
-        await get('/admin/v1/keys?sort=lastUsed&cursor=x-1')
+        await get('/admin/v1/keys?sort=lastUsed&cursor=x-1'),
+        // A key's id, as cursors once were, and a cursor made here with its last character changed.
+        await get(`/admin/v1/keys?cursor=${id('Globex')}`),
+        await get(`/admin/v1/keys?cursor=${idCursor.slice(0, -1)}${idCursor.endsWith('A') ? 'B' : 'A'}`)
       ]
 
       // Assert
-      assert.notEqual(useCursor, '')
-      assert.notEqual(idCursor, '')
+      assert.match(useCursor, /^[A-Za-z0-9_-]{16,}$/)
+      assert.match(idCursor, /^[A-Za-z0-9_-]{16,}$/)
       for (const response of responses) {
         assert.equal(response.statusCode, 400, response.body)
         const error = errorOf(response)

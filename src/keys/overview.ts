@@ -3,6 +3,7 @@
 // every key's requests per day, and the overview an operator opens on
 // (usage, the busiest keys today, keys by state and plan, and the choices
 // a key may take). Plain functions over the storage, as keys/manage.ts.
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 import type { DayTotals, KeyState, Storage } from '../db/storage.js'
 import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
 import { limitsFor } from '../limits/plans.js'
@@ -19,10 +20,6 @@ const DAY_MS = 86_400_000
 const DEFAULT_OVERLAP_SECONDS = 86_400
 /** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
 const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
-
-/** `id` sort: the last key's id. `lastUsed` sort: `u<last use, Unix ms>-<id>`, or `n-<id>` once into never-used keys. */
-const ID_CURSOR = /^([1-9][0-9]{0,15})$/
-const LAST_USED_CURSOR = /^(?:u([1-9][0-9]{0,15})|n)-([1-9][0-9]{0,15})$/
 
 export interface KeyQuery {
   /** A substring of the name or token hint, case ignored, or a key's id. */
@@ -41,10 +38,11 @@ export interface KeyPage {
   next: string | undefined
 }
 
-/** A page of the keys that match, in the order asked for (default: by id). A cursor made for another order is refused. */
+/** A page of the keys that match, in the order asked for (default: by id). A cursor this service did not make, or made for another order, is refused. */
 export async function searchKeys (storage: Storage, now: number, query: KeyQuery): Promise<KeyPage> {
   const sort = query.sort ?? 'id'
-  const after = query.cursor === undefined ? undefined : decodeCursor(sort, query.cursor)
+  const secret = await cursorSecret(storage)
+  const after = query.cursor === undefined ? undefined : decodeCursor(secret, sort, query.cursor)
   const search = query.search?.trim()
   // One more than asked for tells whether another page follows.
   const records = await storage.searchApiKeys({
@@ -58,23 +56,48 @@ export async function searchKeys (storage: Storage, now: number, query: KeyQuery
   })
   const page = records.slice(0, query.limit)
   const last = page.at(-1)
-  const next = records.length > query.limit && last !== undefined ? encodeCursor(sort, last) : undefined
+  const next = records.length > query.limit && last !== undefined ? encodeCursor(secret, sort, last) : undefined
   return { keys: page.map((key) => view(key, now)), next }
 }
 
-function encodeCursor (sort: KeySort, key: { id: number, lastUsedAt: number | null }): string {
-  if (sort === 'id') return String(key.id)
-  return key.lastUsedAt === null ? `n-${key.id}` : `u${key.lastUsedAt}-${key.id}`
+/**
+ * Cursors of the key list are opaque and signed, as the public API's are
+ * (pets/cursor.ts): the sort they were made for, the last key's last use
+ * and id, and an HMAC with a secret every instance on the database shares.
+ */
+const MAC_BYTES = 12
+const CURSOR_PAYLOAD = /^(id|lastUsed):(never|[1-9][0-9]{0,15}):([1-9][0-9]{0,15})$/
+const cursorSecrets = new WeakMap<Storage, Promise<KeyObject>>()
+
+async function cursorSecret (storage: Storage): Promise<KeyObject> {
+  let secret = cursorSecrets.get(storage)
+  if (secret === undefined) {
+    secret = storage.secret('admin-cursor').then((bytes) => createSecretKey(bytes))
+    // A database that could not be read is asked again next time.
+    secret.catch(() => cursorSecrets.delete(storage))
+    cursorSecrets.set(storage, secret)
+  }
+  return await secret
 }
 
-function decodeCursor (sort: KeySort, cursor: string): { id: number, lastUsedAt: number | null } {
-  const match = (sort === 'id' ? ID_CURSOR : LAST_USED_CURSOR).exec(cursor)
-  const id = Number(match?.[sort === 'id' ? 1 : 2])
-  const used = match?.[1] === undefined || sort === 'id' ? null : Number(match[1])
-  if (match === null || !Number.isSafeInteger(id) || (used !== null && !Number.isSafeInteger(used))) {
+function mac (secret: KeyObject, payload: Buffer): Buffer {
+  return createHmac('sha256', secret).update(payload).digest().subarray(0, MAC_BYTES)
+}
+
+function encodeCursor (secret: KeyObject, sort: KeySort, key: { id: number, lastUsedAt: number | null }): string {
+  const payload = Buffer.from(`${sort}:${key.lastUsedAt ?? 'never'}:${key.id}`)
+  return Buffer.concat([payload, mac(secret, payload)]).toString('base64url')
+}
+
+function decodeCursor (secret: KeyObject, sort: KeySort, cursor: string): { id: number, lastUsedAt: number | null } {
+  const bytes = Buffer.from(cursor, 'base64url')
+  const payload = bytes.subarray(0, Math.max(0, bytes.length - MAC_BYTES))
+  const signed = bytes.length > MAC_BYTES && bytes.toString('base64url') === cursor && timingSafeEqual(bytes.subarray(payload.length), mac(secret, payload))
+  const match = signed ? CURSOR_PAYLOAD.exec(payload.toString()) : null
+  if (match === null || match[1] !== sort) {
     throw new KeyRuleError('cursor', `is not one this list made for sort=${sort}: copy it from the Link header of the previous page, with the same sort`)
   }
-  return { id, lastUsedAt: used }
+  return { id: Number(match[3]), lastUsedAt: match[2] === 'never' ? null : Number(match[2]) }
 }
 
 /**

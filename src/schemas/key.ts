@@ -153,7 +153,7 @@ export const KeyIdParams = Type.Object({
 
 export const ListKeysQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_KEY_PAGE_SIZE, format: 'int32', default: DEFAULT_KEY_PAGE_SIZE, description: 'Maximum number of keys to return.' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 40, pattern: '^([1-9][0-9]{0,15}|u[1-9][0-9]{0,15}-[1-9][0-9]{0,15}|n-[1-9][0-9]{0,15})$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page, which keeps the same `q`, `state`, `plan` and `sort`. A cursor made for another `sort` is refused (400).' })),
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page starts, opaque: copy it from the `Link: rel="next"` URL of the previous page, which keeps the same `q`, `state`, `plan` and `sort`. A cursor this service did not make, or made for another `sort`, is refused (400).' })),
   q: Type.Optional(Text({ maxLength: 200, description: 'Only keys whose name or token hint contains this text (case ignored), or whose id it is.' })),
   state: Type.Optional(StringEnum(KEY_STATES, { description: 'Only keys in this state: `active`, `expired` (its `expiresAt` has passed) or `revoked`.' })),
   plan: Type.Optional(StringEnum(PLANS, { description: 'Only keys on this plan.' })),
