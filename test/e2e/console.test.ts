@@ -442,6 +442,26 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     }
   })
 
+  it('When the page is reloaded on a key\'s page with the token in the tab, then that key\'s page is drawn again, asking the overview and the key together', async () => {
+    // Arrange
+    const key = await createKey(env, ['--plan', 'pro', '--name', 'reloaded'])
+    const { page } = await openConsole('reload')
+    await signIn(page)
+    await openKey(page, key.id)
+    const calls: string[] = []
+    page.on('request', (request) => { if (request.url().includes('/admin/v1/')) calls.push(request.url().replace(adminOrigin, '')) })
+
+    // Act
+    await page.reload()
+    await keyDrawn(page, key.id)
+
+    // Assert
+    assert.deepEqual([...calls].sort(), ['/admin/v1/keys/' + key.id, `/admin/v1/keys/${key.id}/usage`, '/admin/v1/overview'].sort())
+    assert.equal(await page.locator('#list-view').isHidden(), true)
+    assert.match(await page.locator('#key-title').innerText(), /reloaded/)
+    await page.close()
+  })
+
   it('When the operator signs out, then the token leaves session storage, and a reload asks for it again', async () => {
     // Arrange
     const { page } = await openConsole('sign out')
