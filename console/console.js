@@ -91,6 +91,8 @@ async function act (work, errorNode = $('keys-error')) {
 async function renderOverview (overview) {
   choices = overview.choices
   fillChoices()
+  // Drawn before the choices came (a reload on a key's page), the form had no plan or scope to show.
+  if (shownKey !== undefined) fillEdit(shownKey)
   const counts = (node, entries, attribute) => node.replaceChildren(...entries.map(([name, count]) => element('div', {}, [
     element('dt', { text: name }), element('dd', { text: String(count), attributes: { [attribute]: name } })
   ])))

@@ -442,9 +442,9 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     }
   })
 
-  it('When the page is reloaded on a key\'s page with the token in the tab, then that key\'s page is drawn again, asking the overview and the key together', async () => {
+  it('When the page is reloaded on a key\'s page with the token in the tab, then that key\'s page is drawn again, its form showing the key as it is, asking the overview and the key together', async () => {
     // Arrange
-    const key = await createKey(env, ['--plan', 'pro', '--name', 'reloaded'])
+    const key = await createKey(env, ['--plan', 'pro', '--name', 'reloaded', '--scopes', 'pets:read'])
     const { page } = await openConsole('reload')
     await signIn(page)
     await openKey(page, key.id)
@@ -459,6 +459,11 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.deepEqual([...calls].sort(), ['/admin/v1/keys/' + key.id, `/admin/v1/keys/${key.id}/usage`, '/admin/v1/overview'].sort())
     assert.equal(await page.locator('#list-view').isHidden(), true)
     assert.match(await page.locator('#key-title').innerText(), /reloaded/)
+    // The form shows the key as it is, though the plans and scopes it offers came after the key.
+    await pollUntil(async () => await page.locator('#edit-scopes [data-scope]').count() === 2 ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the scopes offered' })
+    assert.equal(await page.locator('#edit-plan').inputValue(), 'pro')
+    assert.deepEqual(await page.locator('#edit-scopes [data-scope]').evaluateAll((boxes) => boxes.map((box) => [box.getAttribute('value'), (box as unknown as { checked: boolean }).checked])),
+      [['pets:read', true], ['pets:write', false]])
     await page.close()
   })
 
