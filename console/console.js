@@ -1,49 +1,41 @@
-// The operator console (README: Managing keys › The console): a page over
-// the admin API, nothing more. The admin token is kept in this tab's
-// session storage only, and sent to this listener alone; every number on
-// the page comes from the admin API's answers. Charts are uPlot's, served
-// from this listener. The page's Content-Security-Policy allows scripts,
-// styles and requests from this listener only, so nothing here may use
-// inline scripts, inline styles in markup, or another origin.
-/* global uPlot */
-'use strict'
+// The operator console (README: The console): a page over the admin API,
+// nothing more. It opens on the overview (one request, however many keys)
+// and one page of the key list (one more), searched, filtered, sorted and
+// paged by the admin API itself; a key's own page shows its details and
+// chart and makes every change the admin API allows. Plans, scopes and
+// roll overlaps are read from the overview's `choices`, never written
+// here. The page's Content-Security-Policy allows scripts, styles and
+// requests from this listener only: nothing here may be inline, use eval
+// or reach another origin; text from the API is set as text, never HTML.
+import { api, nextPath, token } from './api.js'
 
-const API = '/admin/v1'
-const TOKEN_KEY = 'petstore-admin-token'
-const DAYS = 30
-/** Requests come whole: the y axis steps by 1, 2, 5, 10, 20, 50…, never by uPlot's default 0.5. */
-const WHOLE_STEPS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].flatMap((power) => [1, 2, 5].map((step) => step * 10 ** power))
+// The charts (and uPlot, the largest file) load while the first requests are under way, not before them.
+const charts = import('./chart.js')
 
+const PAGE_SIZE = 25
 const $ = (id) => document.getElementById(id)
 
-/** Calls the admin API with the token; throws an Error with the Error body's message when it refuses. */
-async function api (method, path, body) {
-  const token = sessionStorage.getItem(TOKEN_KEY)
-  const headers = { authorization: `Bearer ${token}` }
-  if (body !== undefined) headers['content-type'] = 'application/json'
-  const response = await fetch(`${API}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
-  const text = await response.text()
-  const json = text === '' ? undefined : JSON.parse(text)
-  if (!response.ok) {
-    const error = new Error(json?.message ?? `${response.status} ${response.statusText}`)
-    error.status = response.status
-    throw error
-  }
-  return { json, link: response.headers.get('link') }
+/** What the overview said a key may be given; filled at sign-in. */
+let choices = { plans: [], scopes: [], overlap: { maxSeconds: 0, defaultSeconds: 0, suggestedSeconds: [] } }
+/** The list's pages so far: the path of each, the last one shown. */
+let pages = []
+/** Counts the drawings of each view: an answer for a drawing since replaced is dropped. */
+const drawings = { list: 0, key: 0 }
+/** The key the key page shows. */
+let shownKey
+
+function element (tag, { text, className, attributes = {} } = {}, children = []) {
+  const node = document.createElement(tag)
+  if (text !== undefined) node.textContent = text
+  if (className !== undefined) node.className = className
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value)
+  node.append(...children)
+  return node
 }
 
-/** Every key, page after page, following Link: rel="next". */
-async function allKeys () {
-  const keys = []
-  let path = '/keys?limit=100'
-  while (path !== undefined) {
-    const { json, link } = await api('GET', path)
-    keys.push(...json)
-    const next = /<([^>]+)>;\s*rel="next"/.exec(link ?? '')
-    path = next === null ? undefined : next[1].slice(API.length)
-  }
-  return keys
-}
+const day = (iso) => iso === null ? '—' : iso.slice(0, 10)
+const when = (iso) => iso === null ? '—' : `${iso.slice(0, 16).replace('T', ' ')} UTC`
+const nameOf = (key) => key.name === '' ? 'unnamed' : key.name
 
 function stateOf (key) {
   if (key.revoked) return 'revoked'
@@ -51,150 +43,278 @@ function stateOf (key) {
   return 'active'
 }
 
-/** An element with text and attributes; never innerHTML, so that a key's name is shown as text whatever it holds. */
-function element (tag, { text, className, attributes = {} } = {}, children = []) {
-  const node = document.createElement(tag)
-  if (text !== undefined) node.textContent = text
-  if (className !== undefined) node.className = className
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value)
-  for (const child of children) node.append(child)
-  return node
+/** 0 → "stops at once"; 3600 → "1 hour"; 86400 → "1 day"; 259200 → "3 days". */
+function overlapText (seconds) {
+  if (seconds === 0) return 'stops at once'
+  const [size, unit] = seconds % 86_400 === 0 ? [seconds / 86_400, 'day'] : seconds % 3_600 === 0 ? [seconds / 3_600, 'hour'] : [seconds / 60, 'minute']
+  return `${size} ${unit}${size === 1 ? '' : 's'}`
 }
 
-const day = (iso) => iso === null ? '—' : iso.slice(0, 10)
+/** Fills every select and fieldset marked data-choices with the plans or scopes the API named. */
+function fillChoices () {
+  for (const node of document.querySelectorAll('[data-choices]')) {
+    const values = node.dataset.choices === 'plans' ? choices.plans.map((plan) => plan.plan) : choices.scopes
+    if (node.tagName === 'SELECT') {
+      const any = node.dataset.any === undefined ? [] : [element('option', { text: node.dataset.any, attributes: { value: '' } })]
+      const kept = node.value
+      node.replaceChildren(...any, ...values.map((value) => element('option', { text: value, attributes: { value } })))
+      if (kept !== '' && values.includes(kept)) node.value = kept
+    } else {
+      const legend = node.querySelector('legend')
+      node.replaceChildren(legend, ...values.map((value) => element('label', {}, [
+        element('input', { attributes: { type: 'checkbox', value, 'data-scope': value, checked: '' } }), ` ${value}`
+      ])))
+    }
+  }
+}
 
-function showToken (title, token) {
+function showToken (title, value) {
   $('new-token-title').textContent = title
-  $('new-token-value').textContent = token
+  $('new-token-value').textContent = value
   $('new-token').hidden = false
   $('new-token').scrollIntoView()
 }
 
-function chart (container, rows) {
-  const xs = rows.map((row) => Date.parse(`${row.date}T00:00:00Z`) / 1000)
-  const width = Math.max(320, Math.min(container.clientWidth || 640, 900))
-  // eslint-disable-next-line new-cap -- uPlot's constructor is named so.
-  return new uPlot({
-    width,
-    height: 160,
-    series: [
-      { value: (_u, t) => t === null ? '' : new Date(t * 1000).toISOString().slice(0, 10) },
-      { label: 'admitted', stroke: '#4056a1', fill: 'rgba(64, 86, 161, 0.1)' },
-      { label: 'refused', stroke: '#a12f2f' }
-    ],
-    axes: [{}, { label: 'requests a day', incrs: WHOLE_STEPS }],
-    scales: { x: { time: true } }
-  }, [xs, rows.map((row) => row.admitted), rows.map((row) => row.refused)], container)
-}
-
-async function renderKey (key) {
-  const state = stateOf(key)
-  const usage = element('div', { className: 'chart', attributes: { 'data-usage': String(key.id) } })
-  const totals = element('p', { className: 'totals' })
-  const actions = element('div', { className: 'actions' })
-  if (state !== 'revoked') {
-    const overlap = element('select', { attributes: { 'aria-label': `how long the current token of key ${key.id} keeps working` } }, [
-      element('option', { text: 'old token stops now', attributes: { value: '0' } }),
-      element('option', { text: 'old token works 1 hour', attributes: { value: '3600' } }),
-      element('option', { text: 'old token works 1 day', attributes: { value: '86400' } }),
-      element('option', { text: 'old token works 7 days', attributes: { value: '604800' } })
-    ])
-    const roll = element('button', { text: 'Roll', className: 'secondary', attributes: { type: 'button', 'data-roll': String(key.id) } })
-    roll.addEventListener('click', () => act(async () => {
-      const { json } = await api('POST', `/keys/${key.id}/roll`, { expireCurrentInSeconds: Number(overlap.value) })
-      showToken(`New token of key ${key.id} (${json.name || 'unnamed'})`, json.token)
-    }))
-    const revoke = element('button', { text: 'Revoke', className: 'danger', attributes: { type: 'button', 'data-revoke': String(key.id) } })
-    revoke.addEventListener('click', () => act(async () => {
-      if (!window.confirm(`Revoke key ${key.id} (${key.name || 'unnamed'})? Both its tokens stop working within a second.`)) return
-      await api('DELETE', `/keys/${key.id}`)
-    }))
-    actions.append(overlap, roll, revoke)
-  }
-  const facts = [
-    ['plan', `${key.plan} (${key.perMinute}/min, ${key.perDay}/day)`],
-    ['scopes', key.scopes.join(', ')],
-    ['token', key.tokenHint],
-    ['created', day(key.createdAt)],
-    ['expires', key.expiresAt === null ? 'never' : day(key.expiresAt)],
-    ['last used', day(key.lastUsedAt)],
-    ...(key.previousTokenExpiresAt === null ? [] : [['old token until', key.previousTokenExpiresAt.replace('T', ' ').slice(0, 16)]])
-  ]
-  const card = element('article', { className: 'key', attributes: { 'data-key': String(key.id) } }, [
-    element('div', { className: 'key-head' }, [
-      element('h3', { text: `${key.id} · ${key.name || 'unnamed'}` }),
-      element('span', { text: state, className: `state-${state}`, attributes: { 'data-state': state } }),
-      actions
-    ]),
-    element('dl', {}, facts.map(([name, value]) => element('div', {}, [element('dt', { text: name }), element('dd', { text: value })]))),
-    totals,
-    usage
-  ])
-  $('keys').append(card)
-  const to = new Date().toISOString().slice(0, 10)
-  const from = new Date(Date.now() - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10)
-  const { json: rows } = await api('GET', `/keys/${key.id}/usage?from=${from}&to=${to}`)
-  const admitted = rows.reduce((sum, row) => sum + row.admitted, 0)
-  const refused = rows.reduce((sum, row) => sum + row.refused, 0)
-  totals.textContent = `Last ${DAYS} days: ${admitted} admitted, ${refused} refused.`
-  totals.dataset.admitted = String(admitted)
-  totals.dataset.refused = String(refused)
-  chart(usage, rows)
-}
-
-/** Counts the drawings of the list: one still under way when an action starts another stops, so that no key is listed twice. */
-let drawings = 0
-
-async function renderKeys () {
-  const drawing = ++drawings
-  $('keys').replaceChildren()
-  $('keys-error').textContent = ''
-  const keys = await allKeys()
-  if (drawing !== drawings) return
-  if (keys.length === 0) $('keys').append(element('p', { text: 'No keys yet: create one above.' }))
-  // Newest first: the one just made is on top.
-  for (const key of keys.reverse()) {
-    if (drawing !== drawings) return
-    await renderKey(key)
-  }
-}
-
-/** Runs an action, shows what went wrong, and draws the keys again. */
-async function act (work) {
+/** Runs an action and shows what went wrong; a refused admin token signs out. */
+async function act (work, errorNode = $('keys-error')) {
+  errorNode.textContent = ''
   try {
     await work()
-    await renderKeys()
   } catch (error) {
     if (error.status === 401) return signOut('The admin token was refused; sign in again.')
-    $('keys-error').textContent = error.message
+    errorNode.textContent = error.message
   }
+}
+
+// The overview.
+
+async function renderOverview (overview) {
+  choices = overview.choices
+  fillChoices()
+  // Drawn before the choices came (a reload on a key's page), the form had no plan or scope to show.
+  if (shownKey !== undefined) fillEdit(shownKey)
+  const counts = (node, entries, attribute) => node.replaceChildren(...entries.map(([name, count]) => element('div', {}, [
+    element('dt', { text: name }), element('dd', { text: String(count), attributes: { [attribute]: name } })
+  ])))
+  counts($('counts-state'), [['all keys', overview.keys.total], ...Object.entries(overview.keys.byState)], 'data-state-count')
+  counts($('counts-plan'), Object.entries(overview.keys.byPlan), 'data-plan-count')
+  $('busiest').replaceChildren(...(overview.busiest.length === 0
+    ? [element('tr', {}, [element('td', { text: `No requests yet today (${overview.today}, UTC).`, attributes: { colspan: '4' } })])]
+    : overview.busiest.map(({ key, admitted, refused }) => element('tr', { attributes: { 'data-key': String(key.id) } }, [
+      element('td', {}, [element('a', { text: `${key.id} · ${nameOf(key)}`, attributes: { href: `#/keys/${key.id}` } })]),
+      element('td', { text: key.plan }),
+      element('td', { text: String(admitted) }),
+      element('td', { text: String(refused) })
+    ]))))
+  const { drawUsage, writeTotals } = await charts
+  writeTotals($('overview-totals'), overview.usage, `Last ${overview.usage.length} days`)
+  drawUsage($('overview-chart'), overview.usage)
+}
+
+async function loadOverview () {
+  await renderOverview((await api('GET', '/overview')).json)
+}
+
+// The list of keys: one page at a time, as the admin API pages it.
+
+function listPath () {
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE) })
+  const q = $('search').value.trim()
+  if (q !== '') query.set('q', q)
+  if ($('filter-state').value !== '') query.set('state', $('filter-state').value)
+  if ($('filter-plan').value !== '') query.set('plan', $('filter-plan').value)
+  if ($('sort').value !== 'id') query.set('sort', $('sort').value)
+  return `/keys?${query}`
+}
+
+async function showPage (path) {
+  const drawing = ++drawings.list
+  const { json: keys, link } = await api('GET', path)
+  if (drawing !== drawings.list) return
+  const next = nextPath(link)
+  $('keys').replaceChildren(...(keys.length === 0
+    ? [element('tr', {}, [element('td', { text: 'No key matches.', attributes: { colspan: '7' } })])]
+    : keys.map((key) => {
+      const state = stateOf(key)
+      return element('tr', { attributes: { 'data-key': String(key.id) } }, [
+        element('td', { text: String(key.id) }),
+        element('td', {}, [element('a', { text: nameOf(key), attributes: { href: `#/keys/${key.id}` } })]),
+        element('td', { text: key.plan }),
+        element('td', { text: key.tokenHint, className: 'hint' }),
+        element('td', { text: state, className: `state-${state}`, attributes: { 'data-state': state } }),
+        element('td', { text: key.expiresAt === null ? 'never' : day(key.expiresAt) }),
+        element('td', { text: day(key.lastUsedAt) })
+      ])
+    })))
+  $('keys').dataset.next = next ?? ''
+  $('next').disabled = next === undefined
+  $('prev').disabled = pages.length <= 1
+  $('page-info').textContent = `Page ${pages.length}`
+}
+
+async function firstPage () {
+  pages = [listPath()]
+  await showPage(pages[0])
+}
+
+// A key's page.
+
+function fillEdit (key) {
+  const form = $('edit')
+  const set = (id, value) => {
+    $(id).value = value
+    $(id).dataset.initial = value
+  }
+  set('edit-name', key.name)
+  set('edit-plan', key.plan)
+  set('edit-per-minute', String(key.perMinute))
+  set('edit-per-day', String(key.perDay))
+  set('edit-expires', key.expiresAt === null ? '' : key.expiresAt.slice(0, 16))
+  $('edit-never').checked = key.expiresAt === null
+  for (const box of form.querySelectorAll('[data-scope]')) box.checked = key.scopes.includes(box.value)
+  const revoked = key.revoked
+  for (const control of form.querySelectorAll('input, select, button')) control.disabled = revoked
+  $('edit-error').textContent = revoked ? 'A revoked key cannot be changed.' : ''
+  $('edit-ok').textContent = ''
+}
+
+async function showKey (id) {
+  const drawing = ++drawings.key
+  const [{ json: key }, { json: usage }] = await Promise.all([api('GET', `/keys/${id}`), api('GET', `/keys/${id}/usage`)])
+  if (drawing !== drawings.key) return
+  shownKey = key
+  const state = stateOf(key)
+  $('key').dataset.key = String(key.id)
+  $('key-title').textContent = `${key.id} · ${nameOf(key)}`
+  $('key-state').textContent = state
+  $('key-state').className = `state-${state}`
+  $('key-state').dataset.state = state
+  // Rolling an expired key would hand out a token that is refused at once; a revoked one cannot change.
+  $('roll').hidden = state !== 'active'
+  $('revoke').hidden = state === 'revoked'
+  const facts = [
+    ['plan', key.plan],
+    ['limits', `${key.perMinute} a minute, ${key.perDay} a day`],
+    ['scopes', key.scopes.join(', ')],
+    ['token', key.tokenHint],
+    ['environment', key.environment],
+    ['created', when(key.createdAt)],
+    ['expires', key.expiresAt === null ? 'never' : when(key.expiresAt)],
+    ['last used', when(key.lastUsedAt)],
+    ...(key.revokedAt === null ? [] : [['revoked', when(key.revokedAt)]]),
+    ...(key.previousTokenExpiresAt === null ? [] : [['previous token until', when(key.previousTokenExpiresAt)]])
+  ]
+  $('key-facts').replaceChildren(...facts.map(([name, value]) => element('div', {}, [
+    element('dt', { text: name }), element('dd', { text: value, attributes: { 'data-fact': name } })
+  ])))
+  fillEdit(key)
+  const { drawUsage, writeTotals } = await charts
+  writeTotals($('key-totals'), usage, `Last ${usage.length} days`)
+  drawUsage($('key-chart'), usage)
+}
+
+/** The fields of the edit form that differ from the key as shown; a limit left empty goes back to the plan's. */
+function changes () {
+  const body = {}
+  const changed = (id) => $(id).value !== $(id).dataset.initial
+  if (changed('edit-name')) body.name = $('edit-name').value
+  if (changed('edit-plan')) body.plan = $('edit-plan').value
+  for (const [id, field] of [['edit-per-minute', 'perMinute'], ['edit-per-day', 'perDay']]) {
+    // An enterprise key needs limits of its own: those shown are sent, changed or not.
+    if (changed(id) || (body.plan === 'enterprise' && $(id).value !== '')) body[field] = $(id).value === '' ? null : Number($(id).value)
+  }
+  const scopes = [...$('edit').querySelectorAll('[data-scope]')].filter((box) => box.checked).map((box) => box.value)
+  if (scopes.join(' ') !== shownKey.scopes.join(' ')) body.scopes = scopes
+  if ($('edit-never').checked) {
+    if (shownKey.expiresAt !== null) body.expiresAt = null
+  } else if (changed('edit-expires') || (shownKey.expiresAt === null && $('edit-expires').value !== '')) {
+    body.expiresAt = `${$('edit-expires').value}:00Z`
+  }
+  return body
+}
+
+function openRoll () {
+  const key = shownKey
+  const select = $('roll-overlap')
+  const offered = [...new Set([...choices.overlap.suggestedSeconds, choices.overlap.defaultSeconds])]
+    .filter((seconds) => seconds <= choices.overlap.maxSeconds)
+  select.replaceChildren(...offered.map((seconds) => element('option', {
+    text: seconds === 0 ? 'no: it stops at once' : `for ${overlapText(seconds)}`,
+    attributes: { value: String(seconds) }
+  })))
+  select.value = String(choices.overlap.defaultSeconds)
+  $('roll-title').textContent = `Roll key ${key.id} (${nameOf(key)})`
+  summarizeRoll()
+  // Closed with Escape, a dialog keeps the value it was last closed with.
+  $('roll-dialog').returnValue = ''
+  $('roll-dialog').showModal()
+}
+
+function summarizeRoll () {
+  const seconds = Number($('roll-overlap').value)
+  const hint = shownKey.tokenHint
+  $('roll-summary').dataset.overlap = String(seconds)
+  $('roll-summary').textContent = seconds === 0
+    ? `The current token (${hint}) stops working at once: every client still using it is refused from now on.`
+    : `The current token (${hint}) keeps working for ${overlapText(seconds)}, until ${when(new Date(Date.now() + seconds * 1000).toISOString())}; then only the new token works.`
+}
+
+function openRevoke () {
+  const key = shownKey
+  $('revoke-title').textContent = `Revoke key ${key.id} (${nameOf(key)})?`
+  $('revoke-summary').textContent = `Both its tokens (${key.tokenHint}${key.previousTokenExpiresAt === null ? '' : ' and the previous one'}) are refused by every instance within a second. A revoked key cannot be changed or rolled again.`
+  $('revoke-dialog').returnValue = ''
+  $('revoke-dialog').showModal()
+}
+
+// Views, signing in and out.
+
+async function route () {
+  const match = /^#\/keys\/(\d+)$/.exec(window.location.hash)
+  $('list-view').hidden = match !== null
+  $('key-view').hidden = match === null
+  if (match !== null) return await act(() => showKey(Number(match[1])))
+  await act(() => Promise.all([loadOverview(), showPage(pages.at(-1) ?? listPath())]))
 }
 
 function signOut (message = '') {
-  sessionStorage.removeItem(TOKEN_KEY)
+  token.clear()
   $('keys-view').hidden = true
   $('sign-out').hidden = true
   $('sign-in').hidden = false
   $('sign-in-error').textContent = message
 }
 
-async function signIn () {
+/**
+ * A token just typed is tried on the overview alone: a wrong one costs one
+ * of the few wrong attempts the admin API allows an address. A token this
+ * tab already holds was right before: the overview and the view are asked
+ * together, so that the first view waits for the slower of the two only.
+ */
+async function signIn ({ typed }) {
+  pages = [listPath()]
+  const match = /^#\/keys\/(\d+)$/.exec(window.location.hash)
+  const draw = () => match === null ? showPage(pages[0]) : showKey(Number(match[1]))
+  const early = typed ? undefined : draw()
+  early?.catch(() => {})
   try {
-    await api('GET', '/keys?limit=1')
+    await renderOverview((await api('GET', '/overview')).json)
   } catch (error) {
     return signOut(error.status === 401 ? 'That is not the admin token.' : error.message)
   }
   $('sign-in').hidden = true
   $('keys-view').hidden = false
   $('sign-out').hidden = false
-  await act(async () => {})
+  $('list-view').hidden = match !== null
+  $('key-view').hidden = match === null
+  await act(() => early ?? draw())
 }
 
 $('sign-in').addEventListener('submit', (event) => {
   event.preventDefault()
-  sessionStorage.setItem(TOKEN_KEY, $('admin-token').value.trim())
+  token.set($('admin-token').value.trim())
   $('admin-token').value = ''
-  signIn()
+  signIn({ typed: true })
 })
 
 $('sign-out').addEventListener('click', () => signOut())
@@ -204,24 +324,81 @@ $('new-token-done').addEventListener('click', () => {
   $('new-token').hidden = true
 })
 
+window.addEventListener('hashchange', () => { if (token.get() !== null && !$('keys-view').hidden) route() })
+
+$('filters').addEventListener('submit', (event) => {
+  event.preventDefault()
+  act(firstPage)
+})
+for (const id of ['filter-state', 'filter-plan', 'sort']) $(id).addEventListener('change', () => act(firstPage))
+
+$('next').addEventListener('click', () => act(async () => {
+  const next = $('keys').dataset.next
+  if (next === '') return
+  pages.push(next)
+  await showPage(next)
+}))
+
+$('prev').addEventListener('click', () => act(async () => {
+  if (pages.length > 1) pages.pop()
+  await showPage(pages.at(-1))
+}))
+
 $('create').addEventListener('submit', (event) => {
   event.preventDefault()
-  $('create-error').textContent = ''
-  const body = { plan: $('new-plan').value, scopes: [] }
-  if ($('new-name').value.trim() !== '') body.name = $('new-name').value.trim()
-  if ($('new-per-minute').value !== '') body.perMinute = Number($('new-per-minute').value)
-  if ($('new-per-day').value !== '') body.perDay = Number($('new-per-day').value)
-  if ($('new-read').checked) body.scopes.push('pets:read')
-  if ($('new-write').checked) body.scopes.push('pets:write')
-  if ($('new-expires').value !== '') body.expiresAt = `${$('new-expires').value}T00:00:00Z`
-  api('POST', '/keys', body).then(async ({ json }) => {
+  act(async () => {
+    const body = { plan: $('new-plan').value }
+    if ($('new-name').value.trim() !== '') body.name = $('new-name').value.trim()
+    if ($('new-per-minute').value !== '') body.perMinute = Number($('new-per-minute').value)
+    if ($('new-per-day').value !== '') body.perDay = Number($('new-per-day').value)
+    body.scopes = [...$('new-scopes').querySelectorAll('[data-scope]')].filter((box) => box.checked).map((box) => box.value)
+    if ($('new-expires').value !== '') body.expiresAt = `${$('new-expires').value}:00Z`
+    const { json } = await api('POST', '/keys', body)
     $('create').reset()
-    showToken(`Token of the new key ${json.id} (${json.name || 'unnamed'})`, json.token)
-    await renderKeys()
-  }, (error) => {
-    if (error.status === 401) return signOut('The admin token was refused; sign in again.')
-    $('create-error').textContent = error.message
+    showToken(`Token of the new key ${json.id} (${nameOf(json)})`, json.token)
+    // Its own page: among thousands, the new key would be on the list's last page.
+    window.location.hash = `#/keys/${json.id}`
+  }, $('create-error'))
+})
+
+$('edit').addEventListener('submit', (event) => {
+  event.preventDefault()
+  act(async () => {
+    const body = changes()
+    if (Object.keys(body).length === 0) {
+      $('edit-ok').textContent = 'Nothing to change.'
+      return
+    }
+    await api('PATCH', `/keys/${shownKey.id}`, body)
+    await showKey(shownKey.id)
+    $('edit-ok').textContent = `Saved: ${Object.keys(body).join(', ')}.`
+  }, $('edit-error'))
+})
+
+$('edit-never').addEventListener('change', () => { if ($('edit-never').checked) $('edit-expires').value = '' })
+$('edit-expires').addEventListener('input', () => { if ($('edit-expires').value !== '') $('edit-never').checked = false })
+
+$('roll').addEventListener('click', openRoll)
+$('roll-overlap').addEventListener('change', summarizeRoll)
+$('roll-dialog').addEventListener('close', () => {
+  if ($('roll-dialog').returnValue !== 'roll') return
+  const key = shownKey
+  const seconds = Number($('roll-overlap').value)
+  act(async () => {
+    const { json } = await api('POST', `/keys/${key.id}/roll`, { expireCurrentInSeconds: seconds })
+    showToken(`New token of key ${key.id} (${nameOf(json)})`, json.token)
+    await showKey(key.id)
   })
 })
 
-if (sessionStorage.getItem(TOKEN_KEY) !== null) signIn()
+$('revoke').addEventListener('click', openRevoke)
+$('revoke-dialog').addEventListener('close', () => {
+  if ($('revoke-dialog').returnValue !== 'revoke') return
+  const key = shownKey
+  act(async () => {
+    await api('DELETE', `/keys/${key.id}`)
+    await showKey(key.id)
+  })
+})
+
+if (token.get() !== null) signIn({ typed: false })

@@ -22,6 +22,7 @@ import { framingOutsideGate } from './plugins/gate.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import { RequestLog, requestIdMaker } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
+import adminOverviewRoutes from './routes/admin-overview.js'
 import consoleRoutes from './routes/console.js'
 import methodNotAllowedRoutes, { collectPaths } from './routes/method-not-allowed.js'
 import { routerAnswerHeaders, setUpAnswers } from './answers.js'
@@ -85,6 +86,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
       await scope.register(adminOpenapi, { environment: api.environment })
       const paths = collectPaths(scope)
       await scope.register(adminKeyRoutes, { storage: api.storage, environment: api.environment, now })
+      await scope.register(adminOverviewRoutes, { storage: api.storage, now })
       await scope.register(methodNotAllowedRoutes, { paths })
       // Unknown paths under the prefix need the token too: they tell nothing to whoever lacks it.
       scope.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })

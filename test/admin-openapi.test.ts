@@ -31,7 +31,9 @@ const STATUSES: Record<string, string[]> = {
   rollKey: ['201', ...WITH_BODY, '404', '409'],
   revokeKey: ['200', ...WITH_BODY, '404'], // content sent with a DELETE is read as any body, then ignored
   findKeyByToken: ['200', ...WITH_BODY, '404'],
-  getKeyUsage: ['200', ...ALWAYS, '404']
+  getKeyUsage: ['200', ...ALWAYS, '404'],
+  getUsage: ['200', ...ALWAYS],
+  getOverview: ['200', ...ALWAYS]
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

@@ -5,13 +5,14 @@
 import { createInterface } from 'node:readline/promises'
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { loadConfig, type Config } from '../config.js'
-import type { Storage } from '../db/storage.js'
+import type { KeyState, Storage } from '../db/storage.js'
 import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
 import {
-  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey,
+  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey,
   type KeyUpdate, type KeyView
 } from '../keys/manage.js'
 import { INSTANT_FORMAT, readInstant } from '../keys/instant.js'
+import { KEY_SORTS, KEY_STATES, searchKeys } from '../keys/overview.js'
 import { inspectToken } from '../keys/tokens.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
@@ -213,6 +214,36 @@ function asKeyUpdate ({ json: _json, perMinute, perDay, expiresAt, ...rest }: Up
   return update
 }
 
+interface ListOptions {
+  search?: string
+  state?: KeyState
+  plan?: Plan
+  sort: typeof KEY_SORTS[number]
+  json?: boolean
+}
+
+/** The admin API's largest page: the same queries as the console's list, read to the end. */
+const LIST_PAGE = 100
+
+/** Every key that matches, page after page, in the order asked for. */
+async function everyMatch (storage: Storage, { search, state, plan, sort }: ListOptions): Promise<KeyView[]> {
+  const all: KeyView[] = []
+  let cursor: string | undefined
+  do {
+    const page = await searchKeys(storage, Date.now(), { search, state, plan, sort, cursor, limit: LIST_PAGE })
+    all.push(...page.keys)
+    cursor = page.next
+  } while (cursor !== undefined)
+  return all
+}
+
+/** Text to search for: not empty, at most 200 characters (as the admin API's `q`). */
+function searchText (value: string): string {
+  const text = value.trim()
+  if (text === '' || [...text].length > 200) throw new InvalidArgumentError('must be 1 to 200 characters')
+  return text
+}
+
 interface CreateOptions {
   plan: Plan
   name?: string
@@ -266,14 +297,19 @@ export function addKeysCommands (program: Command): void {
     })
 
   keys.command('list')
-    .description('list API keys, oldest first (never their secrets)')
+    .description('list API keys, oldest first (never their secrets); the options keep only the keys that match')
+    .option('--search <text>', 'keys whose name or token hint contains this text (case ignored), or whose id it is', searchText)
+    .addOption(new Option('--state <state>', 'keys in this state').choices(KEY_STATES))
+    .addOption(new Option('--plan <plan>', 'keys on this plan').choices(PLANS))
+    .addOption(new Option('--sort <order>', 'id: oldest first; lastUsed: the most recently used first, never-used keys last').choices(KEY_SORTS).default('id'))
     .option('--json', 'print a JSON array of objects (id, name, plan, limits, scopes, tokenHint, createdAt, expiresAt, lastUsedAt, revoked, …)')
-    .action(async (options: { json?: boolean }) => {
-      const { all, url } = await withStorage(async (storage, config) => ({ all: await listKeys(storage, Date.now()), url: config.databaseUrl }))
+    .action(async (options: ListOptions) => {
+      const filtered = options.search !== undefined || options.state !== undefined || options.plan !== undefined
+      const { all, url } = await withStorage(async (storage, config) => ({ all: await everyMatch(storage, options), url: config.databaseUrl }))
       if (options.json === true) {
         write(JSON.stringify(all) + '\n')
       } else if (all.length === 0) {
-        write(`No API keys in ${databaseLabel(url)}; create one with \`petstore keys create --plan PLAN\`.\n`)
+        write(filtered ? 'No API key matches.\n' : `No API keys in ${databaseLabel(url)}; create one with \`petstore keys create --plan PLAN\`.\n`)
       } else {
         write(formatTable(KEY_COLUMNS, all.map(keyRow)))
       }

@@ -72,7 +72,14 @@ const MIGRATIONS: readonly string[] = [
      admitted bigint NOT NULL DEFAULT 0,
      refused bigint NOT NULL DEFAULT 0,
      PRIMARY KEY (api_key_id, day)
-   );`
+   );`,
+  // The operator console's views of many keys (README: The console): every
+  // key's requests on one day. Keys by last use are sorted without an
+  // index: one would be rewritten by every write of usage, for a sort of
+  // a few milliseconds at 10,000 keys. Unlike SQLite's, this index leaves
+  // the counts out: they change with every write of usage, and indexed they
+  // would stop those updates from being HOT (heap-only) updates.
+  'CREATE INDEX key_usage_day ON key_usage (day);'
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

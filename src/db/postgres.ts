@@ -22,6 +22,8 @@ import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
 } from './storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
+import { keySearchSql, stateSql } from './key-search.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 export interface PostgresOptions {
@@ -326,6 +328,31 @@ export class PostgresStorage implements Storage {
   async #transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     return await inTransaction(this.#pool, work)
+  }
+
+  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
+    const { sql, values } = keySearchSql(search, (n) => `$${n}`)
+    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`, values)).map(toApiKey)
+  }
+
+  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
+    const rows = await this.#query<{ day: number, admitted: string, refused: string }>(
+      'SELECT day, sum(admitted) AS admitted, sum(refused) AS refused FROM key_usage WHERE day BETWEEN $1 AND $2 GROUP BY day ORDER BY day', [fromDay, toDay])
+    return rows.map((row) => ({ day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
+    const rows = await this.#query<ApiKeyRow & { admitted: bigint, refused: bigint }>(
+      `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
+       FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
+       WHERE u.day = $1 ORDER BY u.admitted + u.refused DESC, k.id LIMIT $2`, [day, limit])
+    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async countApiKeys (now: number): Promise<KeyCount[]> {
+    const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(
+      `SELECT ${stateSql('$1')} AS state, plan, count(*) AS count FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`, [now])
+    return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
   }
 }
 

@@ -64,7 +64,14 @@ const MIGRATIONS: readonly string[] = [
      admitted INTEGER NOT NULL DEFAULT 0,
      refused INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (api_key_id, day)
-   ) WITHOUT ROWID;`
+   ) WITHOUT ROWID;`,
+  // The operator console's views of many keys (README: The console): every
+  // key's requests on one day. Keys by last use are sorted without an
+  // index: one would be rewritten by every write of usage, for a sort of
+  // a few milliseconds at 10,000 keys.
+  // The counts are in the index: read through a bare index on day, 30
+  // days of 10,000 keys took 0.5 to 1.4 s of row lookups.
+  'CREATE INDEX key_usage_day ON key_usage (day, admitted, refused);'
 ]
 
 export function migrateSqlite (db: Database): void {

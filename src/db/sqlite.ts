@@ -29,6 +29,8 @@ import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
 } from './storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
+import { keySearchSql, stateSql } from './key-search.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
@@ -508,6 +510,33 @@ export class SqliteStorage implements Storage {
       }
       await delay(BUSY_RETRY_MS)
     }
+  }
+
+  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
+    const { sql, values } = keySearchSql(search, () => '?')
+    // Filters vary with each search, and searches are an operator's: prepared each time.
+    return this.#read(() => this.#db.prepare<unknown[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`).all(...values.map(sqliteValue))).map(toApiKey)
+  }
+
+  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], [bigint, bigint, bigint]>(
+      'SELECT day, sum(admitted), sum(refused) FROM key_usage WHERE day BETWEEN ? AND ? GROUP BY day ORDER BY day').raw(true)
+      .all(BigInt(fromDay), BigInt(toDay)))
+    return rows.map(([day, admitted, refused]) => ({ day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
+  }
+
+  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], ApiKeyRow & { admitted: bigint, refused: bigint }>(
+      `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
+       FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
+       WHERE u.day = ? ORDER BY u.admitted + u.refused DESC, k.id LIMIT ?`).all(BigInt(day), BigInt(limit)))
+    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async countApiKeys (now: number): Promise<KeyCount[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint], [KeyCount['state'], KeyCount['plan'], bigint]>(
+      `SELECT ${stateSql('?')} AS state, plan, count(*) FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`).raw(true).all(BigInt(now)))
+    return rows.map(([state, plan, count]) => ({ state, plan, count: Number(count) }))
   }
 }
 

@@ -214,4 +214,53 @@ export interface Storage {
   secret (name: string): Promise<Buffer>
   ping (): Promise<void>
   close (): Promise<void>
+
+  /** A page of the keys that match, in the order asked for: the operator console's list. */
+  searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]>
+  /** Every key's counts added up per day, from `fromDay` to `toDay`, oldest first; days without any are left out. */
+  usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]>
+  /** The `limit` keys with the most requests (admitted and refused) on `day`, most first, then by id. */
+  busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]>
+  /** The number of keys of each plan and state at `now`; pairs without keys are left out. */
+  countApiKeys (now: number): Promise<KeyCount[]>
+}
+
+/** Where a key stands at an instant: revoked, else expired once its expiry has passed, else active. */
+export type KeyState = 'active' | 'expired' | 'revoked'
+
+/** Which keys a page of the key list holds, and in which order. */
+export interface KeySearch {
+  /** A substring of the name or of the token hint, case ignored, or the key's id. */
+  text?: string
+  state?: KeyState
+  plan?: Plan
+  /** States are judged at this instant. */
+  now: number
+  /** `id`: lowest first. `lastUsed`: last used first, never used last, then by id. */
+  sort: 'id' | 'lastUsed'
+  /** The previous page's last key: this page starts after it in the order of `sort`. */
+  after?: { id: number, lastUsedAt: number | null }
+  limit: number
+}
+
+/** One UTC day's requests of every key added up. */
+export interface DayTotals {
+  /** Days since 1970-01-01, UTC. */
+  day: number
+  admitted: number
+  refused: number
+}
+
+/** A key and its requests on one day. */
+export interface KeyDayUsage {
+  key: ApiKeyRecord
+  admitted: number
+  refused: number
+}
+
+/** How many keys have this plan and stand so. */
+export interface KeyCount {
+  state: KeyState
+  plan: Plan
+  count: number
 }

@@ -44,6 +44,10 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     secret: timed('secret', storage.secret),
     ping: timed('ping', storage.ping),
     poolUse: () => storage.poolUse(),
-    close: async () => { await storage.close() }
+    close: async () => { await storage.close() },
+    searchApiKeys: timed('searchApiKeys', storage.searchApiKeys),
+    usageTotals: timed('usageTotals', storage.usageTotals),
+    busiestKeys: timed('busiestKeys', storage.busiestKeys),
+    countApiKeys: timed('countApiKeys', storage.countApiKeys)
   }
 }

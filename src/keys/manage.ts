@@ -185,16 +185,27 @@ const DAY_MS = 86_400_000
  * seconds is not in it yet (keys/usage.ts). Undefined when no key has this id.
  */
 export async function keyUsage (storage: Storage, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[] | undefined> {
+  const { from, to } = usageSpan(range, now)
+  if (await storage.getApiKey(id) === undefined) return undefined
+  return everyDay(from, to, await storage.usageOf(id, from, to))
+}
+
+/** The days a usage report covers, as days since 1970-01-01: `range`'s, or the last 30 days. */
+export function usageSpan (range: { from?: string, to?: string }, now: number): { from: number, to: number } {
   const today = Math.floor(now / DAY_MS)
   const to = range.to === undefined ? today : dayOf('to', range.to)
   const from = range.from === undefined ? to - DEFAULT_USAGE_DAYS + 1 : dayOf('from', range.from)
   if (from > to) throw new KeyRuleError('from', 'must not be after the last day')
   if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before the last day`)
-  if (await storage.getApiKey(id) === undefined) return undefined
-  const stored = new Map((await storage.usageOf(id, from, to)).map((row) => [row.day, row]))
+  return { from, to }
+}
+
+/** One row per day from `from` to `to`, zeros where nothing is stored, oldest first. */
+export function everyDay (from: number, to: number, stored: ReadonlyArray<{ day: number, admitted: number, refused: number }>): DayUsage[] {
+  const byDay = new Map(stored.map((row) => [row.day, row]))
   const days: DayUsage[] = []
   for (let day = from; day <= to; day++) {
-    const row = stored.get(day)
+    const row = byDay.get(day)
     days.push({ date: new Date(day * DAY_MS).toISOString().slice(0, 10), admitted: row?.admitted ?? 0, refused: row?.refused ?? 0 })
   }
   return days
@@ -219,7 +230,8 @@ function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number
   if (key.expiresAt !== null && !isWritableInstant(key.expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
 }
 
-function view (key: ApiKeyRecord, now: number): KeyView {
+/** A stored key as operators see it at `now`. */
+export function view (key: ApiKeyRecord, now: number): KeyView {
   const limits = limitsFor(key.plan, key)
   const overlap = key.revokedAt === null && key.previousTokenExpiresAt !== null && key.previousTokenExpiresAt > now ? key.previousTokenExpiresAt : null
   return {

@@ -7,11 +7,12 @@ import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import { Errors } from '../errors.js'
 import {
-  KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
+  KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
   DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery, parseDateTime
 } from '../schemas/key.js'
+import { searchKeys } from '../keys/overview.js'
 import { Type } from 'typebox'
 import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
@@ -29,7 +30,7 @@ const WITH_BODY = [...ALWAYS, 400, 413, 415]
 
 /** Relative to the listener, whose address the instance cannot know (plugins/admin-openapi.ts). */
 const NEXT_KEYS = {
-  Link: Type.String({ maxLength: 200, pattern: '^<[^<>\\s]+>; *rel="next"$', description: 'Present when more keys follow: `</admin/v1/keys?limit=…&cursor=…>; rel="next"`, the next page, relative to this listener.' })
+  Link: Type.String({ maxLength: 3000, pattern: '^<[^<>\\s]+>; *rel="next"$', description: 'Present when more keys follow: `</admin/v1/keys?limit=…&cursor=…>; rel="next"`, the next page, relative to this listener.' })
 }
 
 const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (app, { storage, environment, now }) => {
@@ -60,21 +61,21 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     schema: {
       operationId: 'listKeys',
       summary: 'List keys',
-      description: 'Every key, revoked and expired ones too, ordered by id. When more follow, the `Link` header has the URL of the next page.',
+      description: 'Every key, revoked and expired ones too, ordered by id, or by last use with `sort=lastUsed`; `q`, `state` and `plan` keep only the keys that match. When more follow, the `Link` header has the URL of the next page.',
       tags: ['keys'],
       querystring: ListKeysQuery,
       response: { 200: withHeaders(Keys, 'A page of keys.', { ...ADMIN_RATE_LIMIT_HEADERS, ...NEXT_KEYS }), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request, reply) => {
-    const limit = request.query.limit ?? DEFAULT_KEY_PAGE_SIZE
-    // One more than asked for tells whether another page follows.
-    const keys = await listKeys(storage, now(), { afterId: Number(request.query.cursor ?? 0), limit: limit + 1 })
-    const page = keys.slice(0, limit)
-    const last = page.at(-1)
-    if (keys.length > limit && last !== undefined) {
-      reply.header('link', `<${ADMIN_PREFIX}/keys?limit=${limit}&cursor=${last.id}>; rel="next"`)
+    const { limit = DEFAULT_KEY_PAGE_SIZE, cursor, q, state, plan, sort } = request.query
+    const { keys, next } = await asApiErrors(async () => await searchKeys(storage, now(), { limit, cursor, search: q, state, plan, sort }), 'query')
+    if (next !== undefined) {
+      const query = new URLSearchParams({ limit: String(limit) })
+      for (const [name, value] of Object.entries({ q, state, plan, sort })) if (value !== undefined) query.set(name, value)
+      query.set('cursor', next)
+      reply.header('link', `<${ADMIN_PREFIX}/keys?${query.toString()}>; rel="next"`)
     }
-    return page
+    return keys
   })
 
   app.get('/keys/:id', {
@@ -181,7 +182,7 @@ function instant (text: string): number {
 }
 
 /** The rules of keys/manage.ts, answered as the admin API's errors. */
-async function asApiErrors<T> (work: () => Promise<T>, part: 'body' | 'query' = 'body'): Promise<T> {
+export async function asApiErrors<T> (work: () => Promise<T>, part: 'body' | 'query' = 'body'): Promise<T> {
   try {
     return await work()
   } catch (error) {

@@ -28,8 +28,11 @@ function assets (): Map<string, Asset> {
   const installed = (name: string, path: string, type: string): [string, Asset] => [name, { type, body: readFileSync(path) }]
   return new Map([
     own('console.js', 'text/javascript; charset=utf-8'),
+    own('api.js', 'text/javascript; charset=utf-8'),
+    own('chart.js', 'text/javascript; charset=utf-8'),
     own('console.css', 'text/css; charset=utf-8'),
-    installed('uPlot.iife.min.js', resolve('uplot/dist/uPlot.iife.min.js'), 'text/javascript; charset=utf-8'),
+    // uPlot's ES module: the page's modules import it by this name.
+    installed('uPlot.esm.js', resolve('uplot/dist/uPlot.esm.js'), 'text/javascript; charset=utf-8'),
     installed('uPlot.min.css', resolve('uplot/dist/uPlot.min.css'), 'text/css; charset=utf-8')
   ])
 }

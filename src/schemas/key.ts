@@ -6,6 +6,7 @@ import { PLANS, SCOPES, type Scope } from '../domain.js'
 import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../keys/instant.js'
 import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS } from '../keys/manage.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'
+import { KEY_SORTS, KEY_STATES } from '../keys/overview.js'
 
 export const DEFAULT_KEY_PAGE_SIZE = 20
 const MAX_KEY_PAGE_SIZE = 100
@@ -144,7 +145,11 @@ export const KeyIdParams = Type.Object({
 
 export const ListKeysQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_KEY_PAGE_SIZE, format: 'int32', default: DEFAULT_KEY_PAGE_SIZE, description: 'Maximum number of keys to return.' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 16, pattern: '^[1-9][0-9]{0,15}$', description: 'Where the page starts: copy it from the `Link: rel="next"` URL of the previous page.' }))
+  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page starts, opaque: copy it from the `Link: rel="next"` URL of the previous page, which keeps the same `q`, `state`, `plan` and `sort`. A cursor this service did not make, or made for another `sort`, is refused (400).' })),
+  q: Type.Optional(Text({ maxLength: 200, description: 'Only keys whose name or token hint contains this text (case ignored), or whose id it is.' })),
+  state: Type.Optional(StringEnum(KEY_STATES, { description: 'Only keys in this state: `active`, `expired` (its `expiresAt` has passed) or `revoked`.' })),
+  plan: Type.Optional(StringEnum(PLANS, { description: 'Only keys on this plan.' })),
+  sort: Type.Optional(StringEnum(KEY_SORTS, { default: 'id', description: '`id`: oldest key first. `lastUsed`: the most recently used first, never-used keys last.' }))
 }, { additionalProperties: false })
 export type ListKeysQuery = Static<typeof ListKeysQuery>
 

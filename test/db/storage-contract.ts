@@ -371,6 +371,67 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.equal((await storage.getApiKey(unused.id))?.lastUsedAt, null)
     }))
 
+    it('When keys are searched, then text matches a name in any case, % and _ are text, state and plan filter, and pages by last use follow each other', () => withStorage(async (storage) => {
+      // Arrange: four keys named with a tag no other test uses; one revoked, one expired, two used.
+      const tag = uniqueTag()
+      const now = 1_000_000
+      const a = await storage.createApiKey(buildKeyRecord({ name: `${tag} Alpha`, plan: 'pro' }))
+      const b = await storage.createApiKey(buildKeyRecord({ name: `${tag} b%_b`, expiresAt: now - 1 }))
+      const c = await storage.createApiKey(buildKeyRecord({ name: `${tag} gamma` }))
+      const d = await storage.createApiKey(buildKeyRecord({ name: `${tag} delta` }))
+      await storage.revokeApiKey(c.id, now - 5)
+      await storage.addUsage([], new Map([[d.id, now - 10], [b.id, now - 20]]))
+      const search = async (more: Partial<Parameters<Storage['searchApiKeys']>[0]> = {}): Promise<number[]> =>
+        (await storage.searchApiKeys({ text: tag.toUpperCase(), sort: 'id', now, limit: 10, ...more })).map((key) => key.id)
+
+      // Act
+      const all = await search()
+      const literal = await search({ text: `${tag} b%_` })
+      const wildcard = await search({ text: `${tag} %a` })
+      const byId = await search({ text: String(a.id) })
+      const states = [await search({ state: 'active' }), await search({ state: 'expired' }), await search({ state: 'revoked' })]
+      const pro = await search({ plan: 'pro' })
+      const first = await storage.searchApiKeys({ text: tag, sort: 'lastUsed', now, limit: 3 })
+      const last = first.at(-1)
+      const rest = await search({ sort: 'lastUsed', after: { id: last?.id ?? 0, lastUsedAt: last?.lastUsedAt ?? null } })
+
+      // Assert
+      assert.deepEqual(all, [a.id, b.id, c.id, d.id])
+      assert.deepEqual(literal, [b.id])
+      assert.deepEqual(wildcard, [])
+      assert.ok(byId.includes(a.id))
+      assert.deepEqual(states, [[a.id, d.id], [b.id], [c.id]])
+      assert.deepEqual(pro, [a.id])
+      assert.deepEqual(first.map((key) => key.id), [d.id, b.id, a.id])
+      assert.deepEqual(rest, [c.id])
+    }))
+
+    it('When usage is summed over every key, then each day adds up every key\'s rows, the busiest keys come most first, and keys are counted by state and plan', () => withStorage(async (storage) => {
+      // Arrange: days no other test writes to.
+      const day = 40_000 + Math.floor(Math.random() * 10_000) * 3
+      const now = 9_000_000
+      const before = await storage.countApiKeys(now)
+      const one = await newApiKey(storage)
+      const two = await storage.createApiKey(buildKeyRecord({ plan: 'business' }))
+      await storage.addUsage([
+        { keyId: one.id, day, admitted: 3, refused: 1 },
+        { keyId: two.id, day, admitted: 10, refused: 0 },
+        { keyId: one.id, day: day + 2, admitted: 1, refused: 0 }
+      ], new Map())
+
+      // Act
+      const totals = await storage.usageTotals(day, day + 2)
+      const busiest = await storage.busiestKeys(day, 1)
+      const after = await storage.countApiKeys(now)
+
+      // Assert
+      assert.deepEqual(totals, [{ day, admitted: 13, refused: 1 }, { day: day + 2, admitted: 1, refused: 0 }])
+      assert.deepEqual(busiest.map((row) => [row.key.id, row.admitted, row.refused]), [[two.id, 10, 0]])
+      const count = (counts: typeof after, plan: string): number => counts.find((row) => row.state === 'active' && row.plan === plan)?.count ?? 0
+      assert.equal(count(after, 'free') - count(before, 'free'), 1)
+      assert.equal(count(after, 'business') - count(before, 'business'), 1)
+    }))
+
     it('When a secret is asked for twice, then it is the same 32 random bytes', () => withStorage(async (storage) => {
       const a = await storage.secret('cursor')
       const b = await storage.secret('cursor')

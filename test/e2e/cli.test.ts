@@ -402,6 +402,41 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
   })
 })
 
+describe('petstore keys list, searched and filtered', { timeout: 120_000 }, () => {
+  it('When `keys list` is given --search, --state, --plan and --sort, then it lists only the keys that match, in that order', async () => {
+    // Arrange
+    const filtered = makeTempDir()
+    const env = { DATABASE_URL: sqliteUrl(filtered) }
+    try {
+      const acme = await createKey(env, ['--plan', 'pro', '--name', 'Acme mobile'])
+      const web = await createKey(env, ['--plan', 'free', '--name', 'acme web'])
+      const other = await createKey(env, ['--plan', 'free', '--name', 'Globex'])
+      await runCliOk(['keys', 'revoke', String(web.id)], env)
+      const ids = async (args: string[]): Promise<number[]> =>
+        (JSON.parse((await runCliOk(['keys', 'list', ...args, '--json'], env)).stdout) as Array<{ id: number }>).map((key) => key.id)
+
+      // Act
+      const searched = await ids(['--search', 'ACME'])
+      const revoked = await ids(['--state', 'revoked'])
+      const freeActive = await ids(['--plan', 'free', '--state', 'active'])
+      const byUse = await ids(['--sort', 'lastUsed'])
+      const none = await runCliOk(['keys', 'list', '--search', 'nothing like it'], env)
+      const badState = await runCli(['keys', 'list', '--state', 'gone'], env)
+
+      // Assert
+      assert.deepEqual(searched, [acme.id, web.id])
+      assert.deepEqual(revoked, [web.id])
+      assert.deepEqual(freeActive, [other.id])
+      assert.deepEqual(byUse, [acme.id, web.id, other.id])
+      assert.equal(none.stdout, 'No API key matches.\n')
+      assert.equal(badState.code, 2, badState.stderr)
+      assert.match(badState.stderr, /^petstore: option '--state <state>' argument 'gone' is invalid\. Allowed choices are active, expired, revoked\./)
+    } finally {
+      removeTempDir(filtered)
+    }
+  })
+})
+
 describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }, () => {
   let dir = ''
   before(() => { dir = makeTempDir() })

@@ -8,7 +8,6 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { setTimeout as delay } from 'node:timers/promises'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import {
   PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type CreatedKey, type ServerProcess
@@ -24,7 +23,7 @@ const SCREENSHOT = join(PROJECT_ROOT, 'test-results', 'console.png')
 const ADMIN_TOKEN = 'console-test-admin-token-0123456789abcdef'
 /** The admin token as the page keeps it (console/console.js), read in the page (the test is compiled without the browser's types). */
 const STORED = 'sessionStorage.getItem(\'petstore-admin-token\')'
-/** The chart's line colours (console/console.js), as RGB. */
+/** The chart's line colours (console/chart.js), as RGB. */
 const ADMITTED_RGB = [64, 86, 161]
 const REFUSED_RGB = [161, 47, 47]
 
@@ -101,7 +100,19 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     return { page, problems, headers: response.headers() }
   }
 
-  /** Signs in with `token` and waits until every listed key has its totals and its chart. */
+  /** An admin API call with the admin token: its JSON body. */
+  async function adminApi<T> (method: string, path: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${adminOrigin}/admin/v1${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const text = await response.text()
+    assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`)
+    return JSON.parse(text) as T
+  }
+
+  /** Signs in with `token` and waits until the first view is drawn: the overview and a page of keys. */
   async function signIn (page: Page, token = ADMIN_TOKEN): Promise<void> {
     await page.locator('#admin-token').fill(token)
     await page.locator('#sign-in button[type=submit]').click()
@@ -109,18 +120,50 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await rendered(page)
   }
 
-  /** Waits until the page has drawn its keys: each one's totals and chart. */
+  /** Waits until the list view is drawn: the overview's totals and chart, and the table's rows. */
   async function rendered (page: Page): Promise<void> {
-    await page.locator('#keys article').first().waitFor()
-    await pollUntil(async () => await page.locator('#keys article').evaluateAll((cards) =>
-      cards.every((card) => card.querySelector('.totals[data-admitted]') !== null && card.querySelector('[data-usage] canvas') !== null))
-      ? true
-      : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'every key drawn' })
-    const ids = await page.locator('#keys article').evaluateAll((cards) => cards.map((card) => card.getAttribute('data-key')))
-    assert.deepEqual(ids, [...new Set(ids)], 'a key listed twice')
+    await page.locator('#overview-totals[data-admitted]').waitFor()
+    await page.locator('#overview-chart canvas').waitFor()
+    await page.locator('#keys tr').first().waitFor()
   }
 
-  const card = (page: Page, id: number): ReturnType<Page['locator']> => page.locator(`#keys article[data-key="${id}"]`)
+  /** Opens a key's page from the table (searching for it by id) and waits until its chart is drawn. */
+  async function openKey (page: Page, id: number): Promise<void> {
+    await page.locator('#search').fill(String(id))
+    await page.locator('#filters button[type=submit]').click()
+    await page.locator(`#keys tr[data-key="${id}"] a`).click()
+    await keyDrawn(page, id)
+  }
+
+  async function keyDrawn (page: Page, id: number): Promise<void> {
+    await page.locator(`#key[data-key="${id}"]`).waitFor()
+    await page.locator('#key-totals[data-admitted]').waitFor()
+    await page.locator('#key-chart canvas').waitFor()
+  }
+
+  /** Pixels of each line's colour on a chart's canvas. */
+  async function linePixels (page: Page, selector: string): Promise<{ width: number, height: number, counts: number[] }> {
+    return await page.locator(selector).evaluate((canvas, colours) => {
+      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height)
+      const near = (i: number, rgb: number[]): boolean => rgb.every((value, c) => Math.abs((data[i + c] ?? 0) - value) < 24) && (data[i + 3] ?? 0) > 200
+      const counts = colours.map((rgb) => {
+        let count = 0
+        for (let i = 0; i < data.length; i += 4) if (near(i, rgb)) count++
+        return count
+      })
+      return { width: canvas.width, height: canvas.height, counts }
+    }, [ADMITTED_RGB, REFUSED_RGB])
+  }
+
+  /** The admin API requests a tab makes from opening the console to its first view drawn. */
+  async function firstViewRequests (label: string): Promise<string[]> {
+    const { page } = await openConsole(label)
+    const calls: string[] = []
+    page.on('request', (request) => { if (request.url().includes('/admin/v1/')) calls.push(request.url().replace(adminOrigin, '')) })
+    await signIn(page)
+    await page.close()
+    return calls
+  }
 
   before(async () => {
     dir = makeTempDir()
@@ -156,7 +199,21 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     removeTempDir(dir)
   })
 
-  it('When the operator signs in, then a key that made requests shows its admitted and refused totals and a drawn chart', async () => {
+  it('When there are 300 keys rather than 3, then the first view makes the same admin API requests: two, whatever the number of keys', async () => {
+    // Arrange: the first test, so that there are 3 keys, fewer than a page holds.
+    for (let i = 0; i < 3; i++) await adminApi('POST', '/keys', { plan: 'free', name: `bulk ${i}` })
+    const before = await firstViewRequests('first view, 3 keys')
+    for (let i = 3; i < 300; i++) await adminApi('POST', '/keys', { plan: 'free', name: `bulk ${i}` })
+
+    // Act
+    const after = await firstViewRequests('first view, 300 keys')
+
+    // Assert
+    assert.deepEqual(after, before)
+    assert.equal(before.length, 2, before.join('\n'))
+  })
+
+  it('When the operator signs in, then the overview shows every key\'s totals and chart, the busiest key today and the counts; the key\'s page shows its own', async () => {
     // Arrange: a key with 3 requests a minute, sent 8 requests; what the service answered is what must show.
     const key = await createKey(env, ['--plan', 'enterprise', '--name', 'mobile app', '--per-minute', '3', '--per-day', '1000'])
     const statuses: number[] = []
@@ -171,59 +228,64 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     }, { ms: CHANGE_TIMEOUT_MS, every: 100, what: 'the usage to be written' })
 
     // Act
-    const { page, headers } = await openConsole('chart')
+    const { page, headers } = await openConsole('overview')
     await signIn(page)
 
     // Assert
     assert.match(headers['content-security-policy'] ?? '', /default-src 'none'/)
     assert.match(headers['content-security-policy'] ?? '', /script-src 'self'/)
-    const shown = card(page, key.id)
-    assert.equal(await shown.locator('[data-state]').getAttribute('data-state'), 'active')
-    assert.match(await shown.locator('h3').innerText(), /mobile app/)
-    const totals = shown.locator('.totals')
+    const totals = page.locator('#overview-totals')
     assert.equal(await totals.getAttribute('data-admitted'), String(admitted))
     assert.equal(await totals.getAttribute('data-refused'), String(refused))
     assert.equal(await totals.innerText(), `Last 30 days: ${admitted} admitted, ${refused} refused.`)
-    // Drawn: both series' lines have pixels of their own colour on the canvas.
-    const pixels = await shown.locator('[data-usage] canvas').evaluate((canvas, colours) => {
-      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height)
-      const near = (i: number, rgb: number[]): boolean => rgb.every((value, c) => Math.abs((data[i + c] ?? 0) - value) < 24) && (data[i + 3] ?? 0) > 200
-      const counts = colours.map((rgb) => {
-        let count = 0
-        for (let i = 0; i < data.length; i += 4) if (near(i, rgb)) count++
-        return count
-      })
-      return { width: canvas.width, height: canvas.height, counts }
-    }, [ADMITTED_RGB, REFUSED_RGB])
-    assert.ok(pixels.width > 0 && pixels.height > 0, JSON.stringify(pixels))
-    assert.ok(pixels.counts.every((count: number) => count > 20), `pixels of each line's colour: ${JSON.stringify(pixels)}`)
+    const overviewPixels = await linePixels(page, '#overview-chart canvas')
+    assert.ok(overviewPixels.counts.every((count) => count > 20), `pixels of each line's colour: ${JSON.stringify(overviewPixels)}`)
+    assert.equal(await page.locator('#busiest tr').first().getAttribute('data-key'), String(key.id))
+    const { keys } = await adminApi<{ keys: { byState: { active: number }, byPlan: { enterprise: number } } }>('GET', '/overview')
+    assert.equal(await page.locator('[data-state-count="active"]').innerText(), String(keys.byState.active))
+    assert.equal(await page.locator('[data-plan-count="enterprise"]').innerText(), String(keys.byPlan.enterprise))
+    assert.equal(keys.byPlan.enterprise, 1)
+    // No legend: nothing on the page reads `--`.
+    assert.ok(!(await page.locator('body').innerText()).includes('--'), 'the page shows --')
+    // Plans come from the API: the create form offers exactly the plans the overview names.
+    assert.deepEqual(await page.locator('#new-plan option').evaluateAll((options) => options.map((option) => option.textContent)), ['free', 'pro', 'business', 'enterprise'])
+
+    await page.locator(`#busiest tr[data-key="${key.id}"] a`).click()
+    await keyDrawn(page, key.id)
+    assert.equal(await page.locator('#key-totals').getAttribute('data-admitted'), String(admitted))
+    assert.equal(await page.locator('#key-totals').getAttribute('data-refused'), String(refused))
+    assert.match(await page.locator('#key-title').innerText(), /mobile app/)
+    assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'active')
+    const keyPixels = await linePixels(page, '#key-chart canvas')
+    assert.ok(keyPixels.counts.every((count) => count > 20), `pixels of each line's colour: ${JSON.stringify(keyPixels)}`)
+    assert.ok(!(await page.locator('body').innerText()).includes('--'), 'the key page shows --')
     // The token is in this tab's session storage, and nowhere that outlives it.
     assert.deepEqual(await page.evaluate(`({ session: ${STORED}, local: localStorage.length, cookie: document.cookie })`),
       { session: ADMIN_TOKEN, local: 0, cookie: '' })
     await page.close()
   })
 
-  it('When a key is created in the form, then the token shown once works on the public port, and Done takes it off the page', async () => {
+  it('When a key is created in the form, then its page opens with the token shown once, which works on the public port, and Done takes it off the page', async () => {
     // Arrange
     const { page } = await openConsole('create')
     await signIn(page)
 
     // Act
+    await page.locator('#create-panel summary').click()
     await page.locator('#new-name').fill('partner portal')
     await page.locator('#new-plan').selectOption('free')
     await page.locator('#create button[type=submit]').click()
     const value = page.locator('#new-token-value')
     await value.waitFor({ state: 'visible' })
     const token = (await value.innerText()).trim()
-    await rendered(page)
 
     // Assert
     assert.match(token, /^pet_live_\S+$/)
     const id = Number(/key (\d+)/.exec(await page.locator('#new-token-title').innerText())?.[1])
-    const shown = card(page, id)
-    assert.match(await shown.locator('h3').innerText(), /partner portal/)
-    assert.equal(await shown.locator('[data-state]').getAttribute('data-state'), 'active')
-    assert.ok((await shown.innerText()).includes(token.slice(-4)), 'the token hint ends as the token does')
+    await keyDrawn(page, id)
+    assert.match(await page.locator('#key-title').innerText(), /partner portal/)
+    assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'active')
+    assert.ok((await page.locator('[data-fact="token"]').innerText()).endsWith(token.slice(-4)), 'the token hint ends as the token does')
     await waitForStatus(token, 200, 'the new key')
     await page.locator('#new-token-done').click()
     await page.locator('#new-token').waitFor({ state: 'hidden' })
@@ -231,96 +293,177 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await page.close()
   })
 
-  it('When a key is rolled with no overlap, then the new token shown works and the old one gets 401', async () => {
+  it('When the list is searched, filtered and paged, then it shows the keys the admin API finds, a page at a time', async () => {
+    // Arrange: 30 keys named alike, one of them revoked.
+    const made: Array<{ id: number }> = []
+    for (let i = 0; i < 30; i++) made.push(await adminApi('POST', '/keys', { plan: 'pro', name: `paged partner ${i}` }))
+    const revoked = made[7]?.id ?? 0
+    await adminApi('DELETE', `/keys/${revoked}`)
+    const { page } = await openConsole('search')
+    await signIn(page)
+    const shown = async (): Promise<string[]> => await page.locator('#keys tr[data-key]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-key') ?? ''))
+
+    // Act: search, then the next page, then back.
+    await page.locator('#search').fill('PAGED PARTNER')
+    await page.locator('#filters button[type=submit]').click()
+    await pollUntil(async () => (await shown()).length === 25 && (await shown())[0] === String(made[0]?.id) ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the first page of the search' })
+    const first = await shown()
+    await page.locator('#next').click()
+    await pollUntil(async () => (await shown()).length === 5 ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the second page' })
+    const second = await shown()
+    await page.locator('#prev').click()
+    await pollUntil(async () => (await shown())[0] === first[0] ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the first page again' })
+    await page.locator('#filter-state').selectOption('revoked')
+    await pollUntil(async () => (await shown()).length === 1 ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the revoked keys' })
+    const revokedShown = await shown()
+
+    // Assert
+    assert.deepEqual([...first, ...second], made.map((key) => String(key.id)))
+    assert.equal(await page.locator('#next').isDisabled(), true)
+    assert.deepEqual(revokedShown, [String(revoked)])
+    await page.close()
+  })
+
+  it('When a key is changed on its page, then the admin API has the new name, plan, limits, scopes and expiry', async () => {
+    // Arrange
+    const key = await createKey(env, ['--plan', 'free', '--name', 'intern tool'])
+    const { page } = await openConsole('edit')
+    await signIn(page)
+    await openKey(page, key.id)
+    const expires = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 16)
+
+    // Act
+    await page.locator('#edit-name').fill('reporting tool')
+    await page.locator('#edit-plan').selectOption('business')
+    await page.locator('#edit-per-minute').fill('77')
+    await page.locator('#edit-scopes [data-scope="pets:write"]').uncheck()
+    await page.locator('#edit-expires').fill(expires)
+    await page.locator('#edit button[type=submit]').click()
+    await pollUntil(async () => (await page.locator('#edit-ok').innerText()).startsWith('Saved') ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the change saved' })
+
+    // Assert
+    const changed = await adminApi<{ name: string, plan: string, perMinute: number, perDay: number, scopes: string[], expiresAt: string | null }>('GET', `/keys/${key.id}`)
+    assert.deepEqual({ ...changed, expiresAt: changed.expiresAt?.slice(0, 16) }, {
+      ...changed, name: 'reporting tool', plan: 'business', perMinute: 77, perDay: 100_000, scopes: ['pets:read'], expiresAt: expires
+    })
+    assert.match(await page.locator('#key-title').innerText(), /reporting tool/)
+    await page.close()
+  })
+
+  it('When a key is rolled, then the dialog names the overlap, a day unless changed; confirmed, the new token is shown once and both tokens work', async () => {
     // Arrange
     const key = await createKey(env, ['--plan', 'pro', '--name', 'nightly sync'])
     await waitForStatus(key.token, 200, 'the key before the roll')
     const { page } = await openConsole('roll')
     await signIn(page)
+    await openKey(page, key.id)
 
-    // Act
-    await card(page, key.id).locator('.actions select').selectOption('0')
-    await page.locator(`[data-roll="${key.id}"]`).click()
+    // Act: opened and cancelled, then opened and confirmed with the overlap offered.
+    await page.locator('#roll').click()
+    await page.locator('#roll-dialog').waitFor({ state: 'visible' })
+    const offered = await page.locator('#roll-overlap').inputValue()
+    const summary = await page.locator('#roll-summary').innerText()
+    await page.locator('#roll-cancel').click()
+    await page.locator('#roll-dialog').waitFor({ state: 'hidden' })
+    const afterCancel = await adminApi<{ tokenHint: string }>('GET', `/keys/${key.id}`)
+    await page.locator('#roll').click()
+    await page.locator('#roll-confirm').click()
     const value = page.locator('#new-token-value')
     await value.waitFor({ state: 'visible' })
     const token = (await value.innerText()).trim()
-    await rendered(page)
 
     // Assert
+    assert.equal(offered, '86400')
+    assert.match(summary, /keeps working for 1 day, until \d{4}-\d\d-\d\d \d\d:\d\d UTC/)
+    assert.ok(summary.includes(afterCancel.tokenHint), summary)
+    assert.ok(key.token.endsWith(afterCancel.tokenHint.slice(-4)), 'cancelled, the key kept its token')
     assert.match(token, /^pet_live_\S+$/)
-    assert.notEqual(token, key.token)
     assert.match(await page.locator('#new-token-title').innerText(), new RegExp(`key ${key.id}\\b`))
-    assert.ok((await card(page, key.id).innerText()).includes(token.slice(-4)), 'the token hint is the new token\'s')
+    await pollUntil(async () => (await page.locator('[data-fact="token"]').innerText()).endsWith(token.slice(-4)) ? true : undefined,
+      { ms: STEP_TIMEOUT_MS, every: 50, what: 'the new token hint' })
+    assert.match(await page.locator('[data-fact="previous token until"]').innerText(), /UTC$/)
     await waitForStatus(token, 200, 'the new token')
-    await waitForStatus(key.token, 401, 'the old token')
+    assert.equal(await publicStatus(key.token), 200, 'the old token works during the overlap')
     await page.close()
   })
 
-  it('When a key is revoked and the dialog is accepted, then its token gets 401 and the page shows it revoked; dismissed, nothing changes', async (t: TestContext) => {
+  it('When a key has expired, then its page offers no roll', async () => {
+    // Arrange
+    const key = await adminApi<{ id: number }>('POST', '/keys', { plan: 'free', name: 'short lived', expiresAt: new Date(Date.now() + 1_500).toISOString() })
+    await pollUntil(async () => Date.now() > Date.parse((await adminApi<{ expiresAt: string }>('GET', `/keys/${key.id}`)).expiresAt) ? true : undefined,
+      { ms: CHANGE_TIMEOUT_MS, every: 100, what: 'the key to expire' })
+    const { page } = await openConsole('expired')
+    await signIn(page)
+
+    // Act
+    await openKey(page, key.id)
+
+    // Assert
+    assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'expired')
+    assert.equal(await page.locator('#roll').isHidden(), true)
+    assert.equal(await page.locator('#revoke').isHidden(), false)
+    await page.close()
+  })
+
+  it('When a key is revoked and the dialog is confirmed, then its token gets 401 and the page shows it revoked; cancelled, nothing changes', async (t: TestContext) => {
     // Arrange
     const key: CreatedKey = await createKey(env, ['--plan', 'free', '--name', 'old web shop'])
     await waitForStatus(key.token, 200, 'the key before the revoke')
     const { page } = await openConsole('revoke')
     await signIn(page)
-    const dialogs: string[] = []
+    await openKey(page, key.id)
     try {
-      // Act: dismissed first, then accepted.
-      page.once('dialog', async (dialog) => { dialogs.push(dialog.message()); await dialog.dismiss() })
-      await page.locator(`[data-revoke="${key.id}"]`).click()
-      await pollUntil(async () => dialogs.length === 1 ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the first dialog' })
-      await rendered(page)
-      assert.equal(await card(page, key.id).locator('[data-state]').getAttribute('data-state'), 'active')
+      // Act: cancelled first, then confirmed.
+      await page.locator('#revoke').click()
+      const title = await page.locator('#revoke-title').innerText()
+      await page.locator('#revoke-cancel').click()
+      await page.locator('#revoke-dialog').waitFor({ state: 'hidden' })
       assert.equal(await publicStatus(key.token), 200)
+      assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'active')
 
-      page.once('dialog', async (dialog) => { dialogs.push(dialog.message()); await dialog.accept() })
-      await page.locator(`[data-revoke="${key.id}"]`).click()
-      await card(page, key.id).locator('[data-state="revoked"]').waitFor()
-      await rendered(page)
+      await page.locator('#revoke').click()
+      await page.locator('#revoke-confirm').click()
+      await page.locator('#key-state[data-state="revoked"]').waitFor()
 
       // Assert
-      assert.equal(dialogs.length, 2)
-      assert.match(dialogs[1] ?? '', new RegExp(`Revoke key ${key.id} \\(old web shop\\)`))
-      const shown = card(page, key.id)
-      assert.equal(await shown.locator('[data-state]').innerText(), 'revoked')
-      assert.equal(await shown.locator('[data-revoke], [data-roll]').count(), 0, 'a revoked key offers no roll or revoke')
+      assert.match(title, new RegExp(`Revoke key ${key.id} \\(old web shop\\)`))
+      assert.equal(await page.locator('#roll').isHidden(), true, 'a revoked key offers no roll')
+      assert.equal(await page.locator('#revoke').isHidden(), true, 'a revoked key offers no revoke')
+      assert.equal(await page.locator('#edit button[type=submit]').isDisabled(), true, 'a revoked key cannot be changed')
       await waitForStatus(key.token, 401, 'the revoked key')
     } finally {
       // Saved on a failure too: the page as it stood is the first thing to look at.
       mkdirSync(join(PROJECT_ROOT, 'test-results'), { recursive: true })
+      await page.goto(`${adminOrigin}/admin/#/`)
+      await rendered(page)
       await page.screenshot({ path: SCREENSHOT, fullPage: true })
       t.diagnostic(`screenshot: ${SCREENSHOT}`)
       await page.close()
     }
   })
 
-  it('When a key is created while the list is still being drawn, then every key is listed once (regression: an action during a drawing listed keys twice)', async () => {
-    // Arrange: each key's usage answers late, so that drawing the list takes a while.
-    const { page } = await openConsole('create while drawing')
-    await page.route('**/admin/v1/keys/*/usage?*', async (route) => {
-      await delay(300)
-      await route.continue()
-    })
-    await page.locator('#admin-token').fill(ADMIN_TOKEN)
-    await page.locator('#sign-in button[type=submit]').click()
-    await page.locator('#keys article').first().waitFor()
-    const before = await page.locator('#keys article').count()
+  it('When the page is reloaded on a key\'s page with the token in the tab, then that key\'s page is drawn again, its form showing the key as it is, asking the overview and the key together', async () => {
+    // Arrange
+    const key = await createKey(env, ['--plan', 'pro', '--name', 'reloaded', '--scopes', 'pets:read'])
+    const { page } = await openConsole('reload')
+    await signIn(page)
+    await openKey(page, key.id)
+    const calls: string[] = []
+    page.on('request', (request) => { if (request.url().includes('/admin/v1/')) calls.push(request.url().replace(adminOrigin, '')) })
 
-    // Act: while the first drawing is under way.
-    await page.locator('#new-name').fill('impatient')
-    await page.locator('#create button[type=submit]').click()
-    await page.locator('#new-token-value').waitFor({ state: 'visible' })
-    const id = Number(/key (\d+)/.exec(await page.locator('#new-token-title').innerText())?.[1])
-    await card(page, id).locator('.totals[data-admitted]').waitFor()
-    await rendered(page)
-    // Long enough for the first drawing, had it gone on, to have added its cards.
-    await delay(1_000)
+    // Act
+    await page.reload()
+    await keyDrawn(page, key.id)
 
     // Assert
-    assert.ok(before < 4, `the first drawing had already listed ${before} keys: the race was not set up`)
-    const ids = await page.locator('#keys article').evaluateAll((cards) => cards.map((card) => card.getAttribute('data-key')))
-    assert.deepEqual(ids, [...new Set(ids)], `a key listed twice: ${ids.join(' ')}`)
-    assert.equal(ids[0], String(id))
-    await page.unrouteAll({ behavior: 'ignoreErrors' })
+    assert.deepEqual([...calls].sort(), ['/admin/v1/keys/' + key.id, `/admin/v1/keys/${key.id}/usage`, '/admin/v1/overview'].sort())
+    assert.equal(await page.locator('#list-view').isHidden(), true)
+    assert.match(await page.locator('#key-title').innerText(), /reloaded/)
+    // The form shows the key as it is, though the plans and scopes it offers came after the key.
+    await pollUntil(async () => await page.locator('#edit-scopes [data-scope]').count() === 2 ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the scopes offered' })
+    assert.equal(await page.locator('#edit-plan').inputValue(), 'pro')
+    assert.deepEqual(await page.locator('#edit-scopes [data-scope]').evaluateAll((boxes) => boxes.map((box) => [box.getAttribute('value'), (box as unknown as { checked: boolean }).checked])),
+      [['pets:read', true], ['pets:write', false]])
     await page.close()
   })
 
@@ -356,12 +499,12 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await pollUntil(async () => (await error.innerText()) !== '' ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the sign-in error' })
     assert.equal(await error.innerText(), 'That is not the admin token.')
     assert.equal(await page.locator('#keys-view').isHidden(), true)
-    assert.equal(await page.locator('#keys article').count(), 0)
+    assert.equal(await page.locator('#keys tr[data-key]').count(), 0)
     assert.equal(await page.evaluate('sessionStorage.length'), 0)
     // The refusal itself, and Chromium's line about it, are the only problems this page had.
     assert.deepEqual([...problems].sort(), [
       'console: Failed to load resource: the server responded with a status of 401 (Unauthorized)',
-      `HTTP 401: ${adminOrigin}/admin/v1/keys?limit=1`
+      `HTTP 401: ${adminOrigin}/admin/v1/overview`
     ].sort())
     problems.length = 0
     await page.close()
@@ -369,7 +512,7 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
 
   it('When the console has been used, then it logged no error or CSP violation, failed no load, and requested nothing but the admin listener', () => {
     // Assert
-    assert.ok(requested.some((url) => url === `${adminOrigin}/admin/console/uPlot.iife.min.js`), requested.join('\n'))
+    assert.ok(requested.some((url) => url === `${adminOrigin}/admin/console/uPlot.esm.js`), requested.join('\n'))
     assert.deepEqual(Object.fromEntries([...problemsByPage].filter(([, problems]) => problems.length > 0)), {})
     assert.deepEqual(requested.filter((url) => !url.startsWith(`${adminOrigin}/`) && !url.startsWith('data:')), [])
   })

@@ -1,0 +1,46 @@
+// The admin API's views of every key at once (README: The console): the
+// overview the operator console opens on, and every key's requests per
+// day. A fixed number of queries each, however many keys there are.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { Storage } from '../db/storage.js'
+import { overview, totalUsage } from '../keys/overview.js'
+import { KeyUsageDays, UsageQuery } from '../schemas/key.js'
+import { Overview } from '../schemas/overview.js'
+import { errorResponses, withHeaders } from '../schemas/responses.js'
+import { asApiErrors } from './admin-keys.js'
+
+interface AdminOverviewRoutesOptions {
+  storage: Storage
+  now: () => number
+}
+
+/** As every admin operation (routes/admin-keys.ts): no or a wrong token, an unmet Expect, too many wrong tokens, faults. */
+const ALWAYS = [401, 417, 429, 500, 503]
+
+const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions> = async (app, { storage, now }) => {
+  app.get('/overview', {
+    schema: {
+      operationId: 'getOverview',
+      summary: 'Every key at a glance',
+      description: 'Every key\'s requests per UTC day over the last 30 days, the 10 busiest keys today, how many keys there are by state and plan, and what a key may be given (plans and their limits, scopes, roll overlaps). Counts are written by each instance at least every 10 seconds.',
+      tags: ['keys'],
+      // It takes no parameters: one sent is refused (400), as on every operation.
+      querystring: Type.Object({}, { additionalProperties: false }),
+      response: { 200: withHeaders(Overview, 'Every key at a glance.', {}), ...errorResponses([...ALWAYS, 400], {}, 'admin') }
+    }
+  }, async () => await overview(storage, now()))
+
+  app.get('/usage', {
+    schema: {
+      operationId: 'getUsage',
+      summary: 'Every key\'s requests per day',
+      description: 'The requests of every key added up per UTC day, from `from` to `to`, both included (default: the last 30 days), one row per day, zeros included, oldest first.',
+      tags: ['keys'],
+      querystring: UsageQuery,
+      response: { 200: withHeaders(KeyUsageDays, 'Every key\'s requests per day.', {}), ...errorResponses([...ALWAYS, 400], {}, 'admin') }
+    }
+  }, async (request) => await asApiErrors(async () => await totalUsage(storage, request.query, now()), 'query'))
+}
+
+export default adminOverviewRoutes
