@@ -133,15 +133,17 @@ async function showPage (path) {
   if (drawing !== drawings.list) return
   const next = nextPath(link)
   $('keys').replaceChildren(...(keys.length === 0
-    ? [element('tr', {}, [element('td', { text: 'No key matches.', attributes: { colspan: '7' } })])]
+    ? [element('tr', {}, [element('td', { text: 'No key matches.', attributes: { colspan: '9' } })])]
     : keys.map((key) => {
       const state = stateOf(key)
       return element('tr', { attributes: { 'data-key': String(key.id) } }, [
         element('td', { text: String(key.id) }),
         element('td', {}, [element('a', { text: nameOf(key), attributes: { href: `#/keys/${key.id}` } })]),
         element('td', { text: key.plan }),
+        element('td', { text: key.scopes.join(' ') }),
         element('td', { text: key.tokenHint, className: 'hint' }),
         element('td', { text: state, className: `state-${state}`, attributes: { 'data-state': state } }),
+        element('td', { text: day(key.createdAt) }),
         element('td', { text: key.expiresAt === null ? 'never' : day(key.expiresAt) }),
         element('td', { text: day(key.lastUsedAt) })
       ])

@@ -19,7 +19,7 @@ const DAY_MS = 86_400_000
 /** The overlap the console offers first when rolling: a day, time enough to deploy the new token. */
 const DEFAULT_OVERLAP_SECONDS = 86_400
 /** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
-const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
+export const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
 
 export interface KeyQuery {
   /** A substring of the name or token hint, case ignored, or a key's id. */

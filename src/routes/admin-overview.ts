@@ -7,16 +7,13 @@ import type { Storage } from '../db/storage.js'
 import { overview, totalUsage } from '../keys/overview.js'
 import { KeyUsageDays, UsageQuery } from '../schemas/key.js'
 import { Overview } from '../schemas/overview.js'
-import { errorResponses, withHeaders } from '../schemas/responses.js'
-import { asApiErrors } from './admin-keys.js'
+import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
+import { ALWAYS, asApiErrors } from './admin-keys.js'
 
 interface AdminOverviewRoutesOptions {
   storage: Storage
   now: () => number
 }
-
-/** As every admin operation (routes/admin-keys.ts): no or a wrong token, an unmet Expect, too many wrong tokens, faults. */
-const ALWAYS = [401, 417, 429, 500, 503]
 
 const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions> = async (app, { storage, now }) => {
   app.get('/overview', {
@@ -27,7 +24,7 @@ const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions>
       tags: ['keys'],
       // It takes no parameters: one sent is refused (400), as on every operation.
       querystring: Type.Object({}, { additionalProperties: false }),
-      response: { 200: withHeaders(Overview, 'Every key at a glance.', {}), ...errorResponses([...ALWAYS, 400], {}, 'admin') }
+      response: { 200: withHeaders(Overview, 'Every key at a glance.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async () => await overview(storage, now()))
 
@@ -38,7 +35,7 @@ const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions>
       description: 'The requests of every key added up per UTC day, from `from` to `to`, both included (default: the last 30 days), one row per day, zeros included, oldest first.',
       tags: ['keys'],
       querystring: UsageQuery,
-      response: { 200: withHeaders(KeyUsageDays, 'Every key\'s requests per day.', {}), ...errorResponses([...ALWAYS, 400], {}, 'admin') }
+      response: { 200: withHeaders(KeyUsageDays, 'Every key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => await asApiErrors(async () => await totalUsage(storage, request.query, now()), 'query'))
 }

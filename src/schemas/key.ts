@@ -11,7 +11,7 @@ import { KEY_SORTS, KEY_STATES } from '../keys/overview.js'
 export const DEFAULT_KEY_PAGE_SIZE = 20
 const MAX_KEY_PAGE_SIZE = 100
 /** As `petstore keys create --per-minute/--per-day`: up to ten digits. */
-const MAX_LIMIT = 9_999_999_999
+export const MAX_LIMIT = 9_999_999_999
 /** Ids fit in a JavaScript number: keys are made one by one by operators. */
 const MAX_KEY_ID = Number.MAX_SAFE_INTEGER
 

@@ -3,13 +3,13 @@
 // where its one operation uses it in the admin OpenAPI document.
 import { Type } from 'typebox'
 import { PLANS, SCOPES } from '../domain.js'
-import { KEY_STATES } from '../keys/overview.js'
+import { KEY_STATES, SUGGESTED_OVERLAPS } from '../keys/overview.js'
 import { MAX_OVERLAP_SECONDS } from '../keys/manage.js'
-import { Key } from './key.js'
+import { Key, MAX_LIMIT } from './key.js'
 import { StringEnum } from './kinds.js'
 
 const COUNT = (description: string) => Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, format: 'int64', description })
-const LIMIT = (description: string) => Type.Union([Type.Integer({ minimum: 1, format: 'int64' }), Type.Null()], { description })
+const LIMIT = (description: string) => Type.Union([Type.Integer({ minimum: 1, maximum: MAX_LIMIT, format: 'int64' }), Type.Null()], { description })
 const OVERLAP = (description: string) => Type.Integer({ minimum: 0, maximum: MAX_OVERLAP_SECONDS, format: 'int32', description })
 
 const Day = Type.Object({
@@ -40,12 +40,12 @@ export const Overview = Type.Object({
       plan: StringEnum(PLANS, { description: 'A plan.' }),
       perMinute: LIMIT('The plan\'s requests per minute; null: set on each key (`enterprise`).'),
       perDay: LIMIT('The plan\'s requests per UTC day; null: set on each key (`enterprise`).')
-    }, { additionalProperties: false }), { description: 'The plans a key may have, and their limits.' }),
-    scopes: Type.Array(StringEnum(SCOPES), { description: 'The scopes a key may have.' }),
+    }, { additionalProperties: false }), { maxItems: PLANS.length, description: 'The plans a key may have, and their limits.' }),
+    scopes: Type.Array(StringEnum(SCOPES), { maxItems: SCOPES.length, description: 'The scopes a key may have.' }),
     overlap: Type.Object({
       maxSeconds: OVERLAP('The longest overlap a roll may give the current token.'),
       defaultSeconds: OVERLAP('The overlap a person is offered first when rolling a key.'),
-      suggestedSeconds: Type.Array(OVERLAP('An overlap.'), { description: 'Overlaps worth offering, 0 (the current token stops at once) among them.' })
+      suggestedSeconds: Type.Array(OVERLAP('An overlap.'), { maxItems: SUGGESTED_OVERLAPS.length, description: 'Overlaps worth offering, 0 (the current token stops at once) among them.' })
     }, { additionalProperties: false, description: 'How long a roll may let the current token keep working (`POST /keys/{id}/roll`).' })
   }, { additionalProperties: false, description: 'What a key may be given, for forms to offer.' })
 }, { additionalProperties: false, title: 'Overview', description: 'Every key at a glance: requests per day, the busiest keys today, keys by state and plan, and what a key may be given.' })

@@ -316,9 +316,15 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await page.locator('#filter-state').selectOption('revoked')
     await pollUntil(async () => (await shown()).length === 1 ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the revoked keys' })
     const revokedShown = await shown()
+    const revokedRow = await page.locator(`#keys tr[data-key="${revoked}"] td`).allTextContents()
 
     // Assert
     assert.deepEqual([...first, ...second], made.map((key) => String(key.id)))
+    // Each row shows what an operator tells keys apart by: name, plan, scopes, token hint, state, created, expires, last use.
+    assert.deepEqual(revokedRow.slice(1, 6), ['paged partner 7', 'pro', 'pets:read pets:write', revokedRow[4], 'revoked'])
+    assert.match(revokedRow[4] ?? '', /^pet_live_…[0-9A-Za-z]{4}$/)
+    assert.match(revokedRow[6] ?? '', /^\d{4}-\d{2}-\d{2}$/)
+    assert.deepEqual(revokedRow.slice(7), ['never', '—'])
     assert.equal(await page.locator('#next').isDisabled(), true)
     assert.deepEqual(revokedShown, [String(revoked)])
     await page.close()
