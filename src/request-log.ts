@@ -24,8 +24,7 @@ import { traceIdOf } from './tracing/hooks.js'
  * written, then decoded both ways.
  */
 function holdsSecret (text: string, secrets: readonly string[]): boolean {
-  const plain = percentDecoded(text)
-  return findTokens(text).length > 0 || secrets.some((secret) => plain.includes(secret)) || encodedSecret(plain, secrets)
+  return findTokens(text).length > 0 || partHoldsSecret(percentDecoded(text), secrets)
 }
 
 /**

@@ -42,6 +42,16 @@ export interface Identify {
 export const BEARER = /^Bearer(?: +([^ ].*)?)?$/i
 const TOKEN = /^[^ ]+$/
 
+/** How many Authorization headers a request carries: Node keeps only the first. Read by the gate and the admin listener alike. */
+export function authorizationHeaders (raw: readonly string[]): number {
+  let count = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++
+  }
+  return count
+}
+
 /** Reads an Authorization header as far as can be done without a lookup. */
 function readToken (header: string | undefined, environment: Environment, headers = header === undefined ? 0 : 1): TokenHash | ApiError {
   // Node keeps the first of two Authorization headers: which one the

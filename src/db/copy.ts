@@ -8,6 +8,7 @@ import { closeSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type pg from 'pg'
 import { migratePostgres } from './postgres-schema.js'
+import { int8AsBigInt } from './rows.js'
 import { Database } from './sqlite-driver.js'
 import { sqlitePath } from './sqlite.js'
 import { migrateSqlite } from './sqlite-schema.js'
@@ -220,8 +221,6 @@ function sqliteTarget (url: string): Target {
 // ---------------------------------------------------------------------------
 // PostgreSQL
 
-const INT8_OID = 20
-
 async function postgresClient (url: string): Promise<pg.Client> {
   // Loaded only when a side is PostgreSQL, as the service loads it (db/open.ts).
   const { default: pgModule } = await import('pg')
@@ -230,8 +229,7 @@ async function postgresClient (url: string): Promise<pg.Client> {
     connectionTimeoutMillis: 10_000,
     options: '-c synchronous_commit=on',
     types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? BigInt : pgModule.types.getTypeParser(oid, format)) as typeof pgModule.types.getTypeParser
+      getTypeParser: int8AsBigInt(pgModule.types)
     }
   })
   await client.connect()

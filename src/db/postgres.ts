@@ -24,7 +24,7 @@ import type {
 } from './storage.js'
 import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
 import { keySearchSql, stateSql } from './key-search.js'
-import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -37,7 +37,6 @@ const DEFAULT_TIMEOUT_MS = 5000
 const DEFAULT_POOL_SIZE = 10
 /** Rows in one multi-row INSERT; a larger group is split. */
 const MAX_GROUP = 1000
-const INT8_OID = 20
 
 interface PendingInsert {
   pet: NewPetRecord
@@ -59,8 +58,7 @@ export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_M
     idleTimeoutMillis: 30_000,
     options: '-c synchronous_commit=on',
     types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? BigInt : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser
+      getTypeParser: int8AsBigInt(pg.types)
     }
   })
   // An idle connection that the server dropped (a restart) is discarded by

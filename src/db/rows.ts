@@ -1,7 +1,21 @@
 // The rows both backends read, column for column (the same schema, and
 // every integer read as bigint), and the records they become.
+import type pg from 'pg'
 import { inScopeOrder, type Environment, type PetStatus, type Plan } from '../domain.js'
 import type { ApiKeyChanges, ApiKeyRecord, PetRecord } from './storage.js'
+
+/** PostgreSQL's int8 type. */
+const INT8_OID = 20
+
+/**
+ * node-postgres's type parsers, but int8 (ids, categoryId, counts) read as
+ * a BigInt, never rounded to a double. Takes the driver's `types` so that
+ * a caller that loads `pg` lazily (db/copy.ts) need not load it here.
+ */
+export function int8AsBigInt (types: typeof pg.types): typeof pg.types.getTypeParser {
+  return ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? BigInt : types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser
+}
 
 export interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 

@@ -29,11 +29,10 @@ import fp from 'fastify-plugin'
 import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
 import type { IncomingMessage } from 'node:http'
 import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
-import type { Caller, Identify } from '../access/identify.js'
+import { authorizationHeaders, type Caller, type Identify } from '../access/identify.js'
 import type { Limit, Standing } from '../access/limit.js'
 import type { Scope } from '../domain.js'
 import type { UsageCounter } from '../keys/usage.js'
-import { authorizationHeaders } from '../authorization.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {
