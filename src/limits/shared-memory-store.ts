@@ -1,0 +1,416 @@
+// The in-process store's rules over memory that every worker thread of one
+// process shares, so that limits and bans hold exactly across workers without
+// Redis. Written by hand because no maintained library keeps a bounded,
+// thread-safe table with these eviction rules in a SharedArrayBuffer (the few
+// shared-map packages take one global lock and never evict).
+//
+// The table is split into shards, each with its own lock word, so that
+// threads hitting different subjects rarely wait on one another; a subject's
+// shard comes from a hash seeded at random when the buffer is made, so that
+// nobody can work out offline a set of addresses that all fall into a key's
+// shard and push it out. A message to a central thread would cost 10-200 µs a
+// hit; a lock and a few reads of shared memory cost well under one.
+import { createHash, randomInt } from 'node:crypto'
+import { threadId } from 'node:worker_threads'
+import {
+  WINDOW_MS, windowStart,
+  type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowName, type WindowState
+} from './store.js'
+
+/**
+ * Subjects kept at most, by default: twice the in-process store's 100,000,
+ * since a subject can only live in its own shard, and one shard fills before
+ * the whole table does. At 100,000 subjects a shard of 64 slots holds 32 on
+ * average, and the chance that any of the 3,125 is full is about 1 in 2,000.
+ * The buffer then takes 25.8 MB (129 bytes a slot), made once for the
+ * process, whatever the number of workers.
+ */
+const DEFAULT_MAX_SUBJECTS = 200_000
+/** Slots per shard: a miss scans every tag of its shard, 256 bytes. */
+const SHARD_SLOTS = 64
+/** Bytes of a subject kept as they are; a longer one is kept by its SHA-256 digest. `addr:` and the longest /64 prefix take 29. */
+const SUBJECT_BYTES = 48
+const DIGEST_BYTES = 32
+
+/** The header: a version, the seed, the number of shards and of slots in each. One cache line. */
+const HEADER_BYTES = 64
+const H_VERSION = 0
+const H_SEED = 1
+const H_SHARDS = 2
+const H_SLOTS = 3
+const LAYOUT_VERSION = 1
+
+/** Per shard: the lock word and a use counter, on a cache line of their own so that two shards' locks never share one. */
+const SHARD_HEADER_BYTES = 64
+/** Set in a lock word by a thread about to wait, so that the owner knows to wake it. */
+const CONTENDED = 1 << 30
+/** Spins before waiting: a shard is held well under a microsecond, far less than a wait and its wake-up cost. */
+const SPINS = 64
+/** One wait's length: a lost wake-up costs at most this. */
+const WAIT_MS = 1
+/** A shard held this long has an owner that died without its locks being released: the hit fails rather than hang the thread. */
+const GIVE_UP_MS = 2000
+
+/** Per slot, in a Float64Array: window starts and counts, refusals, the ban, when it stops counting, when last used. Unix milliseconds are beyond 32 bits. */
+const F_MINUTE_START = 0
+const F_MINUTE_COUNT = 1
+const F_DAY_START = 2
+const F_DAY_COUNT = 3
+const F_REFUSALS_START = 4
+const F_REFUSALS_COUNT = 5
+const F_BANNED_UNTIL = 6
+const F_COUNTS_UNTIL = 7
+const F_LAST_USED = 8
+const SLOT_FIELDS = 9
+/** A slot's length word: 0 for an empty slot, else the subject's length plus one, or DIGESTED. */
+const DIGESTED = SUBJECT_BYTES + 2
+
+const WINDOW_FIELD: Record<WindowName, number> = { minute: F_MINUTE_START, day: F_DAY_START }
+
+/** What the main thread makes once and hands to every worker (in workerData): structured cloning shares a SharedArrayBuffer, never copies it. */
+export interface SharedLimits {
+  readonly buffer: SharedArrayBuffer
+}
+
+export interface SharedLimitsOptions {
+  /** See DEFAULT_MAX_SUBJECTS. */
+  maxSubjects?: number
+}
+
+interface Layout {
+  shards: number
+  slots: number
+  /** Bytes from one shard's start to the next's. */
+  shardBytes: number
+  /** Offsets inside a shard, in bytes. */
+  tags: number
+  lengths: number
+  fields: number
+  subjects: number
+}
+
+function layoutOf (shards: number, slots: number): Layout {
+  const tags = SHARD_HEADER_BYTES
+  const lengths = tags + 4 * slots
+  const fields = align(lengths + 4 * slots, 8)
+  const subjects = fields + 8 * SLOT_FIELDS * slots
+  return { shards, slots, shardBytes: align(subjects + SUBJECT_BYTES * slots, 64), tags, lengths, fields, subjects }
+}
+
+function align (n: number, to: number): number {
+  return Math.ceil(n / to) * to
+}
+
+/** Makes the shared table, on the main thread, before the workers start. */
+export function createSharedLimits ({ maxSubjects = DEFAULT_MAX_SUBJECTS }: SharedLimitsOptions = {}): SharedLimits {
+  if (!Number.isSafeInteger(maxSubjects) || maxSubjects < 1) {
+    throw new RangeError(`maxSubjects must be a positive integer, not ${maxSubjects}`)
+  }
+  const shards = Math.ceil(maxSubjects / SHARD_SLOTS)
+  const layout = layoutOf(shards, Math.ceil(maxSubjects / shards))
+  const buffer = new SharedArrayBuffer(HEADER_BYTES + shards * layout.shardBytes)
+  const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
+  header[H_VERSION] = LAYOUT_VERSION
+  header[H_SEED] = randomInt(2 ** 31)
+  header[H_SHARDS] = shards
+  header[H_SLOTS] = layout.slots
+  return { buffer }
+}
+
+/** How many subjects a shared table holds at most. */
+export function sharedLimitsCapacity ({ buffer }: SharedLimits): number {
+  const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
+  return at(header, H_SHARDS) * at(header, H_SLOTS)
+}
+
+/**
+ * Frees every shard lock that the thread `threadId` holds. The main thread
+ * calls it when a worker exits: a worker can be terminated, or crash, at any
+ * instruction, and a lock it held would otherwise stop every thread that
+ * needs that shard. Read the worker's `threadId` while it runs: Node reads it
+ * as -1 once the worker has exited. What the dead thread was writing may be
+ * half written: one subject's counts off by one hit, never a slot that
+ * stands for the wrong subject (a slot's subject is written last).
+ */
+export function releaseLocksHeldBy ({ buffer }: SharedLimits, threadId: number): number {
+  const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
+  const layout = layoutOf(at(header, H_SHARDS), at(header, H_SLOTS))
+  const words = new Int32Array(buffer)
+  const owner = ownerIdOf(threadId)
+  let released = 0
+  for (let shard = 0; shard < layout.shards; shard++) {
+    const lock = (HEADER_BYTES + shard * layout.shardBytes) / 4
+    const word = Atomics.load(words, lock)
+    if ((word & ~CONTENDED) === owner && Atomics.compareExchange(words, lock, word, 0) === word) {
+      Atomics.notify(words, lock)
+      released++
+    }
+  }
+  return released
+}
+
+/** Owner ids start at 1: 0 is a free lock. */
+function ownerIdOf (thread: number): number {
+  return thread + 1
+}
+
+export class SharedMemoryStore implements RateLimitStore {
+  readonly name = 'shared-memory'
+  readonly #layout: Layout
+  readonly #seed: number
+  readonly #words: Int32Array
+  readonly #numbers: Float64Array
+  readonly #bytes: Uint8Array
+  readonly #owner = ownerIdOf(threadId)
+  /** The subject's UTF-8, made here rather than per hit: up to 3 bytes a character, so one too long to keep is seen as such. */
+  readonly #scratch = new Uint8Array(3 * SUBJECT_BYTES + 3)
+  readonly #encoder = new TextEncoder()
+
+  /** `clock` decides, as the in-process store's does, when a subject no longer counts; the windows are read at each hit's `now`. */
+  constructor (shared: SharedLimits, readonly clock: () => number = Date.now) {
+    const header = new Int32Array(shared.buffer, 0, HEADER_BYTES / 4)
+    if (at(header, H_VERSION) !== LAYOUT_VERSION) throw new TypeError('not a table made by createSharedLimits()')
+    this.#layout = layoutOf(at(header, H_SHARDS), at(header, H_SLOTS))
+    this.#seed = at(header, H_SEED)
+    this.#words = new Int32Array(shared.buffer)
+    this.#numbers = new Float64Array(shared.buffer)
+    this.#bytes = new Uint8Array(shared.buffer)
+  }
+
+  async hit (request: HitRequest, now: number): Promise<Decision> {
+    const key = this.#encode(request.subject)
+    const hash = murmur3(key.bytes, key.length, this.#seed)
+    const shard = (hash >>> 0) % this.#layout.shards
+    const base = HEADER_BYTES + shard * this.#layout.shardBytes
+    this.#lock(base / 4)
+    try {
+      return this.#hitLocked(request, now, base, hash, key)
+    } finally {
+      this.#unlock(base / 4)
+    }
+  }
+
+  #hitLocked ({ windows, ban, charge = true }: HitRequest, now: number, base: number, tag: number, key: Key): Decision {
+    const words = this.#words
+    const numbers = this.#numbers
+    const tags = (base + this.#layout.tags) / 4
+    const lengths = (base + this.#layout.lengths) / 4
+    const fields = (base + this.#layout.fields) / 8
+    const length = key.digested ? DIGESTED : key.length + 1
+
+    let slot = this.#find(base, tag, length, key)
+    const clock = this.clock()
+    // A subject that no longer counts is read as new, as lru-cache reads one past its ttl.
+    const found = slot >= 0 && at(numbers, fields + slot * SLOT_FIELDS + F_COUNTS_UNTIL) > clock
+    if (!charge) return look(windows, now, found ? numbers : undefined, fields + slot * SLOT_FIELDS)
+
+    if (slot < 0) slot = this.#makeRoom(base, clock, now)
+    const f = fields + slot * SLOT_FIELDS
+    if (!found) {
+      // Claimed in an order that a thread stopped half-way leaves the slot empty, never standing for a subject it does not hold.
+      words[lengths + slot] = 0
+      for (let i = 0; i < SLOT_FIELDS; i++) numbers[f + i] = 0
+      this.#bytes.set(key.bytes.subarray(0, key.length), base + this.#layout.subjects + slot * SUBJECT_BYTES)
+      words[tags + slot] = tag
+      words[lengths + slot] = length
+    }
+
+    const current = windows.map(({ window, limit }) => {
+      const start = windowStart(window, now)
+      const field = f + WINDOW_FIELD[window]
+      const used = at(numbers, field) === start ? at(numbers, field + 1) : 0
+      return { window, limit, used, start, field }
+    })
+    const view = (charge: number): WindowState[] => current.map(({ window, limit, used, start }) => ({
+      window, limit, remaining: Math.max(0, limit - used - charge), resetAt: start + WINDOW_MS[window]
+    }))
+
+    let decision: Decision
+    const bannedUntil = at(numbers, f + F_BANNED_UNTIL)
+    if (bannedUntil > now) {
+      decision = { outcome: 'banned', windows: view(0), bannedUntil }
+    } else if (current.some(({ limit, used }) => used >= limit)) {
+      let banEarnedUntil: number | undefined
+      if (ban !== undefined) {
+        const minute = windowStart('minute', now)
+        const refusals = at(numbers, f + F_REFUSALS_START) === minute ? at(numbers, f + F_REFUSALS_COUNT) + 1 : 1
+        numbers[f + F_REFUSALS_START] = minute
+        numbers[f + F_REFUSALS_COUNT] = refusals
+        if (refusals >= ban.threshold) {
+          banEarnedUntil = now + ban.seconds * 1000
+          numbers[f + F_BANNED_UNTIL] = banEarnedUntil
+          // A new ban needs as many new refusals: one right after this ban ends does not renew it.
+          numbers[f + F_REFUSALS_COUNT] = 0
+        }
+      }
+      decision = banEarnedUntil === undefined ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil }
+    } else {
+      for (const { used, start, field } of current) {
+        numbers[field] = start
+        numbers[field + 1] = used + 1
+      }
+      decision = { outcome: 'allowed', windows: view(1) }
+    }
+    // Every charged hit makes the subject the most recently used of its shard, and sets until when it counts.
+    numbers[f + F_COUNTS_UNTIL] = now + countsFor(numbers, f, now)
+    numbers[f + F_LAST_USED] = this.#tick(base)
+    return decision
+  }
+
+  /** The slot that holds the subject, or -1. */
+  #find (base: number, tag: number, length: number, key: Key): number {
+    const words = this.#words
+    const tags = (base + this.#layout.tags) / 4
+    const lengths = (base + this.#layout.lengths) / 4
+    const subjects = base + this.#layout.subjects
+    for (let slot = 0; slot < this.#layout.slots; slot++) {
+      if (words[tags + slot] !== tag || words[lengths + slot] !== length) continue
+      if (sameBytes(this.#bytes, subjects + slot * SUBJECT_BYTES, key.bytes, key.length)) return slot
+    }
+    return -1
+  }
+
+  /**
+   * A slot for a subject the shard does not hold, as the in-process store
+   * makes room (its #makeRoom says why in full): an empty slot, else one
+   * whose subject no longer counts, else the least recently used subject
+   * that is not banned, and only when every one is banned, the oldest ban.
+   */
+  #makeRoom (base: number, clock: number, now: number): number {
+    const words = this.#words
+    const numbers = this.#numbers
+    const lengths = (base + this.#layout.lengths) / 4
+    const fields = (base + this.#layout.fields) / 8
+    let oldest = -1
+    let oldestUnbanned = -1
+    for (let slot = 0; slot < this.#layout.slots; slot++) {
+      if (words[lengths + slot] === 0) return slot
+      const f = fields + slot * SLOT_FIELDS
+      if (at(numbers, f + F_COUNTS_UNTIL) <= clock) return slot
+      const used = at(numbers, f + F_LAST_USED)
+      if (oldest < 0 || used < at(numbers, fields + oldest * SLOT_FIELDS + F_LAST_USED)) oldest = slot
+      if (at(numbers, f + F_BANNED_UNTIL) <= now && (oldestUnbanned < 0 || used < at(numbers, fields + oldestUnbanned * SLOT_FIELDS + F_LAST_USED))) oldestUnbanned = slot
+    }
+    return oldestUnbanned >= 0 ? oldestUnbanned : oldest
+  }
+
+  /** The shard's next use stamp: a count, not a time, so that two uses in one millisecond keep their order. */
+  #tick (base: number): number {
+    const counter = (base + 8) / 8
+    const next = at(this.#numbers, counter) + 1
+    this.#numbers[counter] = next
+    return next
+  }
+
+  #lock (word: number): void {
+    const words = this.#words
+    const me = this.#owner
+    if (Atomics.compareExchange(words, word, 0, me) === 0) return
+    for (let i = 0; i < SPINS; i++) {
+      if (Atomics.load(words, word) === 0 && Atomics.compareExchange(words, word, 0, me) === 0) return
+    }
+    // Ulrich Drepper's mutex ("Futexes Are Tricky", 2011): a waiter marks the word contended, and takes the lock as contended, since others may wait too.
+    const deadline = performance.now() + GIVE_UP_MS
+    for (;;) {
+      const seen = Atomics.load(words, word)
+      if (seen === 0) {
+        if (Atomics.compareExchange(words, word, 0, me | CONTENDED) === 0) return
+        continue
+      }
+      if ((seen & CONTENDED) === 0 && Atomics.compareExchange(words, word, seen, seen | CONTENDED) !== seen) continue
+      Atomics.wait(words, word, seen | CONTENDED, WAIT_MS)
+      if (performance.now() > deadline) {
+        throw new Error(`a rate-limit shard has been locked for over ${GIVE_UP_MS} ms by thread ${(seen & ~CONTENDED) - 1}, which exited without its locks being released`)
+      }
+    }
+  }
+
+  #unlock (word: number): void {
+    if ((Atomics.exchange(this.#words, word, 0) & CONTENDED) !== 0) Atomics.notify(this.#words, word, 1)
+  }
+
+  #encode (subject: string): Key {
+    const scratch = this.#scratch
+    if (subject.length <= SUBJECT_BYTES) {
+      const { written } = this.#encoder.encodeInto(subject, scratch)
+      if (written <= SUBJECT_BYTES) return { bytes: scratch, length: written, digested: false }
+    }
+    // Copied into the scratch so that the hash and the compare read one kind of array.
+    scratch.set(createHash('sha256').update(subject).digest())
+    return { bytes: scratch, length: DIGEST_BYTES, digested: true }
+  }
+
+  /** The table is shared by the process: always ok, as the in-process store is (full, it forgets as that one does). */
+  async health (): Promise<StoreHealth> {
+    return { status: 'ok' }
+  }
+
+  /** Nothing to close: the buffer lives as long as any thread holds it. */
+  async close (): Promise<void> {}
+}
+
+interface Key {
+  bytes: Uint8Array
+  length: number
+  digested: boolean
+}
+
+/** A look (`charge: false`): where the subject stands, writing nothing, not even its use. */
+function look (windows: HitRequest['windows'], now: number, numbers: Float64Array | undefined, f: number): Decision {
+  const bannedUntil = numbers === undefined ? 0 : at(numbers, f + F_BANNED_UNTIL)
+  let full = false
+  const states = windows.map(({ window, limit }): WindowState => {
+    const start = windowStart(window, now)
+    const field = f + WINDOW_FIELD[window]
+    const used = numbers !== undefined && at(numbers, field) === start ? at(numbers, field + 1) : 0
+    if (used >= limit) full = true
+    return { window, limit, remaining: Math.max(0, limit - used), resetAt: start + WINDOW_MS[window] }
+  })
+  if (bannedUntil > now) return { outcome: 'banned', windows: states, bannedUntil }
+  return full ? { outcome: 'limited', windows: states } : { outcome: 'allowed', windows: states }
+}
+
+/** How long from `now` the subject still counts: until its last window, its refusals' minute or its ban ends (at least 1 ms, as in the in-process store). */
+function countsFor (numbers: Float64Array, f: number, now: number): number {
+  let end = Math.max(at(numbers, f + F_BANNED_UNTIL), at(numbers, f + F_REFUSALS_COUNT) > 0 ? at(numbers, f + F_REFUSALS_START) + WINDOW_MS.minute : 0)
+  if (at(numbers, f + F_MINUTE_COUNT) > 0) end = Math.max(end, at(numbers, f + F_MINUTE_START) + WINDOW_MS.minute)
+  if (at(numbers, f + F_DAY_COUNT) > 0) end = Math.max(end, at(numbers, f + F_DAY_START) + WINDOW_MS.day)
+  return Math.max(1, end - now)
+}
+
+function sameBytes (table: Uint8Array, offset: number, key: Uint8Array, length: number): boolean {
+  for (let i = 0; i < length; i++) if (table[offset + i] !== key[i]) return false
+  return true
+}
+
+/** MurmurHash3's 32-bit hash (Austin Appleby, public domain): fast on short keys and well mixed, with a seed. */
+function murmur3 (bytes: Uint8Array, length: number, seed: number): number {
+  let h = seed
+  const blocks = length & ~3
+  for (let i = 0; i < blocks; i += 4) {
+    h ^= mixBlock(at(bytes, i) | (at(bytes, i + 1) << 8) | (at(bytes, i + 2) << 16) | (at(bytes, i + 3) << 24))
+    h = (h << 13) | (h >>> 19)
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0
+  }
+  let tail = 0
+  if ((length & 3) >= 3) tail ^= at(bytes, blocks + 2) << 16
+  if ((length & 3) >= 2) tail ^= at(bytes, blocks + 1) << 8
+  if ((length & 3) >= 1) h ^= mixBlock(tail ^ at(bytes, blocks))
+  h ^= length
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  return h ^ (h >>> 16)
+}
+
+function mixBlock (k: number): number {
+  k = Math.imul(k, 0xcc9e2d51)
+  k = (k << 15) | (k >>> 17)
+  return Math.imul(k, 0x1b873593)
+}
+
+/** A typed array's element at an index known to be inside it. */
+function at (array: Int32Array | Float64Array | Uint8Array, index: number): number {
+  return array[index] as number
+}
