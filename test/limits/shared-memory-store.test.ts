@@ -1,5 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import fc from 'fast-check'
+import { MemoryStore } from '../../src/limits/memory-store.js'
 import { createSharedLimits, sharedLimitsCapacity, SharedMemoryStore } from '../../src/limits/shared-memory-store.js'
 import type { BanPolicy, Decision, HitRequest, WindowLimit } from '../../src/limits/store.js'
 import { CLOCK_START } from '../support/fixtures.js'
@@ -174,6 +176,25 @@ describe('the shared-memory store\'s cap on subjects', () => {
     await store.close()
   })
 
+  it('When the store is full and a ban has ended since the minute began, then that subject goes before one that still counts', async () => {
+    // Arrange: an address banned past its minute's end, two keys spent for the day; a new subject early in the next minute.
+    const { store, hit } = storeOnTestClock(3)
+    const ban: BanPolicy = { threshold: 1, seconds: 60 }
+    const day: WindowLimit[] = [{ window: 'day', limit: 1 }]
+    await hit('addr:banned', T0, ONE_A_MINUTE, ban)
+    await hit('addr:banned', T0 + 1, ONE_A_MINUTE, ban)
+    await hit('key:1', T0 + 2, day)
+    await hit('key:2', T0 + 3, day)
+    await hit('addr:x', T0 + 30_500)
+
+    // Act: the ban has ended, in the same minute.
+    await hit('addr:y', T0 + 60_002)
+
+    // Assert
+    assert.equal(await hit('key:2', T0 + 60_003, day), 'limited', 'the key kept its day count')
+    await store.close()
+  })
+
   it('When no cap is given, then the table holds 200,000 subjects, twice the in-process store\'s, in shards of 64', () => {
     assert.equal(sharedLimitsCapacity(table), 200_000)
     assert.equal(table.buffer.byteLength, 64 + 3125 * 8256)
@@ -240,5 +261,52 @@ describe('the shared-memory store\'s subjects', () => {
     assert.equal(await hit('addr:b', T0 + 4), 'limited')
     assert.equal(await hit('addr:a', T0 + 5), 'allowed')
     await store.close()
+  })
+})
+
+describe('the shared-memory store against the in-process store', () => {
+  const SUBJECTS = ['key:1', 'key:2', 'addr:10.0.0.1', 'addr:10.0.0.2', 'addr:2001:db8:0:1::/64', `key:${'z'.repeat(70)}`]
+  const WINDOWS: WindowLimit[][] = [
+    [{ window: 'minute', limit: 1 }, { window: 'day', limit: 3 }],
+    [{ window: 'minute', limit: 2 }, { window: 'day', limit: 2 }],
+    [{ window: 'minute', limit: 2 }],
+    [{ window: 'day', limit: 4 }]
+  ]
+  const hitsWith = (steps: number[]) => fc.array(fc.record({
+    subject: fc.constantFrom(...SUBJECTS),
+    step: fc.constantFrom(...steps),
+    windows: fc.constantFrom(...WINDOWS),
+    charge: fc.constantFrom(true, true, true, false)
+  }), { maxLength: 100 })
+  type Hits = Array<{ subject: string, step: number, windows: WindowLimit[], charge: boolean }>
+
+  /** Plays the hits on both stores, on one clock the test moves, and compares every decision. */
+  async function playOnBoth (maxSubjects: number, ban: BanPolicy | undefined, start: number, hits: Hits): Promise<void> {
+    let now = start
+    const memory = new MemoryStore(() => now, { maxSubjects })
+    const shared = new SharedMemoryStore(createSharedLimits({ maxSubjects }), () => now)
+    try {
+      for (const [i, { step, ...request }] of hits.entries()) {
+        now += step
+        assert.deepEqual(await shared.hit({ ...request, ban }, now), await memory.hit({ ...request, ban }, now), `hit ${i}`)
+      }
+    } finally {
+      await memory.close()
+    }
+  }
+
+  it('When any sequence of hits and looks, across minutes, days and bans, is played on both with room for every subject, then every decision is the same', async () => {
+    // A policy a run, as the service has: mostly a ban, often one earned at the first or second refusal; steps that cross a millisecond, a ban's end, a minute and a day.
+    const ban = fc.option(fc.record({ threshold: fc.integer({ min: 1, max: 3 }), seconds: fc.constantFrom(1, 5, 60, 900) }), { nil: undefined, freq: 4 })
+    const hits = hitsWith([0, 0, 0, 1, 999, 5_000, 30_000, 60_000, 3_600_000, 86_400_000])
+
+    await fc.assert(fc.asyncProperty(ban, hits, async (ban, hits) => { await playOnBoth(SUBJECTS.length, ban, T0, hits) }), { numRuns: 1000 })
+  })
+
+  it('When any sequence of hits and looks is played on both with a cap that evicts, then every decision is the same', async () => {
+    // Without bans, and never on a minute's first millisecond: the in-process store can keep a subject that no longer counts only then, or once a ban ends.
+    const hits = hitsWith([0, 0, 0, 2, 998, 5_000, 30_000, 60_000, 3_600_000, 86_400_000])
+
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: SUBJECTS.length - 1 }), hits, async (maxSubjects, hits) => { await playOnBoth(maxSubjects, undefined, T0 + 1, hits) }), { numRuns: 1000 })
   })
 })
