@@ -120,7 +120,7 @@ export function createSharedLimits ({ maxSubjects = DEFAULT_MAX_SUBJECTS }: Shar
 /** How many subjects a shared table holds at most. */
 export function sharedLimitsCapacity ({ buffer }: SharedLimits): number {
   const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
-  return at(header, H_SHARDS) * at(header, H_SLOTS)
+  return int(header, H_SHARDS) * int(header, H_SLOTS)
 }
 
 /**
@@ -134,7 +134,7 @@ export function sharedLimitsCapacity ({ buffer }: SharedLimits): number {
  */
 export function releaseLocksHeldBy ({ buffer }: SharedLimits, threadId: number): number {
   const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
-  const layout = layoutOf(at(header, H_SHARDS), at(header, H_SLOTS))
+  const layout = layoutOf(int(header, H_SHARDS), int(header, H_SLOTS))
   const words = new Int32Array(buffer)
   const owner = ownerIdOf(threadId)
   let released = 0
@@ -169,39 +169,38 @@ export class SharedMemoryStore implements RateLimitStore {
   /** `clock` decides, as the in-process store's does, when a subject no longer counts; the windows are read at each hit's `now`. */
   constructor (shared: SharedLimits, readonly clock: () => number = Date.now) {
     const header = new Int32Array(shared.buffer, 0, HEADER_BYTES / 4)
-    if (at(header, H_VERSION) !== LAYOUT_VERSION) throw new TypeError('not a table made by createSharedLimits()')
-    this.#layout = layoutOf(at(header, H_SHARDS), at(header, H_SLOTS))
-    this.#seed = at(header, H_SEED)
+    if (int(header, H_VERSION) !== LAYOUT_VERSION) throw new TypeError('not a table made by createSharedLimits()')
+    this.#layout = layoutOf(int(header, H_SHARDS), int(header, H_SLOTS))
+    this.#seed = int(header, H_SEED)
     this.#words = new Int32Array(shared.buffer)
     this.#numbers = new Float64Array(shared.buffer)
     this.#bytes = new Uint8Array(shared.buffer)
   }
 
   async hit (request: HitRequest, now: number): Promise<Decision> {
-    const key = this.#encode(request.subject)
-    const hash = murmur3(key.bytes, key.length, this.#seed)
+    const length = this.#encode(request.subject)
+    const hash = murmur3(this.#scratch, bytesOf(length), this.#seed)
     const shard = (hash >>> 0) % this.#layout.shards
     const base = HEADER_BYTES + shard * this.#layout.shardBytes
     this.#lock(base / 4)
     try {
-      return this.#hitLocked(request, now, base, hash, key)
+      return this.#hitLocked(request, now, base, hash, length)
     } finally {
       this.#unlock(base / 4)
     }
   }
 
-  #hitLocked ({ windows, ban, charge = true }: HitRequest, now: number, base: number, tag: number, key: Key): Decision {
+  #hitLocked ({ windows, ban, charge = true }: HitRequest, now: number, base: number, tag: number, length: number): Decision {
     const words = this.#words
     const numbers = this.#numbers
     const tags = (base + this.#layout.tags) / 4
     const lengths = (base + this.#layout.lengths) / 4
     const fields = (base + this.#layout.fields) / 8
-    const length = key.digested ? DIGESTED : key.length + 1
 
-    let slot = this.#find(base, tag, length, key)
+    let slot = this.#find(base, tag, length)
     const clock = this.clock()
     // A subject that no longer counts is read as new, as lru-cache reads one past its ttl.
-    const found = slot >= 0 && at(numbers, fields + slot * SLOT_FIELDS + F_COUNTS_UNTIL) > clock
+    const found = slot >= 0 && num(numbers, fields + slot * SLOT_FIELDS + F_COUNTS_UNTIL) > clock
     if (!charge) return look(windows, now, found ? numbers : undefined, fields + slot * SLOT_FIELDS)
 
     if (slot < 0) slot = this.#makeRoom(base, clock, now)
@@ -210,7 +209,7 @@ export class SharedMemoryStore implements RateLimitStore {
       // Claimed in an order that a thread stopped half-way leaves the slot empty, never standing for a subject it does not hold.
       words[lengths + slot] = 0
       for (let i = 0; i < SLOT_FIELDS; i++) numbers[f + i] = 0
-      this.#bytes.set(key.bytes.subarray(0, key.length), base + this.#layout.subjects + slot * SUBJECT_BYTES)
+      this.#bytes.set(this.#scratch.subarray(0, bytesOf(length)), base + this.#layout.subjects + slot * SUBJECT_BYTES)
       words[tags + slot] = tag
       words[lengths + slot] = length
     }
@@ -218,7 +217,7 @@ export class SharedMemoryStore implements RateLimitStore {
     const current = windows.map(({ window, limit }) => {
       const start = windowStart(window, now)
       const field = f + WINDOW_FIELD[window]
-      const used = at(numbers, field) === start ? at(numbers, field + 1) : 0
+      const used = num(numbers, field) === start ? num(numbers, field + 1) : 0
       return { window, limit, used, start, field }
     })
     const view = (charge: number): WindowState[] => current.map(({ window, limit, used, start }) => ({
@@ -226,14 +225,14 @@ export class SharedMemoryStore implements RateLimitStore {
     }))
 
     let decision: Decision
-    const bannedUntil = at(numbers, f + F_BANNED_UNTIL)
+    const bannedUntil = num(numbers, f + F_BANNED_UNTIL)
     if (bannedUntil > now) {
       decision = { outcome: 'banned', windows: view(0), bannedUntil }
     } else if (current.some(({ limit, used }) => used >= limit)) {
       let banEarnedUntil: number | undefined
       if (ban !== undefined) {
         const minute = windowStart('minute', now)
-        const refusals = at(numbers, f + F_REFUSALS_START) === minute ? at(numbers, f + F_REFUSALS_COUNT) + 1 : 1
+        const refusals = num(numbers, f + F_REFUSALS_START) === minute ? num(numbers, f + F_REFUSALS_COUNT) + 1 : 1
         numbers[f + F_REFUSALS_START] = minute
         numbers[f + F_REFUSALS_COUNT] = refusals
         if (refusals >= ban.threshold) {
@@ -258,14 +257,14 @@ export class SharedMemoryStore implements RateLimitStore {
   }
 
   /** The slot that holds the subject, or -1. */
-  #find (base: number, tag: number, length: number, key: Key): number {
+  #find (base: number, tag: number, length: number): number {
     const words = this.#words
     const tags = (base + this.#layout.tags) / 4
     const lengths = (base + this.#layout.lengths) / 4
     const subjects = base + this.#layout.subjects
     for (let slot = 0; slot < this.#layout.slots; slot++) {
       if (words[tags + slot] !== tag || words[lengths + slot] !== length) continue
-      if (sameBytes(this.#bytes, subjects + slot * SUBJECT_BYTES, key.bytes, key.length)) return slot
+      if (sameBytes(this.#bytes, subjects + slot * SUBJECT_BYTES, this.#scratch, bytesOf(length))) return slot
     }
     return -1
   }
@@ -286,10 +285,10 @@ export class SharedMemoryStore implements RateLimitStore {
     for (let slot = 0; slot < this.#layout.slots; slot++) {
       if (words[lengths + slot] === 0) return slot
       const f = fields + slot * SLOT_FIELDS
-      if (at(numbers, f + F_COUNTS_UNTIL) <= clock) return slot
-      const used = at(numbers, f + F_LAST_USED)
-      if (oldest < 0 || used < at(numbers, fields + oldest * SLOT_FIELDS + F_LAST_USED)) oldest = slot
-      if (at(numbers, f + F_BANNED_UNTIL) <= now && (oldestUnbanned < 0 || used < at(numbers, fields + oldestUnbanned * SLOT_FIELDS + F_LAST_USED))) oldestUnbanned = slot
+      if (num(numbers, f + F_COUNTS_UNTIL) <= clock) return slot
+      const used = num(numbers, f + F_LAST_USED)
+      if (oldest < 0 || used < num(numbers, fields + oldest * SLOT_FIELDS + F_LAST_USED)) oldest = slot
+      if (num(numbers, f + F_BANNED_UNTIL) <= now && (oldestUnbanned < 0 || used < num(numbers, fields + oldestUnbanned * SLOT_FIELDS + F_LAST_USED))) oldestUnbanned = slot
     }
     return oldestUnbanned >= 0 ? oldestUnbanned : oldest
   }
@@ -297,7 +296,7 @@ export class SharedMemoryStore implements RateLimitStore {
   /** The shard's next use stamp: a count, not a time, so that two uses in one millisecond keep their order. */
   #tick (base: number): number {
     const counter = (base + 8) / 8
-    const next = at(this.#numbers, counter) + 1
+    const next = num(this.#numbers, counter) + 1
     this.#numbers[counter] = next
     return next
   }
@@ -329,15 +328,25 @@ export class SharedMemoryStore implements RateLimitStore {
     if ((Atomics.exchange(this.#words, word, 0) & CONTENDED) !== 0) Atomics.notify(this.#words, word, 1)
   }
 
-  #encode (subject: string): Key {
+  /** Puts the subject's bytes in the scratch and answers its length word. */
+  #encode (subject: string): number {
     const scratch = this.#scratch
-    if (subject.length <= SUBJECT_BYTES) {
+    const n = subject.length
+    if (n <= SUBJECT_BYTES) {
+      // Subjects are ASCII but for a rare key id: copied here, they skip a call into the runtime that costs more than the rest of the hit's reading.
+      let i = 0
+      for (; i < n; i++) {
+        const c = subject.charCodeAt(i)
+        if (c >= 0x80) break
+        scratch[i] = c
+      }
+      if (i === n) return n + 1
       const { written } = this.#encoder.encodeInto(subject, scratch)
-      if (written <= SUBJECT_BYTES) return { bytes: scratch, length: written, digested: false }
+      if (written <= SUBJECT_BYTES) return written + 1
     }
     // Copied into the scratch so that the hash and the compare read one kind of array.
     scratch.set(createHash('sha256').update(subject).digest())
-    return { bytes: scratch, length: DIGEST_BYTES, digested: true }
+    return DIGESTED
   }
 
   /** The table is shared by the process: always ok, as the in-process store is (full, it forgets as that one does). */
@@ -349,20 +358,19 @@ export class SharedMemoryStore implements RateLimitStore {
   async close (): Promise<void> {}
 }
 
-interface Key {
-  bytes: Uint8Array
-  length: number
-  digested: boolean
+/** How many bytes a subject with this length word has. */
+function bytesOf (length: number): number {
+  return length === DIGESTED ? DIGEST_BYTES : length - 1
 }
 
 /** A look (`charge: false`): where the subject stands, writing nothing, not even its use. */
 function look (windows: HitRequest['windows'], now: number, numbers: Float64Array | undefined, f: number): Decision {
-  const bannedUntil = numbers === undefined ? 0 : at(numbers, f + F_BANNED_UNTIL)
+  const bannedUntil = numbers === undefined ? 0 : num(numbers, f + F_BANNED_UNTIL)
   let full = false
   const states = windows.map(({ window, limit }): WindowState => {
     const start = windowStart(window, now)
     const field = f + WINDOW_FIELD[window]
-    const used = numbers !== undefined && at(numbers, field) === start ? at(numbers, field + 1) : 0
+    const used = numbers !== undefined && num(numbers, field) === start ? num(numbers, field + 1) : 0
     if (used >= limit) full = true
     return { window, limit, remaining: Math.max(0, limit - used), resetAt: start + WINDOW_MS[window] }
   })
@@ -372,9 +380,9 @@ function look (windows: HitRequest['windows'], now: number, numbers: Float64Arra
 
 /** How long from `now` the subject still counts: until its last window, its refusals' minute or its ban ends (at least 1 ms, as in the in-process store). */
 function countsFor (numbers: Float64Array, f: number, now: number): number {
-  let end = Math.max(at(numbers, f + F_BANNED_UNTIL), at(numbers, f + F_REFUSALS_COUNT) > 0 ? at(numbers, f + F_REFUSALS_START) + WINDOW_MS.minute : 0)
-  if (at(numbers, f + F_MINUTE_COUNT) > 0) end = Math.max(end, at(numbers, f + F_MINUTE_START) + WINDOW_MS.minute)
-  if (at(numbers, f + F_DAY_COUNT) > 0) end = Math.max(end, at(numbers, f + F_DAY_START) + WINDOW_MS.day)
+  let end = Math.max(num(numbers, f + F_BANNED_UNTIL), num(numbers, f + F_REFUSALS_COUNT) > 0 ? num(numbers, f + F_REFUSALS_START) + WINDOW_MS.minute : 0)
+  if (num(numbers, f + F_MINUTE_COUNT) > 0) end = Math.max(end, num(numbers, f + F_MINUTE_START) + WINDOW_MS.minute)
+  if (num(numbers, f + F_DAY_COUNT) > 0) end = Math.max(end, num(numbers, f + F_DAY_START) + WINDOW_MS.day)
   return Math.max(1, end - now)
 }
 
@@ -388,14 +396,14 @@ function murmur3 (bytes: Uint8Array, length: number, seed: number): number {
   let h = seed
   const blocks = length & ~3
   for (let i = 0; i < blocks; i += 4) {
-    h ^= mixBlock(at(bytes, i) | (at(bytes, i + 1) << 8) | (at(bytes, i + 2) << 16) | (at(bytes, i + 3) << 24))
+    h ^= mixBlock(byte(bytes, i) | (byte(bytes, i + 1) << 8) | (byte(bytes, i + 2) << 16) | (byte(bytes, i + 3) << 24))
     h = (h << 13) | (h >>> 19)
     h = (Math.imul(h, 5) + 0xe6546b64) | 0
   }
   let tail = 0
-  if ((length & 3) >= 3) tail ^= at(bytes, blocks + 2) << 16
-  if ((length & 3) >= 2) tail ^= at(bytes, blocks + 1) << 8
-  if ((length & 3) >= 1) h ^= mixBlock(tail ^ at(bytes, blocks))
+  if ((length & 3) >= 3) tail ^= byte(bytes, blocks + 2) << 16
+  if ((length & 3) >= 2) tail ^= byte(bytes, blocks + 1) << 8
+  if ((length & 3) >= 1) h ^= mixBlock(tail ^ byte(bytes, blocks))
   h ^= length
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
@@ -410,7 +418,15 @@ function mixBlock (k: number): number {
   return Math.imul(k, 0x1b873593)
 }
 
-/** A typed array's element at an index known to be inside it. */
-function at (array: Int32Array | Float64Array | Uint8Array, index: number): number {
+/** An element at an index known to be inside the array: one function per kind of array, so that each reads one kind only. */
+function int (array: Int32Array, index: number): number {
+  return array[index] as number
+}
+
+function num (array: Float64Array, index: number): number {
+  return array[index] as number
+}
+
+function byte (array: Uint8Array, index: number): number {
   return array[index] as number
 }
