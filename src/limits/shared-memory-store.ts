@@ -21,9 +21,10 @@ import {
  * Subjects kept at most, by default: twice the in-process store's 100,000,
  * since a subject can only live in its own shard, and one shard fills before
  * the whole table does. At 100,000 subjects a shard of 64 slots holds 32 on
- * average, and the chance that any of the 3,125 is full is about 1 in 2,000.
- * The buffer then takes 25.8 MB (129 bytes a slot), made once for the
- * process, whatever the number of workers.
+ * average, and the chance that any of the 3,125 is full is about 1 in 800
+ * (binomial tail; at 120,000, 0.3 shards are full). The buffer takes
+ * 25.8 MB (129 bytes a slot), made once for the process, whatever the number
+ * of workers.
  */
 const DEFAULT_MAX_SUBJECTS = 200_000
 /** Slots per shard: a miss scans every tag of its shard, 256 bytes. */
@@ -117,7 +118,7 @@ export function createSharedLimits ({ maxSubjects = DEFAULT_MAX_SUBJECTS }: Shar
   return { buffer }
 }
 
-/** How many subjects a shared table holds at most. */
+/** How many subjects a shared table holds at most: `maxSubjects`, rounded up to shards of one size. */
 export function sharedLimitsCapacity ({ buffer }: SharedLimits): number {
   const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
   return int(header, H_SHARDS) * int(header, H_SLOTS)
@@ -274,6 +275,9 @@ export class SharedMemoryStore implements RateLimitStore {
    * makes room (its #makeRoom says why in full): an empty slot, else one
    * whose subject no longer counts, else the least recently used subject
    * that is not banned, and only when every one is banned, the oldest ban.
+   * All within the subject's shard: pushing out a subject that still counts
+   * takes as many new subjects in its shard, about as many in all as the
+   * table holds, since nobody knows which subjects share a shard.
    */
   #makeRoom (base: number, clock: number, now: number): number {
     const words = this.#words
