@@ -21,8 +21,9 @@ import {
  * Subjects kept at most, by default: twice the in-process store's 100,000,
  * since a subject can only live in its own shard, and one shard fills before
  * the whole table does. At 100,000 subjects a shard of 64 slots holds 32 on
- * average, and the chance that any of the 3,125 is full is about 1 in 800
- * (binomial tail; at 120,000, 0.3 shards are full). The buffer takes
+ * average, and the chance that any of the 3,125 gets more than 64, and so
+ * forgets one that still counts, is about 1 in 1,600 (binomial tail; 1 in 6
+ * million at 80,000; at 120,000, 0.2 shards). The buffer takes
  * 25.8 MB (129 bytes a slot), made once for the process, whatever the number
  * of workers.
  */

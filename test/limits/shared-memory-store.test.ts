@@ -17,7 +17,7 @@ const ONE_A_MINUTE: WindowLimit[] = [{ window: 'minute', limit: 1 }]
 /** A store on a clock the test sets: each hit happens at its `now`, and the store's clock reads the same. */
 function storeOnTestClock (maxSubjects: number): { store: SharedMemoryStore, hit: (subject: string, now?: number, windows?: WindowLimit[], ban?: BanPolicy) => Promise<Decision['outcome']> } {
   let clock = T0
-  // Below 64 subjects the table is one shard: its eviction order is the whole store's, as in the shared-memory store.
+  // Below 64 subjects the table is one shard: its eviction order is the whole store's, as in the in-process store.
   const store = new SharedMemoryStore(createSharedLimits({ maxSubjects }), () => clock)
   const hit = async (subject: string, now = T0, windows = ONE_A_MINUTE, ban?: BanPolicy): Promise<Decision['outcome']> => {
     clock = now
@@ -193,6 +193,20 @@ describe('the shared-memory store\'s cap on subjects', () => {
     // Assert
     assert.equal(await hit('key:2', T0 + 60_003, day), 'limited', 'the key kept its day count')
     await store.close()
+  })
+
+  it('When 80,000 addresses in a row are each at their limit, then the default table still counts every one: no shard has overflowed', async () => {
+    // Arrange: a fresh table (its seed is drawn anew). With 64 slots a shard, the chance that one overflows is below 1 in 6 million.
+    const store = new SharedMemoryStore(createSharedLimits(), () => T0)
+    const subjects = Array.from({ length: 80_000 }, (_, i) => `addr:10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`)
+    for (const subject of subjects) await store.hit({ subject, windows: ONE_A_MINUTE, ban: undefined }, T0)
+
+    // Act
+    let forgotten = 0
+    for (const subject of subjects) if ((await store.hit({ subject, windows: ONE_A_MINUTE, ban: undefined }, T0 + 1)).outcome === 'allowed') forgotten++
+
+    // Assert
+    assert.equal(forgotten, 0)
   })
 
   it('When no cap is given, then the table holds 200,000 subjects, twice the in-process store\'s, in shards of 64', () => {
