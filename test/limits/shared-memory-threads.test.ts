@@ -96,7 +96,11 @@ describe('the shared-memory store across worker threads', () => {
     const other = start({ table, mode: 'hammer', subjects: ['key:held'], rounds: 100, windows, ban: undefined, gate })
     const otherDone = other.next('done')
     let released = -1
-    holder.worker.once('exit', () => { released = releaseLocksHeldBy(table, holder.threadId) })
+    let releasedForAnother = -1
+    holder.worker.once('exit', () => {
+      releasedForAnother = releaseLocksHeldBy(table, holder.threadId + 1000)
+      released = releaseLocksHeldBy(table, holder.threadId)
+    })
 
     // Act
     await other.next('ready')
@@ -104,6 +108,7 @@ describe('the shared-memory store across worker threads', () => {
     const done = await otherDone
 
     // Assert
+    assert.equal(releasedForAnother, 0, 'a lock is released only for the thread that holds it')
     assert.equal(released, 1, 'the dead worker held one lock')
     assert.equal(done.type === 'done' ? done.tally.allowed : 0, 100)
     assert.deepEqual(await used(table, 'key:held', windows), [100])
