@@ -6,12 +6,12 @@
 // the parser refuses, CONNECT, PRI) is the edge's to answer.
 //
 // Where it sits (README: "The order a request takes"): it is the first
-// preParsing hook of both listeners, so it runs after onRequest, that is
-// after who is calling is settled (the gate under /v1, whose 401 or 429
-// comes first and whose rate-limit headers the refusal carries; the admin
-// token under the admin API), and before the key's scope, the router's
-// 405 and 404, and the body. Outside them (the OpenAPI document, the docs
-// page, health, metrics) it is the first check.
+// preParsing hook of both listeners, so it runs after onRequest has
+// settled who is calling (the gate under /v1, whose 401 or 429 comes first
+// and whose rate-limit headers the refusal carries; the admin token under
+// the admin API), and before the key's scope, the router's 405 and 404,
+// and the body. A /v1 URL the router cannot take runs no hook: app.ts's
+// `frameworkErrors` calls `framingRefusal` itself.
 import fp from 'fastify-plugin'
 import type { IncomingMessage } from 'node:http'
 import { Errors, type ApiError, type ErrorCode } from '../errors.js'
