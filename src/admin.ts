@@ -18,7 +18,7 @@ import type { Metrics } from './metrics.js'
 import adminAuth from './plugins/admin-auth.js'
 import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
 import errorsPlugin, { sendError } from './plugins/errors.js'
-import { framingOutsideGate } from './plugins/gate.js'
+import framingPlugin from './plugins/framing.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
 import { RequestLog, requestIdMaker } from './request-log.js'
 import adminKeyRoutes from './routes/admin-keys.js'
@@ -75,8 +75,8 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   // As on the public port (app.ts): the request id, no sniffing or caching of any answer, and no body read after its answer.
   setUpAnswers(app)
   await app.register(errorsPlugin)
-  // The edge passes on a request without Host or with an unmet Expect; it is refused here.
-  await app.register(framingOutsideGate)
+  // A request without Host or with an unmet Expect, which the edge passes on: after the admin token's check, before anything else.
+  await app.register(framingPlugin)
   await app.register(jsonBodyPlugin)
   if (metrics !== undefined) await app.register(metricsRoute, { metrics })
   if (api !== undefined) {

@@ -4,8 +4,9 @@
 //
 // Where a request goes (README: "The order a request takes"): the edge
 // (edge.ts) answers what never becomes a request; the gate
-// (plugins/gate.ts) decides who may call /v1 and in which order; then the
-// router (404, 405), the body parser (415, 413, bad JSON), schema
+// (plugins/gate.ts) decides who may call /v1 and in which order, the
+// framing check (plugins/framing.ts) taking its place among its steps;
+// then the router (404, 405), the body parser (415, 413, bad JSON), schema
 // validation (400), the handler, the service and the storage.
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
@@ -22,7 +23,8 @@ import { createKeyLookup } from './keys/lookup.js'
 import { createUsageCounter } from './keys/usage.js'
 import { createAddressCounter, createLimit, type LimitEvents } from './access/limit.js'
 import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
-import gatePlugin, { createGate, framingOutsideGate, isApiPath } from './plugins/gate.js'
+import framingPlugin, { framingRefusal } from './plugins/framing.js'
+import gatePlugin, { createGate, isApiPath } from './plugins/gate.js'
 import deprecationPlugin from './plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from './plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from './plugins/json-body.js'
@@ -118,12 +120,15 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     // path segment longer than this is refused by the router itself.
     routerOptions: { maxParamLength: 1000 },
     // A URL the router cannot decode (`%zz`) or a path segment too long to
-    // route: under /v1 it passes the gate like any request, then gets 400.
+    // route: under /v1 it is checked as any request is, then gets 400.
+    // Fastify runs no hook for a request its router cannot take, so the
+    // gate's onRequest and the framing check are called here by hand;
+    // elsewhere the URL is all that is answered.
     frameworkErrors: (_error, request, reply) => {
       routerAnswerHeaders(request, reply)
       const answer = Errors.invalidUrl()
-      const passed = isApiPath(request.url) ? gate(request, reply) : Promise.resolve()
-      passed.then(() => sendError(reply, answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
+      const checked = isApiPath(request.url) ? gate(request, reply).then(() => framingRefusal(request.raw)) : Promise.resolve(undefined)
+      checked.then((refusal) => sendError(reply, refusal ?? answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
 
@@ -146,7 +151,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   const baseUrl = selfBaseUrl(config, () => app.server.address())
 
   await app.register(errorsPlugin)
-  await app.register(framingOutsideGate)
+  await app.register(framingPlugin)
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   app.addHook('onClose', async () => { keys.close() })

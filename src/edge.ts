@@ -8,9 +8,9 @@
 //   too large, a request too slow to arrive);
 // - CONNECT (Node would close the connection without a word);
 // - a method Node's parser takes but no router can route (`PRI`, below);
-// - an `Expect` other than 100-continue (`checkExpectation`): passed on to
-//   Fastify, where the gate (plugins/gate.ts) refuses it, as it does a
-//   request without Host, with the Error body.
+// - an `Expect` other than 100-continue (`checkExpectation`) and an
+//   HTTP/1.1 request without Host: passed on to Fastify, where the framing
+//   check (plugins/framing.ts) refuses them with the Error body.
 //
 // Answers written to the socket by hand keep the order of pipelined
 // requests: each connection's owed answers are tracked here.
@@ -88,7 +88,7 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
         requestTimeout: timeouts.requestMs,
         keepAliveTimeout: timeouts.keepAliveMs,
         connectionsCheckingInterval: timeouts.checkEveryMs,
-        // A request without Host is refused by the gate, with an Error body.
+        // A request without Host is refused by the framing check (plugins/framing.ts), with an Error body.
         requireHostHeader: false
       }, timeouts.closeGraceMs)
       server.setTimeout(timeouts.idleSocketMs)
@@ -100,7 +100,7 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
         else refuseUnroutable(request, response, countAddress)
       }
       server.on('request', take)
-      // Without a listener Node answers 417 itself; with one, the request is ours.
+      // Without a listener Node answers 417 itself; with one, the request is ours (plugins/framing.ts).
       server.on('checkExpectation', take)
       // Without a listener Node closes the connection without a word.
       server.on('connect', (_request: IncomingMessage, socket: Duplex) => { answerRaw(socket, Errors.notAProxy()) })

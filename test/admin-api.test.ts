@@ -370,6 +370,15 @@ for (const configuration of CONFIGURATIONS) {
         assert.equal(errorOf(response).status, 417)
       })
 
+      it('When a method the path lacks comes with the admin token and an Expect other than 100-continue, then 417 comes before 405, as on the public port', async () => {
+        // Act
+        const response = await call({ method: 'PUT', url: '/admin/v1/keys', headers: { ...admitted, expect: 'something-else' } })
+
+        // Assert
+        assert.equal(response.statusCode, 417)
+        assert.equal(response.headers.allow, undefined)
+      })
+
       it('When the id or a query parameter is not valid, then 400', async () => {
         // Act
         const responses = [

@@ -1,6 +1,6 @@
 // The gate: who is calling, and may they? Every /v1 API request passes it
-// first, whatever its method or path, in this order and in this function
-// alone (README: "The order a request takes"):
+// first, whatever its method or path, in this order (README: "The order a
+// request takes"):
 //
 //   1. identify (access/identify.ts): the bearer token names a key, or the
 //      reason there is none;
@@ -11,24 +11,22 @@
 //      cap of its own. Every answer from here on carries the rate-limit headers;
 //   3. refuse: without a valid key, 401 (503 when the key could not be
 //      checked);
-//   4. framing: a request Node would have refused itself (no Host, an
-//      unmet Expect), 400 or 417: the edge (edge.ts) passes these on so
-//      that they get the Error body and, here, the rate-limit headers;
+//   4. framing (plugins/framing.ts, the first preParsing hook): no Host, an
+//      unmet Expect, 400 or 417;
 //   5. scope: a valid key whose scopes lack the one its route declares
-//      (`config.scope`) gets 403. Routing has happened by now (onRequest
-//      runs after it), so the router's own answers (404, 405) declare no
-//      scope and come instead; the body is not read yet, so a key that may
-//      not write learns nothing of what is wrong with its body.
+//      (`config.scope`) gets 403. Routing has happened by now, so the
+//      router's own answers (404, 405) declare no scope and come instead;
+//      the body is not read yet, so a key that may not write learns nothing
+//      of what is wrong with its body.
 //
-// Only a request that passes reaches the router's answers (404, 405), the
-// body parser and the handler. Requests the router cannot even route
-// (`frameworkErrors` in app.ts) call the same function. Requests outside
-// the gate (the OpenAPI document, the docs page, health) get step 4 alone,
-// before their body is read.
+// Steps 1 to 3 are one onRequest hook, step 5 a preParsing hook after the
+// framing check. Only a request that passes reaches the router's answers
+// (404, 405), the body parser and the handler. Requests the router cannot
+// even route (`frameworkErrors` in app.ts) call steps 1 to 3 by hand.
 import fp from 'fastify-plugin'
 import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
-import type { IncomingMessage } from 'node:http'
 import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
+import { FRAMING_ANSWERS } from './framing.js'
 import { authorizationHeaders, type Caller, type Identify } from '../access/identify.js'
 import type { Limit, Standing } from '../access/limit.js'
 import type { Scope } from '../domain.js'
@@ -47,19 +45,16 @@ declare module 'fastify' {
     /** Where its key stands, on a route that spends no quota; undefined elsewhere. */
     standing: Standing | undefined
   }
-  interface FastifyInstance {
-    /** Present in the scope the gate guards, and the scopes inside it. */
-    gated: true
-  }
 }
 
 export type Gate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 
-/** Every error the gate can answer, so every API operation documents their statuses. */
+/** Every error an API request can get before its operation, so every API operation documents their statuses. */
 const GATE_ANSWERS = [
   'missing_api_key', 'invalid_api_key', 'service_unavailable', // identify, refuse
   'rate_limited', 'api_key_banned', // limit
-  'invalid_request', 'expectation_failed', // framing; a URL the router cannot take
+  ...FRAMING_ANSWERS,
+  'invalid_request', // a URL the router cannot take
   'insufficient_scope' // scope
 ] as const satisfies readonly ErrorCode[]
 
@@ -107,10 +102,6 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     // A refusal keeps its connection unless its body is still unread (app.ts, edge.ts `bodyUnread`):
     // a new socket for each refused attempt would cost the server more than the answer.
     if (refused !== undefined) throw refused
-    const unmet = unmetFraming(request.raw)
-    if (unmet !== undefined) throw unmet
-    const scope = routeConfig(request)?.scope
-    if (scope !== undefined && caller !== undefined && !caller.key.scopes.includes(scope)) throw Errors.insufficientScope(scope)
   }
 }
 
@@ -125,42 +116,20 @@ export function callerOf (request: FastifyRequest): Caller {
   return request.access
 }
 
-/** Node's own test for the one expectation it meets (lib/_http_server.js). */
-const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
-
-/** Why Node would have refused this request, if it would have. */
-function unmetFraming (raw: IncomingMessage): ApiError | undefined {
-  // As Node, and RFC 9110 §10.1.1: HTTP/1.0 requests need no Host, and their expectations are ignored.
-  if (raw.httpVersionMajor !== 1 || raw.httpVersionMinor !== 1) return undefined
-  if (raw.headers.host === undefined) return Errors.missingHost()
-  const expect = raw.headers.expect
-  if (expect !== undefined && !CONTINUE.test(expect)) return Errors.expectationFailed()
-  return undefined
-}
-
 /** Paths whose requests pass the gate: where a request the router cannot take is answered after the gate. */
 export function isApiPath (url: string): boolean {
   return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
 }
 
-/** The gate, on every request of the scope it is registered in. */
+/** The gate, on every request of the scope it is registered in: steps 1 to 3, then, after the framing check, step 5. */
 export default fp<{ gate: Gate }>(async function gate (app, { gate }) {
   app.decorateRequest('access', undefined)
   app.decorateRequest('standing', undefined)
-  app.decorate('gated', true)
   app.addHook('onRequest', gate)
-}, { name: 'gate' })
-
-/**
- * Step 4 alone, for requests outside the gate, before their body is read.
- * Whether the gate saw a request is told by the scope its route belongs
- * to, not guessed from its URL: the OpenAPI document and the docs page are
- * under /v1 but not gated.
- */
-export const framingOutsideGate = fp(async function framingOutsideGate (app) {
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    const unmet = request.server.hasDecorator('gated') ? undefined : unmetFraming(request.raw)
-    if (unmet === undefined) done(null, payload)
-    else done(unmet)
+    const scope = request.routeOptions.config.scope
+    const caller = request.access
+    if (scope !== undefined && caller !== undefined && !caller.key.scopes.includes(scope)) done(Errors.insufficientScope(scope))
+    else done(null, payload)
   })
-}, { name: 'framing-outside-gate' })
+}, { name: 'gate', dependencies: ['framing'] })

@@ -23,7 +23,7 @@ interface AdminKeyRoutesOptions {
   now: () => number
 }
 
-/** Statuses every operation may answer besides its own: no or a wrong token, an Expect it cannot meet (answered before the token is read), too many wrong tokens, faults. */
+/** Statuses every operation may answer besides its own: no or a wrong token, an Expect it cannot meet (plugins/framing.ts: answered after the token is checked), too many wrong tokens, faults. */
 export const ALWAYS = [401, 417, 429, 500, 503]
 /** And those with a body: bad JSON or fields, a body too large or not JSON. */
 const WITH_BODY = [...ALWAYS, 400, 413, 415]

@@ -3,10 +3,12 @@
 // the router is taught every method Node's HTTP parser accepts, and each
 // path of the scope gets one more route, for every method it lacks, that
 // answers 405 with Allow. The paths are the scope's own routes', collected
-// as they are added. The 405 is a route-level onRequest hook, which Fastify
-// runs after every hook of the scope: after the gate (plugins/gate.ts), so a
-// request is identified, counted and refused before it learns which methods
-// a path has, and answered before any body is read.
+// as they are added. The 405 is a route-level preParsing hook, which Fastify
+// runs after every onRequest hook and every preParsing hook of the scope:
+// after the gate (plugins/gate.ts) and the framing check
+// (plugins/framing.ts), so a request is identified, counted and refused
+// before it learns which methods a path has, and answered before any body
+// is read.
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Errors } from '../errors.js'
@@ -36,7 +38,7 @@ const methodNotAllowedRoutes: FastifyPluginAsync<{ paths: ReadonlySet<string> }>
       // Full paths: this plugin is registered without a prefix of its own.
       url: url.slice(app.prefix.length),
       schema: { hide: true },
-      onRequest: refuse,
+      preParsing: refuse,
       handler: refuse
     })
   }

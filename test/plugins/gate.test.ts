@@ -1,11 +1,13 @@
 // The order a /v1 request takes (README): identify, count and limit (429),
-// refuse without a valid key (401); only then 404 or 405. Whatever the
-// method or path, the route map is not shown to anonymous clients.
+// refuse without a valid key (401), framing (400, 417); only then 404, 405
+// or 403. Whatever the method or path, the route map is not shown to
+// anonymous clients.
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
 import { gateStatuses } from '../../src/plugins/gate.js'
+import { issueKey } from '../../src/keys/manage.js'
 
 /** Requests that, with a valid key, get 404, 405 or 400 from the router. */
 const ROUTED_AWAY = [
@@ -73,6 +75,40 @@ describe('the order a /v1 request takes', () => {
       assert.equal(answer.statusCode, 429, `${ROUTED_AWAY[i]?.method} ${ROUTED_AWAY[i]?.url}`)
       assert.equal(answer.headers.allow, undefined)
     }
+  })
+
+  it('When a request carries an Expect other than 100-continue, then without a key it gets 401, and with one 417 with the rate-limit headers, whatever the router would have answered', async () => {
+    // Arrange
+    const token = await t.newKey('free')
+    const expecting = { expect: 'the-impossible' }
+
+    // Act
+    const anonymous = await Promise.all(ROUTED_AWAY.map(async ({ method, url }) => await send(method, url, expecting)))
+    const keyed = await Promise.all(ROUTED_AWAY.map(async ({ method, url }) => await send(method, url, { ...expecting, ...bearer(token) })))
+
+    // Assert
+    for (const [i, answer] of anonymous.entries()) assert.equal(answer.statusCode, 401, `${ROUTED_AWAY[i]?.method} ${ROUTED_AWAY[i]?.url}`)
+    for (const [i, answer] of keyed.entries()) {
+      assert.equal(answer.statusCode, 417, `${ROUTED_AWAY[i]?.method} ${ROUTED_AWAY[i]?.url}`)
+      assert.equal(errorOf(answer).code, 'expectation_failed')
+      assert.equal(answer.headers.allow, undefined)
+      assert.match(String(answer.headers['x-ratelimit-remaining']), /^\d+$/)
+    }
+  })
+
+  it('When a key without the scope its operation needs sends an Expect other than 100-continue, then 417 comes before 403', async () => {
+    // Arrange
+    const { token } = await issueKey(t.storage, { plan: 'free', name: 'reader', perMinute: undefined, perDay: undefined, scopes: ['pets:read'], environment: t.config.environment, now: t.clock.now() })
+    const post = { 'content-type': 'application/json', ...bearer(token) }
+
+    // Act
+    const expecting = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: { ...post, expect: 'the-impossible' }, payload: '{"name":"Rex","categoryId":1}' })
+    const plain = await t.app.inject({ method: 'POST', url: '/v1/pets', headers: post, payload: '{"name":"Rex","categoryId":1}' })
+
+    // Assert
+    assert.equal(expecting.statusCode, 417)
+    assert.equal(errorOf(expecting).code, 'expectation_failed')
+    assert.equal(plain.statusCode, 403)
   })
 
   it('When a method is not allowed, then Allow lists the methods the router has for the path', async () => {
