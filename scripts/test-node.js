@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // `npm run test:node -- 24 [26 …]`: the README's two steps, `npm install`
-// and `npm test`, on other Node.js major versions.
+// and `npm test`, on other Node.js major versions. With `--workers N`, every
+// service the tests start runs N workers (PETSTORE_TEST_WORKERS,
+// docs/WORKERS.md).
 //
 // For each major it takes the newest `node-<platform>-<arch>@MAJOR` package
 // from the npm registry (the official binaries, with the C headers that
@@ -27,7 +29,7 @@ const CACHE = process.env.PETSTORE_CACHE_DIR ??
   join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'petstore')
 /** What the copy never takes from the project: built or installed for the Node running this script. */
 const NOT_COPIED = new Set(['node_modules', 'dist', 'data', '.git'])
-const USAGE = 'usage: npm run test:node -- MAJOR [MAJOR …]   (for example: npm run test:node -- 22 24 26)'
+const USAGE = 'usage: npm run test:node -- [--workers N] MAJOR [MAJOR …]   (for example: npm run test:node -- 22 24 26)'
 
 function fail (message, code = 1) {
   console.error(message)
@@ -142,7 +144,7 @@ function runEchoed (command, args, options) {
   })
 }
 
-async function testOn (major) {
+async function testOn (major, workers) {
   const pkg = binaryPackage()
   const version = resolveVersion(pkg, major)
   const nodeDir = installNode(pkg, version)
@@ -153,22 +155,27 @@ async function testOn (major) {
     npm_config_nodedir: nodeDir,
     npm_config_strict_allow_scripts: 'true'
   })
-  console.log(`\n=== Node.js v${version}: npm install && npm test, in ${copy}\n`)
+  const label = workers === undefined ? `v${version}` : `v${version}, WORKERS=${workers}`
+  console.log(`\n=== Node.js ${label}: npm install && npm test, in ${copy}\n`)
   const install = await runEchoed('npm', ['install'], { cwd: copy, env })
-  if (install.code !== 0) return { version, ok: false, step: 'npm install', code: install.code }
-  const test = await runEchoed('npm', ['test'], { cwd: copy, env })
-  return { version, ok: test.code === 0, step: 'npm test', code: test.code, summary: test.summary }
+  if (install.code !== 0) return { label, ok: false, step: 'npm install', code: install.code }
+  const test = await runEchoed('npm', ['test'], { cwd: copy, env: workers === undefined ? env : { ...env, PETSTORE_TEST_WORKERS: workers } })
+  return { label, ok: test.code === 0, step: 'npm test', code: test.code, summary: test.summary }
 }
 
-const majors = process.argv.slice(2)
+const args = process.argv.slice(2)
+const workersAt = args.indexOf('--workers')
+const workers = workersAt === -1 ? undefined : args.splice(workersAt, 2)[1]
+if (workers !== undefined && !/^[1-9]\d*$/.test(workers)) fail(USAGE, 2)
+const majors = args
 if (majors.length === 0 || !majors.every((major) => /^\d+$/.test(major))) fail(USAGE, 2)
 
 const results = []
-for (const major of majors) results.push(await testOn(major))
+for (const major of majors) results.push(await testOn(major, workers))
 
 console.log('\n=== npm run test:node')
-for (const { version, ok, step, code, summary } of results) {
+for (const { label, ok, step, code, summary } of results) {
   const counts = summary === undefined ? '' : ` (tests ${summary.tests ?? '?'}, pass ${summary.pass ?? '?'}, fail ${summary.fail ?? '?'})`
-  console.log(`Node.js v${version}: ${ok ? 'passed' : `FAILED at ${step} (exit ${code})`}${counts}`)
+  console.log(`Node.js ${label}: ${ok ? 'passed' : `FAILED at ${step} (exit ${code})`}${counts}`)
 }
 process.exit(results.every((result) => result.ok) ? 0 : 1)

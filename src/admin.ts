@@ -14,7 +14,7 @@ import type { Storage } from './db/storage.js'
 import type { Environment } from './domain.js'
 import { Errors } from './errors.js'
 import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type Timeouts } from './edge.js'
-import type { Metrics } from './metrics.js'
+import type { MetricsText } from './metrics.js'
 import adminAuth from './plugins/admin-auth.js'
 import adminOpenapi, { ADMIN_PREFIX } from './plugins/admin-openapi.js'
 import errorsPlugin, { sendError } from './plugins/errors.js'
@@ -39,7 +39,8 @@ interface AdminApiOptions {
 }
 
 export interface AdminOptions {
-  metrics?: Metrics
+  /** What GET /metrics serves: this process's registry, or every worker's added up. */
+  metrics?: { registry: MetricsText }
   api?: AdminApiOptions
   /** A pino logger; none in tests. */
   logger?: FastifyBaseLogger
@@ -95,7 +96,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   return app
 }
 
-const metricsRoute: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+const metricsRoute: FastifyPluginAsync<{ metrics: { registry: MetricsText } }> = async (app, { metrics }) => {
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })

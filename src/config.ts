@@ -1,5 +1,6 @@
 // Environment → validated, frozen, typed configuration. Read once at start;
 // a bad value stops the process with a message that names the variable.
+import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
 import { inspectToken } from './keys/tokens.js'
@@ -46,6 +47,8 @@ export interface Config {
   readonly usageFlushMs: number
   /** Where traces go, and how; undefined: tracing is off, and nothing of OpenTelemetry is loaded. */
   readonly tracing: TracingConfig | undefined
+  /** Worker threads serving the public port (docs/WORKERS.md); 1: the process serves it itself. */
+  readonly workers: number
 }
 
 /**
@@ -109,8 +112,31 @@ export function loadConfig (env: Env = process.env): Config {
     adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1',
     adminToken: adminToken(env),
     usageFlushMs: integer(env, 'USAGE_FLUSH_MS', FLUSH_MS, 100, FLUSH_MS),
-    tracing: tracingConfig(env)
+    tracing: tracingConfig(env),
+    workers: workers(env)
   })
+}
+
+/** More workers than this is a typo, not a machine: each holds its own heap and database connection. */
+const MAX_WORKERS = 256
+
+/** `auto` is one per core this process may use; above 1, the Node.js must let several threads listen on one port. */
+function workers (env: Env, nodeVersion = process.versions.node): number {
+  const raw = nonEmpty(env, 'WORKERS')
+  if (raw !== undefined && raw !== 'auto' && !(/^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= MAX_WORKERS)) {
+    throw new ConfigError(`WORKERS must be auto (one per core) or an integer from 1 to ${MAX_WORKERS}, got "${raw}"`)
+  }
+  const count = raw === undefined ? 1 : raw === 'auto' ? Math.min(availableParallelism(), MAX_WORKERS) : Number(raw)
+  if (count > 1 && !sharesPorts(nodeVersion)) {
+    throw new ConfigError(`WORKERS=${raw ?? ''} needs Node.js 22.12 or later, whose workers can all listen on one port (reusePort); this is Node.js ${nodeVersion}. Run with WORKERS=1, or on a newer Node.js`)
+  }
+  return count
+}
+
+/** net.Server's `reusePort` came in Node.js 23.1 and 22.12. */
+export function sharesPorts (nodeVersion: string): boolean {
+  const [major = 0, minor = 0] = nodeVersion.split('.').map(Number)
+  return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12)
 }
 
 /**

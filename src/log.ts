@@ -13,6 +13,7 @@
 // dependency of our own; it is sonic-boom 5, whose flushSync() gives up on
 // such errors, should anything ever call it.
 import { createRequire } from 'node:module'
+import { hostname } from 'node:os'
 import pino, { type Logger } from 'pino'
 import sonicBoom from 'sonic-boom'
 
@@ -21,6 +22,8 @@ export type LogFormat = 'json' | 'pretty'
 export interface LogOptions {
   level: string
   format: LogFormat
+  /** In a worker thread (docs/WORKERS.md), which one: every line says it. */
+  worker?: number
 }
 
 export interface ServiceLog {
@@ -29,12 +32,34 @@ export interface ServiceLog {
   flush: (deadlineMs: number) => Promise<void>
   /** Lines lost so far: buffer full (a reader too slow) or the reader gone. */
   dropped: () => number
+  /** Writes lines already formatted (a worker's, workers/log-relay.ts) as they are. */
+  write: (text: string) => void
 }
 
 /** Some 60,000 request lines of about 250 bytes: a stalled reader has seconds to minutes before a line is dropped. */
 const BUFFER_BYTES = 16 * 1024 * 1024
 
-export function createLog ({ level, format }: LogOptions): ServiceLog {
+/** Where the log's lines go: stdout (below), or, in a worker, the main thread (workers/log-relay.ts). */
+export type LogSink = Pick<ServiceLog, 'write' | 'flush' | 'dropped'>
+
+export function createLog ({ level, format, worker }: LogOptions, sink: LogSink = stdoutSink()): ServiceLog {
+  const pretty = format === 'pretty'
+    // Loaded only when asked for, like the database and Redis clients
+    // (docs/PERFORMANCE.md, RSS). Coloured only for a person at a terminal.
+    ? loadPrettyFactory()({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
+    : undefined
+  const destination = pretty === undefined ? sink : { write (line: string): void { sink.write(pretty(line)) } }
+  const logger = pino({
+    level,
+    ...(worker === undefined ? {} : { base: { pid: process.pid, hostname: hostname(), worker } }),
+    // Tokens never reach the log, even if a serializer starts logging headers.
+    redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
+  }, destination)
+  return { logger, flush: sink.flush, dropped: sink.dropped, write: sink.write }
+}
+
+/** stdout, through a bounded buffer: what does not fit is dropped and counted. */
+function stdoutSink (): LogSink {
   const stream = new sonicBoom.SonicBoom({ fd: 1, sync: false, maxLength: BUFFER_BYTES })
   let dropped = 0
   let gone = false
@@ -42,37 +67,23 @@ export function createLog ({ level, format }: LogOptions): ServiceLog {
   // EPIPE (the reader closed its end) and any other write error: nothing more
   // can be written there, and the service goes on without its log.
   stream.on('error', () => { gone = true })
-
-  const pretty = format === 'pretty'
-    // Loaded only when asked for, like the database and Redis clients
-    // (docs/PERFORMANCE.md, RSS). Coloured only for a person at a terminal.
-    ? loadPrettyFactory()({ colorize: process.stdout.isTTY, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' })
-    : undefined
-  const destination = {
-    write (line: string): void {
+  return {
+    write (line) {
       if (gone) {
         dropped++
         return
       }
-      stream.write(pretty === undefined ? line : pretty(line))
-    }
+      stream.write(line)
+    },
+    async flush (deadlineMs) {
+      if (gone) return
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, deadlineMs)
+        stream.flush(() => { clearTimeout(timer); resolve() })
+      })
+    },
+    dropped: () => dropped
   }
-
-  const logger = pino({
-    level,
-    // Tokens never reach the log, even if a serializer starts logging headers.
-    redact: { paths: ['req.headers.authorization', 'req.headers["idempotency-key"]'], censor: '[redacted]' }
-  }, destination)
-
-  const flush = async (deadlineMs: number): Promise<void> => {
-    if (gone) return
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, deadlineMs)
-      stream.flush(() => { clearTimeout(timer); resolve() })
-    })
-  }
-
-  return { logger, flush, dropped: () => dropped }
 }
 
 /** pino-pretty, loaded synchronously, since the log exists before anything else starts. */

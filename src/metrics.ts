@@ -7,10 +7,20 @@ import type { RateLimitStore } from './limits/store.js'
 import type { PoolUse } from './db/storage.js'
 
 export interface MetricSources {
-  limiter: Pick<RateLimitStore, 'name' | 'health'>
+  /** The rate-limit store this thread decides with; the main thread of several workers has none. */
+  limiter?: Pick<RateLimitStore, 'name' | 'health'>
   poolUse: () => PoolUse | undefined
   droppedLogLines: () => number
+  /**
+   * Whether to report the process's own figures (CPU, memory, event loop).
+   * Of several worker threads, only the main thread does: they are one
+   * process, and /metrics adds every thread's counts up (workers/supervisor.ts).
+   */
+  processMetrics?: boolean
 }
+
+/** What /metrics serves: one registry, or every worker's added up. */
+export type MetricsText = Pick<Registry, 'contentType' | 'metrics'>
 
 export interface Metrics {
   readonly registry: Registry
@@ -30,11 +40,11 @@ export interface Metrics {
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 const QUERY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5]
 
-export function createMetrics ({ limiter, poolUse, droppedLogLines }: MetricSources): Metrics {
+export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetrics = true }: MetricSources): Metrics {
   // One registry per instance of the app, so that tests can build several.
   // Metrics read at scrape time (collect) are registered on it explicitly.
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry })
+  if (processMetrics) collectDefaultMetrics({ register: registry })
 
   const requests = new Counter({
     name: 'petstore_http_requests_total',
@@ -67,16 +77,20 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines }: MetricSour
     help: 'Bans started by this instance: keys that kept sending after being refused.',
     registers: [registry]
   })
-  registry.registerMetric(new Gauge({
-    name: 'petstore_rate_limit_store_degraded',
-    help: 'Whether the rate-limit store is degraded (1): with Redis, this instance cannot reach it and limits in-process, on its own.',
-    labelNames: ['store'] as const,
-    registers: [],
-    async collect () {
-      const health = await limiter.health().catch(() => ({ status: 'down' }))
-      this.set({ store: limiter.name }, health.status === 'ok' ? 0 : 1)
-    }
-  }))
+  if (limiter !== undefined) {
+    registry.registerMetric(new Gauge({
+      name: 'petstore_rate_limit_store_degraded',
+      help: 'Whether the rate-limit store is degraded (1): with Redis, this instance cannot reach it and limits in-process, on its own.',
+      labelNames: ['store'] as const,
+      registers: [],
+      // Of several workers, degraded when any one is.
+      aggregator: 'max',
+      async collect () {
+        const health = await limiter.health().catch(() => ({ status: 'down' }))
+        this.set({ store: limiter.name }, health.status === 'ok' ? 0 : 1)
+      }
+    }))
+  }
   const queries = new Histogram({
     name: 'petstore_db_query_duration_seconds',
     help: 'Time spent in each storage operation, by operation and outcome (ok or error).',

@@ -2,13 +2,17 @@
 // shutdown.
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
+import type { Logger } from 'pino'
 import { buildAdminApp } from './admin.js'
 import { DeadlineError, within as withDeadline } from './deadline.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
+import type { Storage } from './db/storage.js'
 import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
+import type { RateLimitStore } from './limits/store.js'
+import type { Metrics } from './metrics.js'
 import { createLog, type ServiceLog } from './log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 import { shutdownTracing, tracingStarted } from './tracing/hooks.js'
@@ -66,46 +70,89 @@ async function start (config: Config, log: ServiceLog): Promise<void> {
   })
 
   try {
-    const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
-    // Every instance on one database shares its counters, and no other deployment's.
-    const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
-    const limiter = await openRateLimitStore(config.redisUrl, logger, deployment)
-    // prom-client is loaded only when metrics are served.
-    const metrics = config.adminPort === undefined
-      ? undefined
-      : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped })
-    const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
-    const app = await buildApp({ config, storage, limiter, logger, metrics })
-    // The admin API is on only when both the port and the token are set (README: Managing keys).
-    const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
-    const admin = metrics === undefined ? undefined : await buildAdminApp({ metrics, api, logger })
-    const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
-    const closeStores = async (): Promise<void> => { await Promise.all([storage.close(), limiter.close()]) }
-    stop = async () => {
-      stopPurging()
-      // Stops accepting, waits for requests in flight, then closes the stores.
-      await Promise.all([app.close(), admin?.close()])
-      await closeStores()
-    }
-
-    // Metrics first: a load balancer may send traffic as soon as the public port listens.
-    const adminAddress = admin === undefined || config.adminPort === undefined
-      ? undefined
-      : await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)
-    const metricsAddress = adminAddress === undefined ? undefined : `${adminAddress}/metrics`
-    const adminApiAddress = adminAddress === undefined || api === undefined ? undefined : `${adminAddress}/admin/v1`
-    const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
-      listenTextResolver: (address) => `listening on ${address}`
-    })
-    // Operators' scripts wait for this line, whatever the log level.
-    if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
-    const tracing = config.tracing === undefined || !tracingStarted() ? undefined : redactUrl(config.tracing.endpoint)
-    logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore: limiter.name, address, metrics: metricsAddress, adminApi: adminApiAddress, tracing }, 'petstore started')
+    stop = config.workers > 1
+      ? (await (await import('./workers/supervisor.js')).startWorkers(config, log)).stop
+      : await startOneProcess(config, log)
   } catch (error) {
     // A start that failed is reported by the caller, which exits.
     exit.uninstall()
     throw error
   }
+}
+
+/** What serves the public port: the process itself (WORKERS=1), or each worker thread. */
+export interface PublicService {
+  app: FastifyInstance
+  storage: Storage
+  metrics: Metrics | undefined
+  /** The rate-limit store's name, for the start's log line. */
+  rateLimitStore: string
+  closeStores: () => Promise<void>
+}
+
+/**
+ * The stores and the app of the public port. `limiter`: the counters every
+ * worker shares (workers/), used without Redis, and while Redis is
+ * unreachable; by default this thread's own. `processMetrics`:
+ * whether this thread reports the process's own figures (CPU, memory),
+ * which one thread must do for all.
+ */
+export async function openPublicService (
+  config: Config, log: ServiceLog, { limiter: shared, processMetrics }: { limiter?: RateLimitStore, processMetrics: boolean }
+): Promise<PublicService> {
+  const { logger } = log
+  const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
+  try {
+    // Every instance on one database shares its counters, and no other deployment's.
+    const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
+    const limiter = await openRateLimitStore(config.redisUrl, logger, deployment, shared)
+    // prom-client is loaded only when metrics are served.
+    const metrics = config.adminPort === undefined
+      ? undefined
+      : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped, processMetrics })
+    const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
+    const app = await buildApp({ config, storage, limiter, logger, metrics })
+    return { app, storage, metrics, rateLimitStore: limiter.name, closeStores: async () => { await Promise.all([storage.close(), limiter.close()]) } }
+  } catch (error) {
+    await opened.close()
+    throw error
+  }
+}
+
+async function startOneProcess (config: Config, log: ServiceLog): Promise<() => Promise<void>> {
+  const { logger } = log
+  const { app, storage, metrics, rateLimitStore, closeStores } = await openPublicService(config, log, { processMetrics: true })
+  // The admin API is on only when both the port and the token are set (README: Managing keys).
+  const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
+  const admin = metrics === undefined ? undefined : await buildAdminApp({ metrics, api, logger })
+  const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
+
+  // Metrics first: a load balancer may send traffic as soon as the public port listens.
+  const adminAddress = admin === undefined || config.adminPort === undefined
+    ? undefined
+    : await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)
+  const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
+    listenTextResolver: (address) => `listening on ${address}`
+  })
+  // Operators' scripts wait for this line, whatever the log level.
+  if (!logger.isLevelEnabled('info')) logger.child({}, { level: 'info' }).info(`listening on ${address}`)
+  announceStart(config, logger, { address, adminAddress, rateLimitStore, workers: 1 })
+  return async () => {
+    stopPurging()
+    // Stops accepting, waits for requests in flight, then closes the stores.
+    await Promise.all([app.close(), admin?.close()])
+    await closeStores()
+  }
+}
+
+/** The line that says what started and where; `listening on …` is said before it. */
+export function announceStart (
+  config: Config, logger: Logger, { address, adminAddress, rateLimitStore, workers }: { address: string, adminAddress: string | undefined, rateLimitStore: string, workers: number }
+): void {
+  const metrics = adminAddress === undefined ? undefined : `${adminAddress}/metrics`
+  const adminApi = adminAddress === undefined || config.adminToken === undefined ? undefined : `${adminAddress}/admin/v1`
+  const tracing = config.tracing === undefined || !tracingStarted() ? undefined : redactUrl(config.tracing.endpoint)
+  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore, workers, address, metrics, adminApi, tracing }, 'petstore started')
 }
 
 /** The log and the last spans (when tracing is on), side by side, within the log's own time. */
@@ -128,9 +175,9 @@ async function within (ms: number, closing: Promise<void>): Promise<'done' | 'la
 }
 
 /** Listens on HOST and the port the variable names, and gives the address; a port that cannot be had ends the start, naming both. */
-async function listenOn (
+export async function listenOn (
   app: FastifyInstance, host: string, [variable, port]: [string, number], closeStores: () => Promise<void>,
-  options: Pick<FastifyListenOptions, 'listenTextResolver'> = {}
+  options: Pick<FastifyListenOptions, 'listenTextResolver'> & { reusePort?: boolean } = {}
 ): Promise<string> {
   try {
     return await app.listen({ host, port, ...options })

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { availableParallelism } from 'node:os'
+import { ConfigError, loadConfig, sharesPorts } from '../src/config.js'
 import { generateToken } from '../src/keys/tokens.js'
 
 describe('configuration', () => {
@@ -173,5 +174,23 @@ describe('configuration', () => {
     assert.equal(given?.sampler, 'parentbased_traceidratio')
     assert.equal(given?.samplerRatio, 0.25)
     assert.equal(given?.scheduleDelayMs, 50)
+  })
+
+  it('When WORKERS is unset, a number or auto, then that many workers serve, auto one per core; anything else is refused naming it', () => {
+    assert.equal(loadConfig({}).workers, 1)
+    assert.equal(loadConfig({ WORKERS: '1' }).workers, 1)
+    if (sharesPorts(process.versions.node)) {
+      assert.equal(loadConfig({ WORKERS: '3' }).workers, 3)
+      assert.equal(loadConfig({ WORKERS: 'auto' }).workers, availableParallelism())
+    } else {
+      assert.throws(() => loadConfig({ WORKERS: '3' }), (error: unknown) => error instanceof ConfigError && /WORKERS=3 needs Node\.js 22\.12 or later/.test(error.message))
+    }
+    for (const bad of ['0', '-1', '2.5', 'all', '257']) {
+      assert.throws(() => loadConfig({ WORKERS: bad }), (error: unknown) => error instanceof ConfigError && error.message.startsWith('WORKERS must be auto'), bad)
+    }
+  })
+
+  it('When the Node.js version is read, then only 22.12 and later share a port between threads', () => {
+    assert.deepEqual(['20.20.2', '22.11.0', '22.12.0', '23.0.0', '23.1.0', '24.0.0'].map(sharesPorts), [false, false, true, false, true, true])
   })
 })

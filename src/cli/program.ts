@@ -16,6 +16,8 @@ Environment (default in brackets; more in README.md, "Configuration"):
   DATABASE_POOL_SIZE         PostgreSQL connections this instance may hold [10]
   REDIS_URL                  redis://… or redis+cluster://…: rate limits and bans shared by every
                              instance [unset: in-process]
+  WORKERS                    worker threads serving PORT, or auto (one per core); above 1 needs
+                             Node.js 22.12 or later [1]
   PETSTORE_ENV               production or staging: which keys are accepted [production]
   PUBLIC_BASE_URL            production address, ending in /v1 [http://HOST:PORT/v1]
   STAGING_BASE_URL           staging address, ending in /v1 [unset]

@@ -15,11 +15,18 @@ import type { RateLimitStore } from './store.js'
  */
 const CONNECT_WAIT_MS = 2000
 
-/** `namespace`: names this deployment's keys in a Redis that other deployments may share (RedisStoreOptions). */
-export async function openRateLimitStore (redisUrl: string | undefined, logger: StoreLogger, namespace: string): Promise<RateLimitStore> {
-  if (redisUrl === undefined) return new MemoryStore()
+/**
+ * `namespace`: names this deployment's keys in a Redis that other
+ * deployments may share (RedisStoreOptions). `local`: the store that limits
+ * without Redis, and in its stead while it is unreachable; by default this
+ * thread's own (workers pass the one they share, docs/WORKERS.md).
+ */
+export async function openRateLimitStore (
+  redisUrl: string | undefined, logger: StoreLogger, namespace: string, local: RateLimitStore = new MemoryStore()
+): Promise<RateLimitStore> {
+  if (redisUrl === undefined) return local
   const { RedisStore } = await import('./redis-store.js')
   const redis = new RedisStore(parseRedisUrl(redisUrl), { namespace })
   await redis.whenReady(CONNECT_WAIT_MS)
-  return await ResilientStore.open(redis, new MemoryStore(), logger)
+  return await ResilientStore.open(redis, local, logger)
 }

@@ -7,7 +7,6 @@
 // Redis would otherwise cost every request the full wait. A probe in the
 // background finds out when it is back.
 import { within } from '../deadline.js'
-import type { MemoryStore } from './memory-store.js'
 import type { Decision, HitRequest, RateLimitStore, StoreHealth } from './store.js'
 
 /** What this store logs with: pino's logger is one, and so is anything with these two methods. */
@@ -28,7 +27,7 @@ const PROBE_EVERY_MS = 500
 export class ResilientStore implements RateLimitStore {
   readonly name: string
   readonly #primary: RateLimitStore
-  readonly #fallback: MemoryStore
+  readonly #fallback: RateLimitStore
   readonly #logger: StoreLogger
   /** Why the shared store is not used, while it is not; undefined while it is. */
   #degraded: { reason: string, since: number } | undefined
@@ -41,14 +40,14 @@ export class ResilientStore implements RateLimitStore {
    * cannot be unreachable, so a degraded store always has something to limit
    * with, and is never down.
    */
-  static async open (primary: RateLimitStore, fallback: MemoryStore, logger: StoreLogger): Promise<ResilientStore> {
+  static async open (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger): Promise<ResilientStore> {
     const store = new ResilientStore(primary, fallback, logger)
     const health = await store.#primaryHealth()
     if (health.status !== 'ok') store.#degrade(health.reason)
     return store
   }
 
-  private constructor (primary: RateLimitStore, fallback: MemoryStore, logger: StoreLogger) {
+  private constructor (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger) {
     this.name = primary.name
     this.#primary = primary
     this.#fallback = fallback

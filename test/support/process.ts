@@ -19,7 +19,7 @@ export const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 const SERVICE_VARIABLES = [
   'HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'PETSTORE_ENV', 'PUBLIC_BASE_URL', 'STAGING_BASE_URL',
   'TRUST_PROXY', 'CORS_ORIGINS', 'RATE_LIMIT_BAN_THRESHOLD', 'RATE_LIMIT_BAN_SECONDS', 'LOG_LEVEL',
-  'LOG_FORMAT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'USAGE_FLUSH_MS', 'DATABASE_POOL_SIZE',
+  'LOG_FORMAT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'USAGE_FLUSH_MS', 'DATABASE_POOL_SIZE', 'WORKERS',
   // Tracing's, OpenTelemetry's standard ones.
   'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
   'OTEL_SDK_DISABLED', 'OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG',
@@ -37,6 +37,16 @@ function findProjectRoot (start: string): string {
     if (parent === dir) throw new Error(`no bin/petstore.js above ${start}`)
     dir = parent
   }
+}
+
+/**
+ * PETSTORE_TEST_WORKERS=N runs every service a test starts with WORKERS=N,
+ * unless the test sets WORKERS itself: whatever holds with one worker must
+ * hold with several (docs/WORKERS.md).
+ */
+function testWorkers (): Record<string, string> {
+  const workers = process.env.PETSTORE_TEST_WORKERS
+  return workers === undefined || workers === '' ? {} : { WORKERS: workers }
 }
 
 function childEnv (env: Record<string, string>): NodeJS.ProcessEnv {
@@ -192,7 +202,7 @@ export class ServerProcess {
 
   /** `args`: the script and its arguments; any server that prints the same listening line. */
   constructor (env: Record<string, string>, args: readonly string[] = [CLI, 'serve']) {
-    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv(env) })
+    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv({ ...testWorkers(), ...env }) })
     // If the test process itself ends abruptly, its server does not outlive it.
     process.once('exit', this.#killOnExit)
     // Kept as it comes, synchronously, one file per stream so that lines never

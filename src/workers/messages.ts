@@ -1,0 +1,24 @@
+// What the main thread and its workers say to each other (docs/WORKERS.md).
+import type { MetricObjectWithValues, MetricValue } from 'prom-client'
+import type { Config } from '../config.js'
+import type { SharedLimits } from '../limits/shared-memory-store.js'
+
+/** Given to each worker as it starts. */
+export interface WorkerData {
+  /** The configuration the main thread read: read once, for every worker. */
+  config: Config
+  /** The public port: PORT, or, after the first worker, the port it was given when PORT=0. */
+  port: number
+  /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
+  limits: SharedLimits
+}
+
+export type ToWorker =
+  | { kind: 'stop' }
+  | { kind: 'metrics', id: number }
+
+export type FromWorker =
+  /** `rateLimitStore`: the store's name, for the start's log line. */
+  | { kind: 'listening', address: string, port: number, rateLimitStore: string }
+  | { kind: 'log', text: string }
+  | { kind: 'metrics', id: number, metrics: Array<MetricObjectWithValues<MetricValue<string>>> }

@@ -1,0 +1,188 @@
+// WORKERS > 1 (docs/WORKERS.md): the main thread starts that many worker
+// threads, each serving the public port (workers/worker.ts), and keeps for
+// itself what must be one: the rate-limit counters' memory, stdout, the admin
+// listener with /metrics adding up every worker's counts, the hourly purge,
+// and the stop. A worker that dies is replaced; the others go on serving.
+import { createServer } from 'node:net'
+import { Worker } from 'node:worker_threads'
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
+import { buildAdminApp } from '../admin.js'
+import type { Config } from '../config.js'
+import { ConfigError } from '../config.js'
+import { openStorage } from '../db/open.js'
+import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
+import type { ServiceLog } from '../log.js'
+import { createMetrics } from '../metrics.js'
+import { purgeExpiredIdempotencyKeys } from '../pets/purge.js'
+import { announceStart, listenOn } from '../server.js'
+import type { FromWorker, ToWorker, WorkerData } from './messages.js'
+
+const THREAD = new URL('./thread.js', import.meta.url)
+/**
+ * Listens on a free port with reusePort, so that workers can join it, and
+ * lets go once they have. Nobody knows the port before the listening line,
+ * so no client connects to this socket meanwhile.
+ */
+async function reservePort (host: string): Promise<{ port: number, release: () => Promise<void> }> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen({ host, port: 0, reusePort: true }, resolve)
+  })
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error(`no port from ${host}`)
+  return { port: address.port, release: async () => { await new Promise((resolve) => server.close(resolve)) } }
+}
+
+/** A worker that answers no metrics request within this is left out of that scrape. */
+const METRICS_WAIT_MS = 2000
+/** A worker that dies is replaced after this, doubled for each that died soon after its start, up to the most. */
+const FIRST_RESTART_MS = 100
+const MOST_RESTART_MS = 10_000
+/** A worker that lived this long is taken to have started well: the next restart waits the least again. */
+const HEALTHY_AFTER_MS = 30_000
+
+type Listening = Extract<FromWorker, { kind: 'listening' }>
+type ThreadMetrics = Array<MetricObjectWithValues<MetricValue<string>>>
+
+interface Running {
+  worker: Worker
+  startedAt: number
+  pendingMetrics: Map<number, (metrics: ThreadMetrics) => void>
+}
+
+export interface Workers {
+  /** Stops every worker (each finishes its requests in flight), then the admin listener and the store. */
+  stop: () => Promise<void>
+  /** The worker threads running now. */
+  threads: () => Worker[]
+}
+
+export async function startWorkers (config: Config, log: ServiceLog): Promise<Workers> {
+  const { logger } = log
+  // The main thread's own connection: the admin API's, and the purge's. It migrates the store before any worker opens it.
+  const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
+  // With Redis too: while it is unreachable, the workers limit together here, as one instance.
+  const limits = createSharedLimits()
+  const running = new Set<Running>()
+  let stopping = false
+  let restartMs = FIRST_RESTART_MS
+  let nextMetricsId = 0
+
+  /** Starts one worker; resolves once it listens, rejects if it fails before. */
+  const startOne = async (port: number): Promise<Listening> => {
+    const data: WorkerData = { config, port, limits }
+    const worker = new Worker(THREAD, { workerData: data })
+    // Read now: an exited worker's threadId is -1.
+    const { threadId } = worker
+    const entry: Running = { worker, startedAt: Date.now(), pendingMetrics: new Map() }
+    running.add(entry)
+    return await new Promise<Listening>((resolve, reject) => {
+      let listening = false
+      worker.on('message', (message: FromWorker) => {
+        if (message.kind === 'log') log.write(message.text)
+        else if (message.kind === 'listening') {
+          listening = true
+          resolve(message)
+        } else if (message.kind === 'metrics') {
+          entry.pendingMetrics.get(message.id)?.(message.metrics)
+          entry.pendingMetrics.delete(message.id)
+        }
+      })
+      worker.on('error', (error) => {
+        if (listening) logger.error({ err: error, worker: threadId }, 'worker failed')
+        else reject(error)
+      })
+      worker.on('exit', (code) => {
+        running.delete(entry)
+        // A lock word its thread held when it ended would stop every other worker at that shard.
+        releaseLocksHeldBy(limits, threadId)
+        for (const answer of entry.pendingMetrics.values()) answer([])
+        if (!listening) {
+          reject(new Error(`worker exited with code ${code} before listening`))
+          return
+        }
+        if (stopping) return
+        const lived = Date.now() - entry.startedAt
+        restartMs = lived >= HEALTHY_AFTER_MS ? FIRST_RESTART_MS : Math.min(restartMs * 2, MOST_RESTART_MS)
+        logger.error({ worker: threadId, code }, `worker ${threadId} stopped (exit code ${code}): starting another in ${restartMs} ms`)
+        setTimeout(() => {
+          if (stopping) return
+          startOne(first.port).catch((error: unknown) => { logger.error({ err: error }, 'a replacement worker failed to start') })
+        }, restartMs).unref()
+      })
+    })
+  }
+
+  const askMetrics = async ({ worker, pendingMetrics }: Running): Promise<ThreadMetrics> => {
+    const id = nextMetricsId++
+    return await new Promise<ThreadMetrics>((resolve) => {
+      const timer = setTimeout(() => { pendingMetrics.delete(id); resolve([]) }, METRICS_WAIT_MS)
+      pendingMetrics.set(id, (metrics) => { clearTimeout(timer); resolve(metrics) })
+      const message: ToWorker = { kind: 'metrics', id }
+      worker.postMessage(message)
+    })
+  }
+
+  const own = config.adminPort === undefined
+    ? undefined
+    : createMetrics({ poolUse: () => storage.poolUse(), droppedLogLines: log.dropped, processMetrics: true })
+  const metrics = own === undefined
+    ? undefined
+    : {
+        registry: {
+          contentType: own.registry.contentType,
+          async metrics () {
+            const each = await Promise.all([own.registry.getMetricsAsJSON(), ...[...running].map(askMetrics)])
+            return await AggregatorRegistry.aggregate(each).metrics()
+          }
+        }
+      }
+  const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
+  const admin = metrics === undefined ? undefined : await buildAdminApp({ metrics, api, logger })
+  const closeStore = async (): Promise<void> => { await storage.close() }
+  const adminAddress = admin === undefined || config.adminPort === undefined
+    ? undefined
+    : await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStore)
+
+  const stopWorkers = async (): Promise<void> => {
+    stopping = true
+    await Promise.all([...running].map(async ({ worker }) => {
+      const exited = new Promise<void>((resolve) => { worker.once('exit', () => { resolve() }) })
+      const message: ToWorker = { kind: 'stop' }
+      worker.postMessage(message)
+      await exited
+    }))
+  }
+
+  let first: Listening
+  try {
+    // PORT=0: one port is taken first, held while every worker joins it, so that all start at once.
+    const reserved = config.port === 0 ? await reservePort(config.host) : undefined
+    try {
+      const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne(reserved?.port ?? config.port)))
+      first = all[0] as Listening
+    } finally {
+      await reserved?.release()
+    }
+  } catch (error) {
+    await stopWorkers()
+    await Promise.all([admin?.close(), closeStore()])
+    if (error instanceof ConfigError) throw error
+    throw new ConfigError(`cannot start WORKERS=${config.workers}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
+  // Operators' scripts wait for this line, whatever the log level.
+  const listening = logger.isLevelEnabled('info') ? logger : logger.child({}, { level: 'info' })
+  listening.info(`listening on ${first.address}`)
+  announceStart(config, logger, { address: first.address, adminAddress, rateLimitStore: first.rateLimitStore, workers: config.workers })
+
+  return {
+    async stop () {
+      stopPurging()
+      await Promise.all([stopWorkers(), admin?.close()])
+      await closeStore()
+    },
+    threads: () => [...running].map(({ worker }) => worker)
+  }
+}

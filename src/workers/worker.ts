@@ -1,0 +1,52 @@
+// One worker thread: the public app on the shared port, its own database
+// connection, the rate-limit counters every worker shares (docs/WORKERS.md).
+// Its log goes to the main thread, and it stops when the main thread asks.
+import { parentPort, threadId, workerData } from 'node:worker_threads'
+import { SharedMemoryStore } from '../limits/shared-memory-store.js'
+import { createLog } from '../log.js'
+import { listenOn, openPublicService } from '../server.js'
+import { shutdownTracing } from '../tracing/hooks.js'
+import { relaySink } from './log-relay.js'
+import type { FromWorker, ToWorker, WorkerData } from './messages.js'
+
+/** As the process gives its log and spans at shutdown (server.ts). */
+const SPANS_FLUSH_MS = 2000
+
+if (parentPort === null) throw new Error('workers/worker.js runs only as a worker thread')
+const main = parentPort
+const { config, port, limits } = workerData as WorkerData
+const tell = (message: FromWorker): void => { main.postMessage(message) }
+
+const log = createLog({ level: config.logLevel, format: config.logFormat, worker: threadId }, relaySink(main))
+const service = await openPublicService(config, log, { limiter: new SharedMemoryStore(limits), processMetrics: false })
+main.on('message', (message: ToWorker) => {
+  if (message.kind === 'stop') {
+    stop().catch((error: unknown) => {
+      log.logger.error({ err: error }, 'worker: stop failed')
+      process.exit(1)
+    })
+  } else if (message.kind === 'metrics') {
+    (service.metrics?.registry.getMetricsAsJSON() ?? Promise.resolve([]))
+      .then((metrics) => { tell({ kind: 'metrics', id: message.id, metrics }) })
+      .catch((error: unknown) => { log.logger.warn({ err: error }, 'worker: metrics not read') })
+  }
+})
+const address = await listenOn(service.app, config.host, ['PORT', port], service.closeStores, {
+  reusePort: true,
+  // The main thread says `listening on …` once, for every worker.
+  listenTextResolver: (address) => `worker ${threadId} accepting connections at ${address}`
+})
+// Its own lines first, then the main thread's `listening on …`.
+await log.flush(0)
+const bound = service.app.server.address()
+tell({ kind: 'listening', address, port: bound !== null && typeof bound === 'object' ? bound.port : port, rateLimitStore: service.rateLimitStore })
+
+async function stop (): Promise<void> {
+  // Stops accepting, finishes the requests in flight, then closes the stores; the main thread keeps the time.
+  await service.app.close()
+  await service.closeStores()
+  // Its spans too, within the time the process gives its log (server.ts).
+  await Promise.all([log.flush(0), shutdownTracing(SPANS_FLUSH_MS)])
+  // Whatever timer a library left behind, this thread is done.
+  process.exit(0)
+}

@@ -1,0 +1,144 @@
+// WORKERS=2 (docs/WORKERS.md): one service on every core of one machine,
+// without Redis. Requests go on new connections, which the kernel spreads
+// over the workers, so a count kept per worker would show. The workers
+// share one port through reusePort, which Node.js 20 lacks: there, the start
+// must fail and say why.
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { setTimeout as delay } from 'node:timers/promises'
+import { sharesPorts } from '../../src/config.js'
+import { bearer, newPetJson } from '../support/fixtures.js'
+import { createKey, idsIn, makeTempDir, removeTempDir, runCli, sqliteUrl, startServer, type ServerProcess } from '../support/process.js'
+
+const SHARES_PORTS = sharesPorts(process.versions.node)
+
+interface Answer { status: number, text: string }
+
+/** One request on a connection of its own. */
+async function send (port: number, path: string, { method = 'GET', headers = {}, body }: { method?: string, headers?: Record<string, string>, body?: string } = {}): Promise<Answer> {
+  return await new Promise((resolve, reject) => {
+    const outgoing = request({ host: '127.0.0.1', port, path, method, headers, agent: false, timeout: 10_000 }, (response) => {
+      let text = ''
+      response.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => { resolve({ status: response.statusCode ?? 0, text }) })
+    })
+    outgoing.on('error', reject).on('timeout', () => { outgoing.destroy(new Error(`${method} ${path}: no answer`)) })
+    outgoing.end(body)
+  })
+}
+
+/** Waits for the next UTC minute when fewer than `ms` are left in this one: a window that ends mid-burst would admit a second quota. */
+async function awayFromMinuteEdge (ms = 5_000): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000)
+  if (left < ms) await delay(left + 200)
+}
+
+function count (statuses: number[], status: number): number {
+  return statuses.filter((each) => each === status).length
+}
+
+describe('WORKERS on a Node.js without reusePort', { skip: SHARES_PORTS && 'this Node.js shares ports' }, () => {
+  it('When WORKERS=2 is asked for, then the start fails and names the Node.js needed', async () => {
+    const dir = makeTempDir()
+    try {
+      const result = await runCli(['serve'], { DATABASE_URL: sqliteUrl(dir), PORT: '0', WORKERS: '2' })
+      assert.notEqual(result.code, 0)
+      assert.match(result.stderr, /WORKERS=2 needs Node\.js 22\.12 or later/)
+    } finally {
+      removeTempDir(dir)
+    }
+  })
+})
+
+describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_PORTS && 'this Node.js cannot share a port between threads', timeout: 120_000 }, () => {
+  const dir = makeTempDir()
+  const env = { DATABASE_URL: sqliteUrl(dir), WORKERS: '2', ADMIN_PORT: '0', RATE_LIMIT_BAN_THRESHOLD: '5' }
+  let server: ServerProcess
+  before(async () => { server = await startServer(env, 30_000) })
+  after(async () => {
+    await server.dispose()
+    removeTempDir(dir)
+  })
+
+  it('When it starts, then it says `listening on` once and both workers serve', async () => {
+    // Act
+    const answers = await Promise.all(Array.from({ length: 40 }, async () => await send(server.port, '/healthz')))
+    await delay(200)
+
+    // Assert
+    assert.deepEqual(new Set(answers.map(({ status }) => status)), new Set([200]))
+    assert.equal(server.stdout.match(/listening on http:/g)?.length, 1)
+    assert.match(server.stdout, /"workers":2,.*"msg":"petstore started"/)
+    const workers = new Set([...server.stdout.matchAll(/"worker":(\d+).*"url":"\/healthz"/g)].map((match) => match[1]))
+    assert.equal(workers.size, 2, `request lines came from workers ${[...workers].join(', ')}`)
+  })
+
+  it('When a key sends past its per-minute limit through both workers, then exactly its limit is admitted and the ban is earned once', async () => {
+    // Arrange
+    const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'split', '--per-minute', '10', '--per-day', '100000'])
+    await awayFromMinuteEdge()
+
+    // Act
+    const statuses = (await Promise.all(Array.from({ length: 40 }, async () => await send(server.port, '/v1/pets?limit=1', { headers: bearer(token) }))))
+      .map(({ status }) => status)
+    await delay(200)
+
+    // Assert
+    assert.equal(count(statuses, 200), 10, statuses.join(' '))
+    assert.equal(count(statuses, 429), 30, statuses.join(' '))
+    assert.equal(server.stdout.match(/"msg":"API key \d+ banned until/g)?.length, 1)
+  })
+
+  it('When a client without a key sends past the per-address limit through both workers, then exactly 60 are answered before 429', async () => {
+    // Arrange
+    await awayFromMinuteEdge()
+
+    // Act
+    const statuses = (await Promise.all(Array.from({ length: 75 }, async () => await send(server.port, '/v1/pets')))).map(({ status }) => status)
+
+    // Assert
+    assert.equal(count(statuses, 401), 60, statuses.join(' '))
+    assert.equal(count(statuses, 429), 15, statuses.join(' '))
+  })
+
+  it('When one Idempotency-Key is sent several times at once, then one animal is created, and each answer names it or says the key is in use', async () => {
+    // Arrange
+    const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'once', '--per-minute', '100000', '--per-day', '1000000'])
+    const init = { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json', 'idempotency-key': 'same-key' }, body: newPetJson({ name: 'once' }) }
+
+    // Act
+    const answers = await Promise.all(Array.from({ length: 8 }, async () => await send(server.port, '/v1/pets', init)))
+    const listed = await send(server.port, '/v1/pets?limit=100', { headers: bearer(token) })
+
+    // Assert
+    const texts = answers.map(({ text }) => text).join('\n')
+    assert.ok(answers.every(({ status, text }) => status === 201 || (status === 409 && text.includes('"idempotency_key_in_use"'))), texts)
+    assert.equal(new Set(answers.filter(({ status }) => status === 201).flatMap(({ text }) => idsIn(text))).size, 1, texts)
+    assert.equal(listed.text.match(/"name":"once"/g)?.length, 1)
+  })
+
+  it('When /metrics is read, then it adds up every worker\'s requests and reports the process once', async () => {
+    // Arrange
+    const adminPort = Number(/"metrics":"http:\/\/127\.0\.0\.1:(\d+)\/metrics"/.exec(server.stdout)?.[1])
+    const before = await send(adminPort, '/metrics')
+    const answered = (text: string): number => [...text.matchAll(/^petstore_http_requests_total\{[^}]*route="\/readyz"[^}]*\} (\d+)$/gm)]
+      .reduce((sum, match) => sum + Number(match[1]), 0)
+
+    // Act
+    await Promise.all(Array.from({ length: 30 }, async () => await send(server.port, '/readyz')))
+    const after = await send(adminPort, '/metrics')
+
+    // Assert
+    assert.equal(answered(after.text) - answered(before.text), 30)
+    assert.equal(after.text.match(/^process_cpu_seconds_total /gm)?.length, 1)
+  })
+
+  it('When it is asked to stop, then every worker stops and the process exits 0', async () => {
+    // Act
+    const exit = await server.stop(40_000)
+
+    // Assert
+    assert.equal(exit?.code, 0, server.stdout + server.stderr)
+    assert.match(server.stdout, /"msg":"stopped"/)
+  })
+})

@@ -1,0 +1,110 @@
+// A worker that dies under write load: the supervisor runs in this test's
+// process, so that one worker thread can be ended abruptly
+// (`worker.terminate()` stops its JavaScript wherever it is, as kill -9
+// stops a process; a signal would end every thread at once).
+import { after, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import { setTimeout as delay } from 'node:timers/promises'
+import { loadConfig, sharesPorts } from '../../src/config.js'
+import { openSqlite } from '../../src/db/sqlite.js'
+import { createLog } from '../../src/log.js'
+import { startWorkers, type Workers } from '../../src/workers/supervisor.js'
+import { bearer, newPetJson } from '../support/fixtures.js'
+import { createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl } from '../support/process.js'
+
+interface Answer { status: number, text: string }
+
+async function create (port: number, token: string, name: string): Promise<Answer> {
+  return await new Promise((resolve, reject) => {
+    const body = newPetJson({ name })
+    const outgoing = request({
+      host: '127.0.0.1',
+      port,
+      path: '/v1/pets',
+      method: 'POST',
+      agent: false,
+      timeout: 10_000,
+      headers: { ...bearer(token), 'content-type': 'application/json' }
+    }, (response) => {
+      let text = ''
+      response.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => { resolve({ status: response.statusCode ?? 0, text }) })
+    })
+    outgoing.on('error', reject).on('timeout', () => { outgoing.destroy(new Error('no answer')) })
+    outgoing.end(body)
+  })
+}
+
+describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 'this Node.js cannot share a port between threads', timeout: 120_000 }, () => {
+  const dir = makeTempDir()
+  const lines: string[] = []
+  let workers: Workers | undefined
+  after(async () => {
+    await workers?.stop()
+    removeTempDir(dir)
+  })
+
+  it('When one worker is ended abruptly under write load, then it is replaced, the other goes on serving, and every acknowledged animal is stored', async (t) => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'load', '--per-minute', '1000000', '--per-day', '10000000'])
+    const log = createLog({ level: 'info', format: 'json' }, {
+      write: (text) => { lines.push(text) },
+      flush: async () => {},
+      dropped: () => 0
+    })
+    workers = await startWorkers(loadConfig({ ...env, HOST: '127.0.0.1', PORT: '0', WORKERS: '2' }), log)
+    const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(lines.join(''))?.[1])
+    const [victim, survivor] = workers.threads()
+    assert.ok(victim !== undefined && survivor !== undefined)
+    const acknowledged = new Map<string, string>()
+    const failures: string[] = []
+    const load = { stopped: false }
+    let sent = 0
+    const clients = Array.from({ length: 8 }, async (_, client) => {
+      while (!load.stopped) {
+        const name = `pet-${client}-${sent++}`
+        try {
+          const answer = await create(port, token, name)
+          if (answer.status === 201) acknowledged.set(name, answer.text)
+          else failures.push(`${answer.status} ${answer.text}`)
+        } catch (error) {
+          // A connection the ended worker held is cut: the client sees an error, never a wrong answer.
+          failures.push(`cut: ${String(error)}`)
+        }
+      }
+    })
+
+    // Act
+    await delay(1_000)
+    const beforeEnd = acknowledged.size
+    await victim.terminate()
+    const afterEnd = acknowledged.size
+    await delay(300)
+    const whileAlone = acknowledged.size - afterEnd
+    const replaced = await pollUntil(async () => {
+      const now = workers?.threads() ?? []
+      return now.length === 2 && !now.includes(victim) ? now : undefined
+    }, { ms: 20_000, every: 50, what: 'a replacement worker' })
+    await delay(1_000)
+    load.stopped = true
+    await Promise.all(clients)
+
+    // Assert
+    assert.ok(replaced.includes(survivor))
+    assert.ok(beforeEnd > 0, 'no animal was added before the end')
+    assert.ok(whileAlone > 0, 'the other worker added nothing while the first was being replaced')
+    assert.match(lines.join(''), new RegExp(`"msg":"worker ${victim.threadId} stopped \\(exit code 1\\): starting another`))
+    assert.deepEqual(failures.filter((failure) => !failure.startsWith('cut:')), [])
+    const storage = openSqlite(sqliteUrl(dir))
+    try {
+      for (const [name, text] of acknowledged) {
+        const id = BigInt(/"id":(\d+)/.exec(text)?.[1] ?? '0')
+        assert.equal((await storage.getPet(id))?.name, name, `animal ${id} (${name}) was acknowledged but is not stored`)
+      }
+    } finally {
+      await storage.close()
+    }
+    t.diagnostic(`${acknowledged.size} animals acknowledged, every one stored; ${failures.length} connections cut; ${whileAlone} added by the other worker in the 300 ms after the end`)
+  })
+})
