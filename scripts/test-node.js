@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // `npm run test:node -- 24 [26 …]`: the README's two steps, `npm install`
 // and `npm test`, on other Node.js major versions.
+// `npm run test:node -- 24 --run SCRIPT [ARGS …]` runs `npm run SCRIPT --
+// ARGS` in the copy instead of `npm test` (the benchmark on Node 24:
+// `--run bench --workers 1,2`, docs/PERFORMANCE.md).
 //
 // For each major it takes the newest `node-<platform>-<arch>@MAJOR` package
 // from the npm registry (the official binaries, with the C headers that
@@ -27,7 +30,7 @@ const CACHE = process.env.PETSTORE_CACHE_DIR ??
   join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'petstore')
 /** What the copy never takes from the project: built or installed for the Node running this script. */
 const NOT_COPIED = new Set(['node_modules', 'dist', 'data', '.git'])
-const USAGE = 'usage: npm run test:node -- MAJOR [MAJOR …]   (for example: npm run test:node -- 22 24 26)'
+const USAGE = 'usage: npm run test:node -- MAJOR [MAJOR …] [--run SCRIPT [ARGS …]]   (for example: npm run test:node -- 22 24 26)'
 
 function fail (message, code = 1) {
   console.error(message)
@@ -142,7 +145,8 @@ function runEchoed (command, args, options) {
   })
 }
 
-async function testOn (major) {
+/** `then`: the npm script and its arguments to run in the copy, undefined for `npm test`. */
+async function testOn (major, then) {
   const pkg = binaryPackage()
   const version = resolveVersion(pkg, major)
   const nodeDir = installNode(pkg, version)
@@ -153,18 +157,24 @@ async function testOn (major) {
     npm_config_nodedir: nodeDir,
     npm_config_strict_allow_scripts: 'true'
   })
-  console.log(`\n=== Node.js v${version}: npm install && npm test, in ${copy}\n`)
+  const step = then === undefined ? ['test'] : ['run', then.script, '--', ...then.args]
+  console.log(`\n=== Node.js v${version}: npm install && npm ${step.join(' ')}, in ${copy}\n`)
   const install = await runEchoed('npm', ['install'], { cwd: copy, env })
   if (install.code !== 0) return { version, ok: false, step: 'npm install', code: install.code }
-  const test = await runEchoed('npm', ['test'], { cwd: copy, env })
-  return { version, ok: test.code === 0, step: 'npm test', code: test.code, summary: test.summary }
+  const test = await runEchoed('npm', step, { cwd: copy, env })
+  return { version, ok: test.code === 0, step: `npm ${step[0]}`, code: test.code, summary: then === undefined ? test.summary : undefined }
 }
 
-const majors = process.argv.slice(2)
-if (majors.length === 0 || !majors.every((major) => /^\d+$/.test(major))) fail(USAGE, 2)
+const argv = process.argv.slice(2)
+const runAt = argv.indexOf('--run')
+const majors = runAt === -1 ? argv : argv.slice(0, runAt)
+const [script, ...args] = runAt === -1 ? [] : argv.slice(runAt + 1)
+if (majors.length === 0 || !majors.every((major) => /^\d+$/.test(major)) || (runAt !== -1 && (script === undefined || script.startsWith('-')))) fail(USAGE, 2)
+// `npm run test:node -- 24 --run bench -- --only list`: the second `--` reaches this script.
+const then = script === undefined ? undefined : { script, args: args[0] === '--' ? args.slice(1) : args }
 
 const results = []
-for (const major of majors) results.push(await testOn(major))
+for (const major of majors) results.push(await testOn(major, then))
 
 console.log('\n=== npm run test:node')
 for (const { version, ok, step, code, summary } of results) {
