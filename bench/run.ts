@@ -9,8 +9,9 @@
 // file as an operator would have it. Each row is an unmeasured warm-up, then
 // a measured run during which the server's resident memory is sampled.
 // With --workers, the petstore's main rows run once per worker count
-// (WORKERS=N); a server of more than one worker and its load generator are
-// not pinned, so that they share every core.
+// (WORKERS=N), neither server nor load generator pinned: more than one
+// worker needs more than one core, and one worker is measured as the others
+// are, so that the worker count is all that differs.
 //
 //   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out] [--cpu-prof DIR] [--workers N[,N …]]
 //
@@ -173,7 +174,7 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
     spec = { ...spec, env: { ...spec.env, PORT: String(await freePort()) } }
   }
   signal.throwIfAborted()
-  const pin = pinning.done && (group.workers ?? 1) === 1
+  const pin = pinning.done && group.workers === undefined
   const server = await BenchServer.start(spec, { dir, cpu: pin ? pinning.server : undefined })
   log(`${group.server}: pid ${server.pid ?? '?'} on ${server.origin}${pin ? '' : ', not pinned'}`)
   try {
@@ -306,7 +307,7 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
     ...(counts.length === 0
       ? []
       : [`- workers: the petstore's main rows once per worker count (WORKERS=${counts.join(', ')}), ${workerConnections(options)} connections each; ` +
-          `${pinning.done ? 'with more than one worker, neither the server nor the load generator is pinned: they share every core; ' : ''}` +
+          `${pinning.done ? 'these servers and their load generator not pinned: they share every core; ' : ''}` +
           'CPU µs is the whole process\'s, every worker\'s threads summed; × 1 worker: req/s and CPU µs ÷ the same operation\'s with WORKERS=1; ' +
           `busy threads: the server's threads that used ≥ ${BUSY_SHARE * 100} % of the busiest one's CPU time during the run`]),
     `- seeded: ${count(ANIMALS)} animals (SQLite${scaledOut ? ', PostgreSQL' : ''}), written into the database; ` +
