@@ -30,7 +30,7 @@ export interface Row {
   workers: Workers | undefined
   /** The load generator's connections. */
   connections: number
-  /** The server's threads that used at least half the busiest one's CPU time during the measured run; undefined where /proc is not. */
+  /** The server's threads that used at least a quarter of the busiest one's CPU time during the measured run; undefined where /proc is not. */
   busyThreads: number | undefined
 }
 

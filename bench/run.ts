@@ -46,11 +46,12 @@ const RSS_SAMPLE_MS = 200
 const CONNECTIONS_PER_WORKER = 8
 /**
  * A thread that used this share of the busiest thread's CPU time during a
- * measured run counts as busy: each worker's main thread, not the helper
- * threads V8 runs beside it. A share of the machine would not do: on a
- * shared machine a loaded server may get a fraction of a core.
+ * measured run counts as busy: each worker's main thread (the kernel's hash
+ * may give one worker twice another's connections), not the helper threads
+ * V8 runs beside it (a few % each). A share of a core would not do: on a
+ * shared machine a loaded server may get a fraction of one.
  */
-const BUSY_SHARE = 0.5
+const BUSY_SHARE = 0.25
 
 /** scripts/services/wrk.js: finds wrk, or installs it, or says why autocannon is used. */
 interface WrkService {
