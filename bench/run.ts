@@ -303,7 +303,7 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
     `- load generator: ${generator.name === 'wrk' ? 'wrk, one thread' : 'autocannon'}; ${options.connections} connections; ` +
       `${options.seconds} s per row after an unmeasured ${WARMUP_SECONDS} s warm-up`,
     `- pinning: ${pinning.done
-      ? `every server on CPU ${pinning.server}, the load generator on CPU ${pinning.load} (taskset)${scaledOut ? '; PostgreSQL and Redis not pinned' : ''}`
+      ? `every server${counts.length > 0 ? ' but the worker-count ones' : ''} on CPU ${pinning.server}, the load generator on CPU ${pinning.load} (taskset)${scaledOut ? '; PostgreSQL and Redis not pinned' : ''}`
       : `none, ${pinning.reason}: the load generator shares the servers' cores`}`,
     ...(counts.length === 0
       ? []
