@@ -61,7 +61,16 @@ export function parseOptions (argv: readonly string[]): Options {
 function workerCounts (raw: string): number[] {
   const counts = raw.split(',').map((part) => positiveInteger('--workers', part.trim()))
   if (counts.some((n) => n > MAX_WORKERS)) throw new UsageError(`--workers takes counts up to ${MAX_WORKERS}, got "${raw}"`)
+  if (counts.some((n) => n > 1) && !reusePort(process.versions.node)) {
+    throw new UsageError(`more than one worker needs Node.js 22.12 or later (SO_REUSEPORT), this is ${process.version}: npm run test:node -- 24 --run bench --workers ${raw} …`)
+  }
   return [...new Set(counts)].sort((a, b) => a - b)
+}
+
+/** Whether this Node.js listens with SO_REUSEPORT (`reusePort`, 22.12 and 23.1): the petstore refuses more than one worker without it. */
+function reusePort (version: string): boolean {
+  const [major = 0, minor = 0] = version.split('.').map(Number)
+  return major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12)
 }
 
 function positiveInteger (name: string, raw: string | undefined): number {
