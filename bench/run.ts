@@ -252,13 +252,16 @@ async function freePort (): Promise<number> {
 /**
  * With --cpu-prof, the petstore runs under `node --cpu-prof`: V8 writes the
  * profile when the server stops, named after the rows it served (so
- * `--only` one row gives that row's profile, warm-up and start included).
+ * `--only` one row gives that row's profile, warm-up and start included);
+ * with more than one worker, a folder so named holds one profile a thread.
  * https://nodejs.org/api/cli.html#--cpu-prof
  */
 function profiled (spec: ServerSpec, group: Group, { cpuProf }: Options): ServerSpec {
   if (cpuProf === undefined || spec.name !== 'petstore') return spec
-  const name = `${group.scenarios.map((s) => s.id).join('+')}-${Date.now()}.cpuprofile`
-  return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`, `--cpu-prof-name=${name}`, ...spec.args] }
+  const name = `${group.scenarios.map((s) => s.id).join('+')}-${Date.now()}`
+  // Every thread writes a profile of its own: with one name for all, the last written would be the only one left.
+  if ((group.workers ?? 1) > 1) return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${join(cpuProf, name)}`, ...spec.args] }
+  return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`, `--cpu-prof-name=${name}.cpuprofile`, ...spec.args] }
 }
 
 /** The highest VmRSS seen while the run lasts. */
