@@ -152,15 +152,22 @@ async function loadGenerator (dir: string): Promise<LoadGenerator> {
   return wrk === undefined ? autocannonGenerator() : wrkGenerator(wrk, dir)
 }
 
-/** The rows --only, --skip-scale-out and --workers leave, and the rows they are compared with. */
+/**
+ * The rows --only, --skip-scale-out and --workers leave, and the rows they
+ * are compared with, and those rows' own (a scaled-out row at two workers
+ * needs its one-worker twin, which is compared with the SQLite row).
+ */
 function select (groups: readonly Group[], { only, skipScaleOut, workers }: Options): Group[] {
   const kept = groups.filter((g) => !(skipScaleOut && g.section === SCALE_OUT))
-  const chosen = new Set(kept.flatMap((g) => g.scenarios
-    .filter((s) => only === undefined || `${s.scenario} ${g.server}`.toLowerCase().includes(only))
-    .filter((s) => s.workers === undefined || workers?.includes(s.workers.count) === true)
-    .flatMap((s) => [
-      s.id, s.bare, ...(s.peer === undefined ? [] : [s.peer.id]), ...s.targets.flatMap((t) => t.needs ?? []), ...(s.workers === undefined ? [] : [s.workers.one])
-    ])))
+  const scenarios = kept.flatMap((g) => g.scenarios.map((s) => ({ s, text: `${s.scenario} ${g.server}`.toLowerCase() })))
+  const needs = new Map(scenarios.map(({ s }) => [s.id, [
+    s.bare, ...(s.peer === undefined ? [] : [s.peer.id]), ...s.targets.flatMap((t) => t.needs ?? []), ...(s.workers === undefined ? [] : [s.workers.one])
+  ]]))
+  const chosen = new Set(scenarios
+    .filter(({ s, text }) => (only === undefined || text.includes(only)) && (s.workers === undefined || workers?.includes(s.workers.count) === true))
+    .map(({ s }) => s.id))
+  // A Set visits what is added while it is iterated.
+  for (const id of chosen) for (const needed of needs.get(id) ?? []) chosen.add(needed)
   return kept
     .map((g) => ({ ...g, scenarios: g.scenarios.filter((s) => chosen.has(s.id)) }))
     .filter((g) => g.scenarios.length > 0)
