@@ -350,14 +350,16 @@ function workerLines (rows: ReadonlyMap<string, Row>): string[] {
   const lines = [...rows.values()].flatMap((row) => {
     if (row.workers === undefined || row.workers.count === 1) return []
     const name = `${row.scenario} (${row.server})`
-    const idle = row.busyThreads !== undefined && row.busyThreads < row.workers.count
-      ? [`- ${name}: only ${row.busyThreads} busy thread(s) for ${row.workers.count} workers: not every worker served`]
-      : []
+    if (row.busyThreads !== undefined && row.busyThreads < row.workers.count) {
+      const { requests, cpu } = workerRatios(row, rows)
+      return [`- ${name}: only ${row.busyThreads} busy thread(s) for ${row.workers.count} workers: not every worker served, its targets not judged ` +
+        `(req/s ${requests?.toFixed(2) ?? '—'}×, CPU ${cpu?.toFixed(2) ?? '—'}× WORKERS=1)`]
+    }
     const one = row.workers.one
-    return [...row.targets.filter((t) => t.needs === one).map((target) => {
+    return row.targets.filter((t) => t.needs === one).map((target) => {
       const check = target.check(row, rows)
       return `- ${name}: ${target.label}: ${check === undefined ? 'not measured' : `${check.met ? 'met' : 'missed'}, ${check.figure}`}`
-    }), ...idle]
+    })
   })
   return lines.length === 0 ? ['- no target at these worker counts (WORKERS=2: req/s of list and create; 2 and 4: CPU per request)'] : lines
 }
