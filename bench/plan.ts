@@ -1,14 +1,16 @@
 // What is measured, server by server, and the target each row is held to
 // (the performance requirement: CPU time per request as a ratio of a peer's
 // in the same run, p99 and RSS). Each server is seeded and started only when one of its
-// rows is selected, and stopped before the next one starts.
+// rows is selected, and stopped before the next one starts. With --workers,
+// the petstore's main operations run once per worker count, each count on a
+// server of its own started with WORKERS=N.
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { generateToken } from '../src/keys/tokens.js'
 import { CLI } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 import { deepCursor, enterpriseKey, spend } from './prepare.js'
-import { Targets, type Target } from './report.js'
+import { Targets, type Target, type Workers } from './report.js'
 import { seedPostgres, seedSqlite } from './seed.js'
 import type { ServerSpec } from './servers.js'
 
@@ -23,6 +25,11 @@ const NO_BAN = '1000000'
 const CURSOR_DEPTH = 0.9
 const RSS_MIB = 150
 const P99_MS = 5
+/** With WORKERS=2, requests per second at least this many times one worker's (list and create). */
+const TWO_WORKERS_SPEEDUP = 1.3
+/** At these worker counts, CPU time per request (the whole process's) within this share of one worker's, either way. */
+const CPU_SHARE = 0.15
+const CPU_SHARE_AT = [2, 4]
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PETSTORE = [CLI, 'serve']
@@ -41,6 +48,10 @@ interface Scenario {
   targets: Target[]
   /** The load's request against the running server, and the error code each answer must carry. */
   request: (origin: string) => Promise<{ request: LoadRequest, code?: string }>
+  /** Measured once per worker count with --workers; `speedup`: also held to a requests-per-second gain at two workers. */
+  scaled?: { speedup: boolean }
+  /** Set on a scaled row once given its worker count. */
+  workers?: Workers
 }
 
 interface Peer { id: string, name: string }
@@ -53,6 +64,8 @@ const FASTIFY_MINIMAL: Peer = { id: 'fastify-minimal', name: 'Fastify minimal' }
 export interface Group {
   section: string
   server: string
+  /** The petstore's WORKERS; undefined: not set (one worker, the default). */
+  workers?: number
   /** Seeds what the server needs; how to start it. */
   prepare: () => Promise<ServerSpec>
   scenarios: Scenario[]
@@ -65,12 +78,14 @@ export interface PlanContext {
   scaleOut: () => Promise<{ databaseUrl: string, redisUrl: string }>
   /** Starts, on first use, an OTLP/HTTP receiver that counts the spans and discards them; gives its endpoint. The caller stops it. */
   traceSink: () => Promise<string>
+  /** The worker counts to measure the scaled rows at (1 among them, the rows the others are compared with); undefined: those rows run once, WORKERS unset. */
+  workers: readonly number[] | undefined
 }
 
 export const SQLITE = 'The reference servers, and the petstore on SQLite'
 export const SCALE_OUT = 'PostgreSQL + Redis'
 
-export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[] {
+export function plan ({ dir, signal, scaleOut, traceSink, workers }: PlanContext): Group[] {
   const sqlite = (animals: number): { url: string, file: string, key: () => Promise<string> } => {
     const file = join(dir, `pets-${animals}.db`)
     const url = `sqlite:${file}`
@@ -93,7 +108,7 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
 
   /** The four operations of a petstore seeded with ANIMALS animals. */
   const operations = (prefix: string, token: () => Promise<string>, targets: Record<Operation, Target[]>, peers: Record<Operation, Peer>): Scenario[] => [
-    { id: `${prefix}list`, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', peer: peers.list, targets: targets.list, request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) },
+    { id: `${prefix}list`, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', peer: peers.list, targets: targets.list, scaled: { speedup: true }, request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) },
     {
       id: `${prefix}deep`,
       scenario: `GET /v1/pets?status=sold&limit=20 from a cursor ${CURSOR_DEPTH * 100} % deep`,
@@ -105,8 +120,8 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
         return { request: get(origin, `/v1/pets?status=sold&limit=20&cursor=${encodeURIComponent(cursor)}`, await token()) }
       }
     },
-    { id: `${prefix}create`, scenario: 'POST /v1/pets (durable)', bare: 'bare-post', peer: peers.create, targets: targets.create, request: async (origin) => ({ request: post(origin, await token()) }) },
-    { id: `${prefix}get`, scenario: 'GET /v1/pets/{id}', bare: 'bare-get', peer: peers.get, targets: targets.get, request: async (origin) => ({ request: get(origin, `/v1/pets/${ANIMALS / 2}`, await token()) }) }
+    { id: `${prefix}create`, scenario: 'POST /v1/pets (durable)', bare: 'bare-post', peer: peers.create, targets: targets.create, scaled: { speedup: true }, request: async (origin) => ({ request: post(origin, await token()) }) },
+    { id: `${prefix}get`, scenario: 'GET /v1/pets/{id}', bare: 'bare-get', peer: peers.get, targets: targets.get, scaled: { speedup: false }, request: async (origin) => ({ request: get(origin, `/v1/pets/${ANIMALS / 2}`, await token()) }) }
   ]
   const p99 = Targets.p99(P99_MS)
   const sqlitePeers: Record<Operation, Peer> = { list: LIST_PEER, deep: LIST_PEER, create: CREATE_PEER, get: GET_PEER }
@@ -117,21 +132,21 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
     // Held to the list peer, as the requirement has it; the report's ratio is to the getPet peer.
     get: [Targets.cpuTimes(0.6, LIST_PEER.id, LIST_PEER.name), p99, rss]
   }
-  // Scaled out, each operation is set against the same operation on SQLite:
-  // every request also carries a loopback round trip to PostgreSQL and to
-  // Redis (docs/PERFORMANCE.md).
-  const scaleOutPeers: Record<Operation, Peer> = {
-    list: { id: 'list', name: 'SQLite row' },
+  // Scaled out, each operation is set against the same operation on SQLite
+  // (with as many workers): every request also carries a loopback round
+  // trip to PostgreSQL and to Redis (docs/PERFORMANCE.md).
+  const scaleOutPeers = (n: number | undefined): Record<Operation, Peer> => ({
+    list: { id: atWorkers('list', n), name: 'SQLite row' },
     deep: { id: 'deep', name: 'SQLite row' },
-    create: { id: 'create', name: 'SQLite row' },
-    get: { id: 'get', name: 'SQLite row' }
-  }
-  const scaleOutTargets: Record<Operation, Target[]> = {
-    list: [Targets.cpuTimes(2, 'list', 'the SQLite row'), p99, rss],
+    create: { id: atWorkers('create', n), name: 'SQLite row' },
+    get: { id: atWorkers('get', n), name: 'SQLite row' }
+  })
+  const scaleOutTargets = (n: number | undefined): Record<Operation, Target[]> => ({
+    list: [Targets.cpuTimes(2, atWorkers('list', n), 'the SQLite row'), p99, rss],
     deep: [p99, rss],
-    create: [Targets.cpuTimes(2, 'create', 'the SQLite row'), p99, rss],
+    create: [Targets.cpuTimes(2, atWorkers('create', n), 'the SQLite row'), p99, rss],
     get: [p99, rss]
-  }
+  })
   const refused = [Targets.cpuTimes(1.5, FASTIFY_MINIMAL.id, FASTIFY_MINIMAL.name), p99, rss]
   /** A 429 row: a key of one request a minute and `perDay` a day, spent until it gets `code`. */
   const spentKey = (id: string, scenario: string, perDay: string, code: 'rate_limited' | 'api_key_banned'): Scenario => ({
@@ -140,13 +155,30 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
     bare: 'bare-get',
     peer: FASTIFY_MINIMAL,
     targets: refused,
+    scaled: { speedup: false },
     request: async (origin) => {
       const request = get(origin, '/v1/pets?limit=20', await enterpriseKey(main.url, `bench-${id}`, '1', perDay), 429)
       await spend(request, code, signal)
       return { request, code }
     }
   })
-  const petstore = (url: string, env: Record<string, string> = {}): ServerSpec => ({ name: 'petstore', args: PETSTORE, env: { DATABASE_URL: url, ...env } })
+  const petstore = (url: string, env: Record<string, string> = {}, n?: number): ServerSpec =>
+    ({ name: 'petstore', args: PETSTORE, env: { DATABASE_URL: url, ...env, ...(n === undefined ? {} : { WORKERS: String(n) }) } })
+  /**
+   * The group `make` builds, as it is without --workers; with it, its scaled
+   * rows move to a server of their own for each worker count.
+   */
+  const perWorkers = (make: (n: number | undefined) => Group): Group[] => {
+    const plain = make(undefined)
+    if (workers === undefined) return [plain]
+    return [
+      { ...plain, scenarios: plain.scenarios.filter((s) => s.scaled === undefined) },
+      ...workers.map((n) => {
+        const group = make(n)
+        return { ...group, server: `${group.server}, WORKERS=${n}`, workers: n, scenarios: group.scenarios.flatMap((s) => s.scaled === undefined ? [] : [scale(s, n)]) }
+      })
+    ]
+  }
   /**
    * Tracing on, with OpenTelemetry's defaults (a batch every 5 s), to a sink
    * on this machine. These rows have no target of their own: tracing is
@@ -190,15 +222,15 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
       prepare: async () => ({ name: 'create-peer', args: [join(HERE, 'peers', 'create-peer.js')], env: { PEER_DATABASE: join(dir, 'create-peer.db'), PEER_TOKEN: await main.key() } }),
       scenarios: [{ id: 'create-peer', scenario: 'POST /v1/pets (durable)', bare: 'bare-post', targets: [], request: async (origin) => ({ request: post(origin, await main.key()) }) }]
     },
-    {
+    ...perWorkers((n) => ({
       section: SQLITE,
       server: `petstore SQLite (${count(ANIMALS)} animals)`,
-      prepare: async () => { await main.key(); return petstore(main.url) },
+      prepare: async () => { await main.key(); return petstore(main.url, {}, n) },
       scenarios: [
         ...operations('', main.key, sqliteTargets, sqlitePeers),
         spentKey('429-banned', '429 api_key_banned (default config, key banned first)', '1000', 'api_key_banned')
       ]
-    },
+    })),
     {
       section: SQLITE,
       server: `petstore SQLite (${count(ANIMALS)} animals), traced`,
@@ -228,13 +260,13 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
         }
       ]
     },
-    {
+    ...perWorkers((n) => ({
       section: SQLITE,
       server: `petstore SQLite, RATE_LIMIT_BAN_THRESHOLD=${NO_BAN}`,
-      prepare: async () => { await main.key(); return petstore(main.url, { RATE_LIMIT_BAN_THRESHOLD: NO_BAN }) },
+      prepare: async () => { await main.key(); return petstore(main.url, { RATE_LIMIT_BAN_THRESHOLD: NO_BAN }, n) },
       // Its day spent, not just its minute: a new minute would let one request through.
       scenarios: [spentKey('429-limited', '429 rate_limited (key spent first, never banned)', '1', 'rate_limited')]
-    },
+    })),
     {
       section: SQLITE,
       server: `petstore SQLite (${count(FEW_ANIMALS)} animals)`,
@@ -254,15 +286,15 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
         request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await many.key()) })
       }]
     },
-    {
+    ...perWorkers((n) => ({
       section: SCALE_OUT,
       server: `petstore ${SCALE_OUT} (${count(ANIMALS)} animals)`,
       prepare: async () => {
         const { databaseUrl, redisUrl } = await postgres()
-        return petstore(databaseUrl, { REDIS_URL: redisUrl })
+        return petstore(databaseUrl, { REDIS_URL: redisUrl }, n)
       },
-      scenarios: operations('pg-', async () => (await postgres()).token, scaleOutTargets, scaleOutPeers)
-    },
+      scenarios: operations('pg-', async () => (await postgres()).token, scaleOutTargets(n), scaleOutPeers(n))
+    })),
     {
       section: SCALE_OUT,
       server: `petstore ${SCALE_OUT} (${count(ANIMALS)} animals), traced`,
@@ -273,6 +305,39 @@ export function plan ({ dir, signal, scaleOut, traceSink }: PlanContext): Group[
       scenarios: [tracedList('pg-traced-list', async () => (await postgres()).token, [])]
     }
   ]
+}
+
+/** A scaled row's id at a worker count: `list` → `list-w2`; as it is without a count. */
+function atWorkers (id: string, n: number | undefined): string {
+  return n === undefined ? id : `${id}-w${n}`
+}
+
+/** A scaled row at `n` workers, held to the targets of its worker count against its one-worker twin. */
+function scale (scenario: Scenario, n: number): Scenario {
+  const one = atWorkers(scenario.id, 1)
+  const name = 'WORKERS=1'
+  return {
+    ...scenario,
+    id: atWorkers(scenario.id, n),
+    workers: { count: n, one },
+    targets: [
+      ...scenario.targets,
+      ...(n === 2 && scenario.scaled?.speedup === true ? [servedByAll(Targets.requestsAtLeast(TWO_WORKERS_SPEEDUP, one, name))] : []),
+      ...(CPU_SHARE_AT.includes(n) ? [servedByAll(Targets.cpuWithin(CPU_SHARE, one, name))] : [])
+    ]
+  }
+}
+
+/**
+ * A worker count's target, left unjudged when fewer threads were busy than
+ * workers asked for: the figures are then those of fewer workers, and on a
+ * loaded machine two runs of one worker can differ by 1.3× by themselves.
+ */
+function servedByAll (target: Target): Target {
+  return {
+    ...target,
+    check: (row, rows) => row.workers !== undefined && row.busyThreads !== undefined && row.busyThreads < row.workers.count ? undefined : target.check(row, rows)
+  }
 }
 
 /** 100000 → "100,000" */

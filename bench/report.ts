@@ -2,8 +2,13 @@
 // its CPU time per request as a ratio to its peer's in the same run (the
 // simple server a user could write instead, or, scaled out, the same
 // operation on SQLite) and the targets of the performance requirement it is
-// held to, then every target missed with the figure that missed it.
+// held to, then every target missed with the figure that missed it. A row
+// measured at several worker counts (--workers) is also set against the
+// same operation with one worker.
 import type { Measurement } from './load.js'
+
+/** A row measured with WORKERS=`count`; `one`: the id of the same operation's WORKERS=1 row. */
+export interface Workers { count: number, one: string }
 
 export interface Row {
   id: string
@@ -21,6 +26,12 @@ export interface Row {
   cpuMicrosPerResponse: number | undefined
   /** The petstore's log written per response: about 250 bytes when it logs every request, 0 for the others. */
   logBytesPerResponse: number
+  /** Set on the rows measured once per worker count. */
+  workers: Workers | undefined
+  /** The load generator's connections. */
+  connections: number
+  /** The server's threads that used at least a quarter of the busiest one's CPU time during the measured run; undefined where /proc is not. */
+  busyThreads: number | undefined
 }
 
 type Rows = ReadonlyMap<string, Row>
@@ -45,6 +56,15 @@ export function cpuRatio (row: Row, other: Row | undefined): number | undefined 
   return own === undefined || theirs === undefined || theirs === 0 ? undefined : own / theirs
 }
 
+/** This row's requests per second and CPU time per request ÷ those of the same operation with one worker. */
+export function workerRatios (row: Row, rows: Rows): { requests: number | undefined, cpu: number | undefined } {
+  const one = row.workers === undefined ? undefined : rows.get(row.workers.one)
+  return {
+    requests: one === undefined ? undefined : row.measurement.requestsPerSecond / one.measurement.requestsPerSecond,
+    cpu: one === undefined ? undefined : cpuRatio(row, one)
+  }
+}
+
 export const Targets = {
   /** CPU time per request at most `at` times another row's: the figure that counts, since req/s follows from it. */
   cpuTimes: (at: number, id: string, name: string): Target => ({
@@ -56,6 +76,34 @@ export const Targets = {
       if (ratio === undefined || other === undefined) return undefined
       return {
         met: ratio <= at,
+        figure: `${(row.cpuMicrosPerResponse ?? 0).toFixed(0)} µs ÷ ${(other.cpuMicrosPerResponse ?? 0).toFixed(0)} µs = ${ratio.toFixed(2)}×`
+      }
+    }
+  }),
+  /** Requests per second at least `times` another row's: what more workers must buy. */
+  requestsAtLeast: (times: number, id: string, name: string): Target => ({
+    label: `req/s ≥ ${times}× ${name}`,
+    needs: id,
+    check: (row, rows) => {
+      const other = rows.get(id)
+      if (other === undefined) return undefined
+      const quotient = row.measurement.requestsPerSecond / other.measurement.requestsPerSecond
+      return {
+        met: quotient >= times,
+        figure: `${Math.round(row.measurement.requestsPerSecond)} ÷ ${Math.round(other.measurement.requestsPerSecond)} req/s = ${quotient.toFixed(2)}×`
+      }
+    }
+  }),
+  /** CPU time per request within `share` of another row's, either way: more workers must not cost more per request, nor measure less than they use. */
+  cpuWithin: (share: number, id: string, name: string): Target => ({
+    label: `CPU within ±${Math.round(share * 100)} % of ${name}`,
+    needs: id,
+    check: (row, rows) => {
+      const other = rows.get(id)
+      const ratio = cpuRatio(row, other)
+      if (ratio === undefined || other === undefined) return undefined
+      return {
+        met: Math.abs(ratio - 1) <= share,
         figure: `${(row.cpuMicrosPerResponse ?? 0).toFixed(0)} µs ÷ ${(other.cpuMicrosPerResponse ?? 0).toFixed(0)} µs = ${ratio.toFixed(2)}×`
       }
     }
@@ -92,19 +140,26 @@ function met (row: Row, rows: Rows): Met {
   return checks.some((c) => c === undefined) ? '—' : 'yes'
 }
 
-/** The Markdown table of one section's rows. */
+/** The Markdown table of one section's rows; with worker counts among them, three columns more. */
 export function table (section: readonly Row[], rows: Rows): string {
+  const scaled = section.some((row) => row.workers !== undefined)
   const header = ['scenario', 'server', 'req/s', 'CPU µs', '× peer CPU', 'peer', 'p50 ms', 'p99 ms', 'max RSS MiB', 'target', 'met']
   const right = [false, false, true, true, true, false, true, true, true, false, false]
+  if (scaled) {
+    header.splice(4, 0, '× 1 worker req/s', '× 1 worker CPU', 'busy threads')
+    right.splice(4, 0, true, true, true)
+  }
   const cells = section.map((row) => {
     const m = row.measurement
     const ratio = row.peer === undefined ? undefined : cpuRatio(row, rows.get(row.peer.id))
+    const toOne = workerRatios(row, rows)
     return [
       row.scenario,
       row.server,
       Math.round(m.requestsPerSecond).toString(),
       row.cpuMicrosPerResponse === undefined ? '—' : row.cpuMicrosPerResponse.toFixed(0),
-      ratio === undefined ? '—' : ratio.toFixed(2),
+      ...(scaled ? [fixed2(toOne.requests), fixed2(toOne.cpu), row.busyThreads?.toString() ?? '—'] : []),
+      fixed2(ratio),
       row.peer?.name ?? '—',
       ms2(m.latencyMs.p50),
       ms2(m.latencyMs.p99),
@@ -126,6 +181,10 @@ export function missed (rows: Rows): string[] {
     const check = target.check(row, rows)
     return check?.met === false ? [`${row.scenario} (${row.server}): ${target.label}, measured ${check.figure}`] : []
   }))
+}
+
+function fixed2 (value: number | undefined): string {
+  return value === undefined ? '—' : value.toFixed(2)
 }
 
 function ms2 (value: number): string {

@@ -8,13 +8,18 @@
 // another. The petstore runs at its default log level, its log appended to a
 // file as an operator would have it. Each row is an unmeasured warm-up, then
 // a measured run during which the server's resident memory is sampled.
+// With --workers, the petstore's main rows run once per worker count
+// (WORKERS=N), neither server nor load generator pinned: more than one
+// worker needs more than one core, and one worker is measured as the others
+// are, so that the worker count is all that differs.
 //
-//   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out] [--cpu-prof DIR]
+//   node dist/bench/run.js [--duration SECONDS] [--connections N] [--json PATH] [--only SUBSTRING] [--skip-scale-out] [--cpu-prof DIR] [--workers N[,N …]]
 //
 // Exit status: 0 done (targets missed are reported, not failed), 1 a run
 // had errors or answers other than the expected one, 2 bad usage, 130
 // interrupted.
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -27,12 +32,26 @@ import { autocannonGenerator, type LoadGenerator } from './load.js'
 import { USAGE, UsageError, parseOptions, type Options } from './options.js'
 import { ANIMALS, FEW_ANIMALS, MANY_ANIMALS, SCALE_OUT, SQLITE, count, plan, type Group } from './plan.js'
 import { expectAnswer } from './prepare.js'
-import { cpuRatio, missed, ratioToBare, table, type Row } from './report.js'
+import { cpuRatio, missed, ratioToBare, table, workerRatios, type Row } from './report.js'
 import { BenchServer, type ServerSpec } from './servers.js'
 import { wrkGenerator } from './wrk.js'
 
 const WARMUP_SECONDS = 2
 const RSS_SAMPLE_MS = 200
+/**
+ * The kernel spreads connections over the workers by a hash of their
+ * addresses, unevenly: several per worker keep each busy. Every count of a
+ * --workers run gets the connections its largest count needs.
+ */
+const CONNECTIONS_PER_WORKER = 8
+/**
+ * A thread that used this share of the busiest thread's CPU time during a
+ * measured run counts as busy: each worker's main thread (the kernel's hash
+ * may give one worker twice another's connections), not the helper threads
+ * V8 runs beside it (a few % each). A share of a core would not do: on a
+ * shared machine a loaded server may get a fraction of one.
+ */
+const BUSY_SHARE = 0.25
 
 /** scripts/services/wrk.js: finds wrk, or installs it, or says why autocannon is used. */
 interface WrkService {
@@ -85,7 +104,8 @@ async function main (): Promise<number> {
     }
 
     const rows = new Map<string, Row>()
-    const groups = select(plan({ dir, signal, scaleOut, traceSink }), options)
+    const workers = options.workers === undefined ? undefined : [...new Set([1, ...options.workers])].sort((a, b) => a - b)
+    const groups = select(plan({ dir, signal, scaleOut, traceSink, workers }), options)
     for (const group of groups) {
       const spansBefore = sink?.count ?? 0
       const measured = await measureGroup(group, setup)
@@ -132,12 +152,22 @@ async function loadGenerator (dir: string): Promise<LoadGenerator> {
   return wrk === undefined ? autocannonGenerator() : wrkGenerator(wrk, dir)
 }
 
-/** The rows --only and --skip-scale-out leave, and the rows they are compared with. */
-function select (groups: readonly Group[], { only, skipScaleOut }: Options): Group[] {
+/**
+ * The rows --only, --skip-scale-out and --workers leave, and the rows they
+ * are compared with, and those rows' own (a scaled-out row at two workers
+ * needs its one-worker twin, which is compared with the SQLite row).
+ */
+function select (groups: readonly Group[], { only, skipScaleOut, workers }: Options): Group[] {
   const kept = groups.filter((g) => !(skipScaleOut && g.section === SCALE_OUT))
-  const chosen = new Set(kept.flatMap((g) => g.scenarios
-    .filter((s) => only === undefined || `${s.scenario} ${g.server}`.toLowerCase().includes(only))
-    .flatMap((s) => [s.id, s.bare, ...(s.peer === undefined ? [] : [s.peer.id]), ...s.targets.flatMap((t) => t.needs ?? [])])))
+  const scenarios = kept.flatMap((g) => g.scenarios.map((s) => ({ s, text: `${s.scenario} ${g.server}`.toLowerCase() })))
+  const needs = new Map(scenarios.map(({ s }) => [s.id, [
+    s.bare, ...(s.peer === undefined ? [] : [s.peer.id]), ...s.targets.flatMap((t) => t.needs ?? []), ...(s.workers === undefined ? [] : [s.workers.one])
+  ]]))
+  const chosen = new Set(scenarios
+    .filter(({ s, text }) => (only === undefined || text.includes(only)) && (s.workers === undefined || workers?.includes(s.workers.count) === true))
+    .map(({ s }) => s.id))
+  // A Set visits what is added while it is iterated.
+  for (const id of chosen) for (const needed of needs.get(id) ?? []) chosen.add(needed)
   return kept
     .map((g) => ({ ...g, scenarios: g.scenarios.filter((s) => chosen.has(s.id)) }))
     .filter((g) => g.scenarios.length > 0)
@@ -146,23 +176,31 @@ function select (groups: readonly Group[], { only, skipScaleOut }: Options): Gro
 /** Starts the group's server, measures each of its scenarios, stops it. */
 async function measureGroup (group: Group, { dir, options, pinning, generator, signal }: Setup): Promise<Row[]> {
   log(`${group.server}: preparing`)
-  const spec = profiled(await group.prepare(), group, options)
+  let spec = profiled(await group.prepare(), group, options)
+  if ((group.workers ?? 1) > 1) {
+    // Each worker listens itself (SO_REUSEPORT): with PORT=0 each could be given a port of its own.
+    spec = { ...spec, env: { ...spec.env, PORT: String(await freePort()) } }
+  }
   signal.throwIfAborted()
-  const server = await BenchServer.start(spec, { dir, cpu: pinning.done ? pinning.server : undefined })
-  log(`${group.server}: pid ${server.pid ?? '?'} on ${server.origin}`)
+  const pin = pinning.done && group.workers === undefined
+  const server = await BenchServer.start(spec, { dir, cpu: pin ? pinning.server : undefined })
+  log(`${group.server}: pid ${server.pid ?? '?'} on ${server.origin}${pin ? '' : ', not pinned'}`)
   try {
     const rows: Row[] = []
     for (const scenario of group.scenarios) {
       const { request, code } = await scenario.request(server.origin)
       await expectAnswer(request, code, signal)
-      const load = { connections: options.connections, cpu: pinning.done ? pinning.load : undefined, signal }
+      const connections = group.workers === undefined ? options.connections : workerConnections(options)
+      const load = { connections, cpu: pin ? pinning.load : undefined, signal }
       log(`${scenario.scenario} | ${group.server}: ${WARMUP_SECONDS} s warm-up, then ${options.seconds} s`)
       await generator.measure(request, { ...load, seconds: WARMUP_SECONDS })
       server.emptyLog()
       const rss = sampleRss(server)
       const cpuBefore = server.cpuSeconds()
+      const threadsBefore = server.threadCpuSeconds()
       const measurement = await generator.measure(request, { ...load, seconds: options.seconds }).finally(rss.stop)
       const cpuAfter = server.cpuSeconds()
+      const threadsAfter = server.threadCpuSeconds()
       server.assertRunning()
       const logBytes = server.logBytes()
       server.emptyLog()
@@ -179,7 +217,10 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
         cpuMicrosPerResponse: cpuBefore === undefined || cpuAfter === undefined || measurement.responses === 0
           ? undefined
           : (cpuAfter - cpuBefore) * 1e6 / measurement.responses,
-        logBytesPerResponse: measurement.responses === 0 ? 0 : logBytes / measurement.responses
+        logBytesPerResponse: measurement.responses === 0 ? 0 : logBytes / measurement.responses,
+        workers: scenario.workers,
+        connections,
+        busyThreads: busyThreads(threadsBefore, threadsAfter)
       })
     }
     return rows
@@ -189,16 +230,45 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
   }
 }
 
+/** How many threads used at least BUSY_SHARE of the busiest one's CPU time between two readings. */
+function busyThreads (before: ReadonlyMap<string, number> | undefined, after: ReadonlyMap<string, number> | undefined): number | undefined {
+  if (before === undefined || after === undefined) return undefined
+  const used = [...after].map(([tid, seconds]) => seconds - (before.get(tid) ?? 0))
+  const most = Math.max(0, ...used)
+  return most === 0 ? 0 : used.filter((seconds) => seconds >= BUSY_SHARE * most).length
+}
+
+/** The connections of every row of a --workers run: as many as its largest worker count keeps busy. */
+function workerConnections ({ connections, workers = [1] }: Options): number {
+  return Math.max(connections, CONNECTIONS_PER_WORKER * Math.max(...workers))
+}
+
+/** A port free on 127.0.0.1 now. */
+async function freePort (): Promise<number> {
+  const probe = createServer()
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject)
+    probe.listen(0, '127.0.0.1', resolve)
+  })
+  const address = probe.address()
+  await new Promise<void>((resolve) => probe.close(() => resolve()))
+  if (address === null || typeof address === 'string') throw new Error('no port from a probe listening on 127.0.0.1')
+  return address.port
+}
+
 /**
  * With --cpu-prof, the petstore runs under `node --cpu-prof`: V8 writes the
  * profile when the server stops, named after the rows it served (so
- * `--only` one row gives that row's profile, warm-up and start included).
+ * `--only` one row gives that row's profile, warm-up and start included);
+ * with more than one worker, a folder so named holds one profile a thread.
  * https://nodejs.org/api/cli.html#--cpu-prof
  */
 function profiled (spec: ServerSpec, group: Group, { cpuProf }: Options): ServerSpec {
   if (cpuProf === undefined || spec.name !== 'petstore') return spec
-  const name = `${group.scenarios.map((s) => s.id).join('+')}-${Date.now()}.cpuprofile`
-  return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`, `--cpu-prof-name=${name}`, ...spec.args] }
+  const name = `${group.scenarios.map((s) => s.id).join('+')}-${Date.now()}`
+  // Every thread writes a profile of its own: with one name for all, the last written would be the only one left.
+  if ((group.workers ?? 1) > 1) return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${join(cpuProf, name)}`, ...spec.args] }
+  return { ...spec, args: ['--cpu-prof', `--cpu-prof-dir=${cpuProf}`, `--cpu-prof-name=${name}.cpuprofile`, ...spec.args] }
 }
 
 /** The highest VmRSS seen while the run lasts. */
@@ -234,6 +304,7 @@ function driftLine (drift: readonly Drift[]): string[] {
 
 function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup, drift: readonly Drift[]): string {
   const scaledOut = [...rows.values()].some((r) => r.section === SCALE_OUT)
+  const counts = [...new Set([...rows.values()].flatMap((r) => r.workers === undefined ? [] : [r.workers.count]))].sort((a, b) => a - b)
   const lines = [
     '# petstore benchmark',
     '',
@@ -242,8 +313,14 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
     `- load generator: ${generator.name === 'wrk' ? 'wrk, one thread' : 'autocannon'}; ${options.connections} connections; ` +
       `${options.seconds} s per row after an unmeasured ${WARMUP_SECONDS} s warm-up`,
     `- pinning: ${pinning.done
-      ? `every server on CPU ${pinning.server}, the load generator on CPU ${pinning.load} (taskset)${scaledOut ? '; PostgreSQL and Redis not pinned' : ''}`
+      ? `every server${counts.length > 0 ? ' but the worker-count ones' : ''} on CPU ${pinning.server}, the load generator on CPU ${pinning.load} (taskset)${scaledOut ? '; PostgreSQL and Redis not pinned' : ''}`
       : `none, ${pinning.reason}: the load generator shares the servers' cores`}`,
+    ...(counts.length === 0
+      ? []
+      : [`- workers: the petstore's main rows once per worker count (WORKERS=${counts.join(', ')}), ${workerConnections(options)} connections each; ` +
+          `${pinning.done ? 'these servers and their load generator not pinned: they share every core; ' : ''}` +
+          'CPU µs is the whole process\'s, every worker\'s threads summed; × 1 worker: req/s and CPU µs ÷ the same operation\'s with WORKERS=1; ' +
+          `busy threads: the server's threads that used ≥ ${BUSY_SHARE * 100} % of the busiest one's CPU time during the run`]),
     `- seeded: ${count(ANIMALS)} animals (SQLite${scaledOut ? ', PostgreSQL' : ''}), written into the database; ` +
       `${count(FEW_ANIMALS)} and ${count(MANY_ANIMALS)} for the list p50 comparison`,
     '- logging: the petstore at its default level, one JSON line per request appended to a file; ' +
@@ -264,7 +341,27 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
   }
   const misses = missed(rows)
   lines.push(misses.length === 0 ? 'Every target that could be checked was met.' : 'Targets missed:', ...misses.map((m) => `- ${m}`), '')
+  if (counts.length > 0) lines.push('Workers (each row against the same operation with WORKERS=1):', ...workerLines(rows), '')
   return lines.join('\n')
+}
+
+/** The targets that set a row against its one-worker twin, met or not; and the rows whose workers did not all work. */
+function workerLines (rows: ReadonlyMap<string, Row>): string[] {
+  const lines = [...rows.values()].flatMap((row) => {
+    if (row.workers === undefined || row.workers.count === 1) return []
+    const name = `${row.scenario} (${row.server})`
+    if (row.busyThreads !== undefined && row.busyThreads < row.workers.count) {
+      const { requests, cpu } = workerRatios(row, rows)
+      return [`- ${name}: only ${row.busyThreads} busy thread(s) for ${row.workers.count} workers: not every worker served, its targets not judged ` +
+        `(req/s ${requests?.toFixed(2) ?? '—'}×, CPU ${cpu?.toFixed(2) ?? '—'}× WORKERS=1)`]
+    }
+    const one = row.workers.one
+    return row.targets.filter((t) => t.needs === one).map((target) => {
+      const check = target.check(row, rows)
+      return `- ${name}: ${target.label}: ${check === undefined ? 'not measured' : `${check.met ? 'met' : 'missed'}, ${check.figure}`}`
+    })
+  })
+  return lines.length === 0 ? ['- no target at these worker counts (WORKERS=2: req/s of list and create; 2 and 4: CPU per request)'] : lines
 }
 
 function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generator }: Setup, drift: readonly Drift[]): unknown {
@@ -290,6 +387,10 @@ function jsonReport (rows: ReadonlyMap<string, Row>, { options, pinning, generat
       peer: row.peer?.id ?? null,
       cpuRatioToPeer: (row.peer === undefined ? undefined : cpuRatio(row, rows.get(row.peer.id))) ?? null,
       logBytesPerResponse: row.logBytesPerResponse,
+      connections: row.connections,
+      workers: row.workers?.count ?? null,
+      ...(row.workers === undefined ? {} : { requestsRatioToOneWorker: workerRatios(row, rows).requests ?? null, cpuRatioToOneWorker: workerRatios(row, rows).cpu ?? null }),
+      busyThreads: row.busyThreads ?? null,
       targets: row.targets.map((t) => ({ target: t.label, ...(t.check(row, rows) ?? { met: null }) }))
     }))
   }

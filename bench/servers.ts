@@ -6,7 +6,7 @@
 // emptied after each run so that a long benchmark does not fill the disk.
 // Every server is stopped by its own PID.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, openSync, readFileSync, readSync, statSync, truncateSync } from 'node:fs'
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, truncateSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { pinned } from './cpus.js'
@@ -110,11 +110,32 @@ export class BenchServer {
    */
   cpuSeconds (): number | undefined {
     const stat = this.#proc('stat')
-    if (stat === undefined) return undefined
-    // Fields 14 and 15 (utime, stime), counted after the command name,
-    // which is in parentheses and may itself hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
+    return stat === undefined ? undefined : cpuSecondsIn(stat)
+  }
+
+  /**
+   * The CPU seconds each of the server's threads has used so far, by
+   * thread id, from /proc (Linux); undefined elsewhere or once exited.
+   * How many of them are busy under load tells whether the workers asked
+   * for are serving.
+   */
+  threadCpuSeconds (): Map<string, number> | undefined {
+    if (this.pid === undefined || this.#exit !== undefined) return undefined
+    const task = `/proc/${this.pid}/task`
+    let threads: string[]
+    try {
+      threads = readdirSync(task)
+    } catch {
+      return undefined
+    }
+    // A thread may end between the listing and the read.
+    return new Map(threads.flatMap((tid) => {
+      try {
+        return [[tid, cpuSecondsIn(readFileSync(`${task}/${tid}/stat`, 'utf8'))]]
+      } catch {
+        return []
+      }
+    }))
   }
 
   /** /proc/PID/`file` while the server runs; undefined where there is no /proc. */
@@ -156,6 +177,14 @@ export class BenchServer {
     if (exit.code === 0 || exit.signal === 'SIGTERM' || exit.signal === 'SIGINT') return undefined
     return `${this.name} ended with ${exit.code ?? exit.signal ?? '?'}:\n${tail(this.#errors)}`
   }
+}
+
+/** User and system time from a /proc …/stat line, in seconds. */
+function cpuSecondsIn (stat: string): number {
+  // Fields 14 and 15 (utime, stime), counted after the command name,
+  // which is in parentheses and may itself hold spaces.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND
 }
 
 function head (file: string): string {

