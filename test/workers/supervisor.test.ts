@@ -5,6 +5,7 @@
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
+import type { Worker } from 'node:worker_threads'
 import { setTimeout as delay } from 'node:timers/promises'
 import { loadConfig, sharesPorts } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
@@ -57,6 +58,8 @@ describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 't
     const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(lines.join(''))?.[1])
     const [victim, survivor] = workers.threads()
     assert.ok(victim !== undefined && survivor !== undefined)
+    // Read now: an ended worker's threadId is -1.
+    const victimId = victim.threadId
     const acknowledged = new Map<string, string>()
     const failures: string[] = []
     const load = { stopped: false }
@@ -76,25 +79,32 @@ describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 't
     })
 
     // Act
-    await delay(1_000)
-    const beforeEnd = acknowledged.size
-    await victim.terminate()
-    const afterEnd = acknowledged.size
-    await delay(300)
-    const whileAlone = acknowledged.size - afterEnd
-    const replaced = await pollUntil(async () => {
-      const now = workers?.threads() ?? []
-      return now.length === 2 && !now.includes(victim) ? now : undefined
-    }, { ms: 20_000, every: 50, what: 'a replacement worker' })
-    await delay(1_000)
-    load.stopped = true
-    await Promise.all(clients)
+    let beforeEnd = 0
+    let whileAlone = 0
+    let replaced: Worker[] = []
+    try {
+      await delay(1_000)
+      beforeEnd = acknowledged.size
+      await victim.terminate()
+      const afterEnd = acknowledged.size
+      await delay(300)
+      whileAlone = acknowledged.size - afterEnd
+      replaced = await pollUntil(async () => {
+        const now = workers?.threads() ?? []
+        return now.length === 2 && !now.includes(victim) ? now : undefined
+      }, { ms: 20_000, every: 50, what: 'a replacement worker' })
+      await delay(1_000)
+    } finally {
+      // However the wait ended, the clients stop: a test that fails must not go on loading the machine.
+      load.stopped = true
+      await Promise.all(clients)
+    }
 
     // Assert
     assert.ok(replaced.includes(survivor))
     assert.ok(beforeEnd > 0, 'no animal was added before the end')
     assert.ok(whileAlone > 0, 'the other worker added nothing while the first was being replaced')
-    assert.match(lines.join(''), new RegExp(`"msg":"worker ${victim.threadId} stopped \\(exit code 1\\): starting another`))
+    assert.match(lines.join(''), new RegExp(`"msg":"worker ${victimId} stopped \\(exit code 1\\): starting another`))
     assert.deepEqual(failures.filter((failure) => !failure.startsWith('cut:')), [])
     const storage = openSqlite(sqliteUrl(dir))
     try {
