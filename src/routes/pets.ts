@@ -74,11 +74,10 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
       }
     },
     // A body with no Content-Type at all is a 415 too, not an empty body.
-    preParsing: async (request, _reply, payload) => {
-      if (request.headers['content-type'] === undefined) {
-        throw Errors.notJson()
-      }
-      return payload
+    // A callback hook: an async one costs every create a promise.
+    preParsing: (request, _reply, payload, done) => {
+      if (request.headers['content-type'] === undefined) done(Errors.notJson())
+      else done(null, payload)
     }
   }, async (request, reply) => {
     const { pet, replayed } = await pets.create(request.body, {

@@ -22,7 +22,11 @@ export interface ValidationIssue {
   params: Record<string, unknown>
 }
 
-export type ValidationResult = { value: unknown } | { error: ValidationIssue[] }
+/**
+ * `true`: valid as it is. Fastify replaces a request part only when given a
+ * `value`, and a replaced `headers` is copied on every later read of it.
+ */
+export type ValidationResult = true | { value: unknown } | { error: ValidationIssue[] }
 
 /** Plain decimal digits; the schema then checks the range. */
 const DECIMAL = /^\d{1,100}$/
@@ -38,7 +42,7 @@ export function compileValidator (schema: TSchema, httpPart: HttpPart): (value: 
   const integerFields = httpPart === 'body' ? new Map<string, 'Int64' | 'Integer'>() : integerProperties(schema as Schema)
   return (input) => {
     const value = integerFields.size === 0 ? input : convertIntegers(input, integerFields)
-    if (check.Check(value)) return { value }
+    if (check.Check(value)) return value === input ? true : { value }
     const issues: ValidationIssue[] = []
     for (const issue of problems(schema as Schema, '', value)) {
       issues.push(issue)

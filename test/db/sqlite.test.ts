@@ -138,6 +138,31 @@ describe('SQLite file', () => {
     }
   })
 
+  it('When more animals than one INSERT adds are created together, some with an Idempotency-Key, then each answer has the id of its own row', async () => {
+    // Arrange: 150 animals, each told apart by its name and category, every seventh with a key.
+    const file = join(dir, 'big-group.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    const key = await storage.createApiKey(buildKeyRecord())
+    const statuses = ['available', 'pending', 'sold'] as const
+    const pets = Array.from({ length: 150 }, (_, i) => ({ name: `pet-${i}`, categoryId: BigInt(i + 1), status: statuses[i % 3] ?? 'sold' }))
+
+    // Act: queued in one turn of the event loop, so committed as one group.
+    const created = await Promise.all(pets.map(async (pet, i) => i % 7 === 0
+      ? (await storage.createPetOnce(pet, { apiKeyId: key.id, key: `k${i}`, requestHash: 'rh', createdAt: 5000, liveAfter: 0 })).pet
+      : await storage.createPet(pet)))
+    await storage.close()
+
+    // Assert
+    const other = new Database(file, { readonly: true })
+    other.defaultSafeIntegers(true)
+    const rows = other.prepare<[], { id: bigint, name: string, category_id: bigint, status: string }>('SELECT id, name, category_id, status FROM pets').all()
+    other.close()
+    const stored = new Map(rows.map((row) => [row.id, { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }]))
+    assert.equal(rows.length, 150)
+    assert.deepEqual(created.map((pet) => stored.get(pet.id)), created)
+    assert.deepEqual(created.map(({ name, categoryId, status }) => ({ name, categoryId, status })), pets)
+  })
+
   it('When the animal with the highest id is deleted and the file reopened, then the next id is still higher (never reused)', async () => {
     // Arrange: two animals, the later one then deleted by another connection.
     const file = join(dir, 'ids.db')
@@ -293,12 +318,14 @@ describe('SQLite errors', () => {
   /**
    * Another connection to `file` adds a trigger that refuses, as a
    * constraint would, every row of `table` whose `column` is `value`:
-   * `ABORT` undoes the statement, `ROLLBACK` the whole transaction.
+   * `ABORT` undoes the statement, `ROLLBACK` the whole transaction,
+   * `IGNORE` leaves the row out and goes on with the statement.
    */
-  const refuse = (file: string, { table = 'pets', column = 'name', value, action = 'ABORT' }: { table?: string, column?: string, value: string, action?: 'ABORT' | 'ROLLBACK' }): void => {
+  const refuse = (file: string, { table = 'pets', column = 'name', value, action = 'ABORT' }: { table?: string, column?: string, value: string, action?: 'ABORT' | 'ROLLBACK' | 'IGNORE' }): void => {
     const other = new Database(file)
+    const raise = action === 'IGNORE' ? 'RAISE(IGNORE)' : `RAISE(${action}, 'refused by trigger')`
     other.prepare(`CREATE TRIGGER refuse_${table}_${value} BEFORE INSERT ON ${table} WHEN NEW.${column} = '${value}'
-                   BEGIN SELECT RAISE(${action}, 'refused by trigger'); END`).run()
+                   BEGIN SELECT ${raise}; END`).run()
     other.close()
   }
   /** The names of the animals committed to `file`, read by a connection of its own. */
@@ -412,6 +439,27 @@ describe('SQLite errors', () => {
     assert.equal(after.status, 'fulfilled')
     assert.equal(refused.status, 'rejected')
     assert.deepEqual(committedNames(file).sort(), ['after', 'before'])
+  })
+
+  it('When the database leaves one insert of a group out without an error, then only its request fails and the others get the ids of their own rows', async () => {
+    // Arrange
+    const file = join(dir, 'group-ignore.db')
+    const storage = openSqlite(`sqlite:${file}`)
+    refuse(file, { value: 'poison', action: 'IGNORE' })
+
+    // Act
+    const [before, refused, after] = await Promise.allSettled([storage.createPet(pet('before')), storage.createPet(pet('poison')), storage.createPet(pet('after'))])
+    await storage.close()
+
+    // Assert
+    assert.equal(refused.status, 'rejected')
+    const other = new Database(file, { readonly: true })
+    other.defaultSafeIntegers(true)
+    const ids = new Map(other.prepare<[], { id: bigint, name: string }>('SELECT id, name FROM pets').all().map((row) => [row.name, row.id]))
+    other.close()
+    assert.deepEqual([...ids.keys()].sort(), ['after', 'before'])
+    assert.equal(before.status === 'fulfilled' ? before.value.id : undefined, ids.get('before'))
+    assert.equal(after.status === 'fulfilled' ? after.value.id : undefined, ids.get('after'))
   })
 
   it('When another connection holds the write lock past the budget, then POST /v1/pets gets 503 and /readyz 503 until the lock is released', async () => {
