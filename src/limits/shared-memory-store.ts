@@ -157,7 +157,8 @@ function ownerIdOf (thread: number): number {
 }
 
 export class SharedMemoryStore implements RateLimitStore {
-  readonly name = 'shared-memory'
+  // In-process, as MemoryStore is: operators see one name for limits kept in the process, whatever the number of workers.
+  readonly name = 'memory'
   readonly #layout: Layout
   readonly #seed: number
   readonly #words: Int32Array
