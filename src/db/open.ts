@@ -3,9 +3,11 @@
 // its memory.
 import { openSqlite } from './sqlite.js'
 import type { Storage } from './storage.js'
+import type { WriteTurn } from './write-turns.js'
 
-export async function openStorage (databaseUrl: string, { poolSize }: { poolSize: number }): Promise<Storage> {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl)
+/** `writeTurn`: on SQLite, shared by the workers of one process (write-turns.ts). */
+export async function openStorage (databaseUrl: string, { poolSize, writeTurn }: { poolSize: number, writeTurn?: WriteTurn }): Promise<Storage> {
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl, writeTurn === undefined ? {} : { writeTurn })
   const { openPostgres } = await import('./postgres.js')
   return await openPostgres(databaseUrl, { poolSize })
 }

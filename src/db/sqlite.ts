@@ -25,6 +25,7 @@ import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../domain.js'
 import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
+import type { WriteTurn } from './write-turns.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
@@ -88,9 +89,11 @@ export function sqlitePath (url: string): string {
 export interface SqliteOptions {
   /** How long a write may wait for another connection's lock; tests shorten it. */
   busyBudgetMs?: number
+  /** Shared with the other workers of this process: their group commits take turns (write-turns.ts). */
+  writeTurn?: WriteTurn
 }
 
-export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS }: SqliteOptions = {}): SqliteStorage {
+export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, writeTurn }: SqliteOptions = {}): SqliteStorage {
   const path = sqlitePath(url)
   if (path !== ':memory:') {
     // The file holds the key hashes and the cursor secret: no other local
@@ -115,13 +118,14 @@ export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS }: Sqli
   // another connection: it fails at once and is retried asynchronously.
   // Reads never wait in WAL mode.
   db.pragma('busy_timeout = 0')
-  return new SqliteStorage(db, busyBudgetMs)
+  return new SqliteStorage(db, busyBudgetMs, writeTurn)
 }
 
 export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database
   readonly #busyBudgetMs: number
+  readonly #writeTurn: WriteTurn | undefined
   /**
    * Full pages, as sent. Animals are never changed or deleted, and on
    * SQLite ids are taken and committed under the one write lock that every
@@ -169,9 +173,10 @@ export class SqliteStorage implements Storage {
   readonly #commitAll
   readonly #commitGroup
 
-  constructor (db: Database, busyBudgetMs: number) {
+  constructor (db: Database, busyBudgetMs: number, writeTurn?: WriteTurn) {
     this.#db = db
     this.#busyBudgetMs = busyBudgetMs
+    this.#writeTurn = writeTurn
     this.#insertPet = db.prepare<[string, bigint, string]>(
       'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
     // Only an expired record can be in the way here: a live one was found first, in the same transaction.
@@ -330,8 +335,17 @@ export class SqliteStorage implements Storage {
   #scheduleFlush (delayMs: number): void {
     if (this.#flushScheduled) return
     this.#flushScheduled = true
-    if (delayMs === 0) setImmediate(() => this.#flush())
-    else setTimeout(() => this.#flush(), delayMs)
+    const turn = this.#writeTurn
+    const flush = turn === undefined
+      ? () => { this.#flush() }
+      // Inserts queued while waiting for the turn join this group.
+      : () => {
+          turn.take().then(() => {
+            try { this.#flush() } finally { turn.give() }
+          }, (error: unknown) => { this.#fail(this.#pending.splice(0), error) })
+        }
+    if (delayMs === 0) setImmediate(flush)
+    else setTimeout(flush, delayMs)
   }
 
   /** Commits every queued insert in one transaction: one fsync for the lot. */

@@ -11,6 +11,8 @@ export interface WorkerData {
   port: number
   /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
   limits: SharedLimits
+  /** The workers' turns at writing a SQLite file (db/write-turns.ts). */
+  writeTurns: SharedArrayBuffer
 }
 
 export type ToWorker =

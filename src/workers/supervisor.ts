@@ -10,6 +10,7 @@ import { buildAdminApp } from '../admin.js'
 import type { Config } from '../config.js'
 import { ConfigError } from '../config.js'
 import { openStorage } from '../db/open.js'
+import { createWriteTurns, releaseTurnOf } from '../db/write-turns.js'
 import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
 import type { ServiceLog } from '../log.js'
 import { createMetrics } from '../metrics.js'
@@ -64,6 +65,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   // With Redis too: while it is unreachable, the workers limit together here, as one instance.
   const limits = createSharedLimits()
+  const writeTurns = createWriteTurns()
   const running = new Set<Running>()
   let stopping = false
   let restartMs = FIRST_RESTART_MS
@@ -71,7 +73,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
 
   /** Starts one worker; resolves once it listens, rejects if it fails before. */
   const startOne = async (port: number): Promise<Listening> => {
-    const data: WorkerData = { config, port, limits }
+    const data: WorkerData = { config, port, limits, writeTurns }
     const worker = new Worker(THREAD, { workerData: data })
     // Read now: an exited worker's threadId is -1.
     const { threadId } = worker
@@ -97,6 +99,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
         running.delete(entry)
         // A lock word its thread held when it ended would stop every other worker at that shard.
         releaseLocksHeldBy(limits, threadId)
+        releaseTurnOf(writeTurns, threadId)
         for (const answer of entry.pendingMetrics.values()) answer([])
         if (!listening) {
           reject(new Error(`worker exited with code ${code} before listening`))

@@ -2,6 +2,7 @@
 // connection, the rate-limit counters every worker shares (docs/WORKERS.md).
 // Its log goes to the main thread, and it stops when the main thread asks.
 import { parentPort, threadId, workerData } from 'node:worker_threads'
+import { WriteTurn } from '../db/write-turns.js'
 import { SharedMemoryStore } from '../limits/shared-memory-store.js'
 import { createLog } from '../log.js'
 import { listenOn, openPublicService } from '../server.js'
@@ -14,11 +15,15 @@ const SPANS_FLUSH_MS = 2000
 
 if (parentPort === null) throw new Error('workers/worker.js runs only as a worker thread')
 const main = parentPort
-const { config, port, limits } = workerData as WorkerData
+const { config, port, limits, writeTurns } = workerData as WorkerData
 const tell = (message: FromWorker): void => { main.postMessage(message) }
 
 const log = createLog({ level: config.logLevel, format: config.logFormat, worker: threadId }, relaySink(main))
-const service = await openPublicService(config, log, { limiter: new SharedMemoryStore(limits), processMetrics: false })
+const service = await openPublicService(config, log, {
+  limiter: new SharedMemoryStore(limits),
+  writeTurn: new WriteTurn(writeTurns, threadId),
+  processMetrics: false
+})
 main.on('message', (message: ToWorker) => {
   if (message.kind === 'stop') {
     stop().catch((error: unknown) => {
