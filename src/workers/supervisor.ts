@@ -35,6 +35,25 @@ async function reservePort (host: string): Promise<{ port: number, release: () =
   return { port: address.port, release: async () => { await new Promise((resolve) => server.close(resolve)) } }
 }
 
+/**
+ * Another process whose sockets share ports (reusePort) would let these
+ * workers join it, silently splitting the traffic and the limits between
+ * two services: a listen without reusePort first makes sure nothing holds
+ * the port, as with one worker.
+ */
+async function portIsFree (host: string, port: number): Promise<void> {
+  const probe = createServer()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject)
+      probe.listen({ host, port }, resolve)
+    })
+  } catch (error) {
+    throw new ConfigError(`cannot listen on HOST=${host} PORT=${port}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  await new Promise((resolve) => probe.close(resolve))
+}
+
 /** A worker that answers no metrics request within this is left out of that scrape. */
 const METRICS_WAIT_MS = 2000
 /** A worker that dies is replaced after this, doubled for each that died soon after its start, up to the most. */
@@ -162,6 +181,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   try {
     // PORT=0: one port is taken first, held while every worker joins it, so that all start at once.
     const reserved = config.port === 0 ? await reservePort(config.host) : undefined
+    if (reserved === undefined) await portIsFree(config.host, config.port)
     try {
       const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne(reserved?.port ?? config.port)))
       first = all[0] as Listening

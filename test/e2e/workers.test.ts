@@ -133,6 +133,21 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     assert.equal(after.text.match(/^process_cpu_seconds_total /gm)?.length, 1)
   })
 
+  it('When a second service with workers is started on its port, then that one refuses to start, naming PORT, rather than share the port', async () => {
+    // Arrange: its own store, so that only the port is in common.
+    const other = makeTempDir()
+    try {
+      // Act
+      const result = await runCli(['serve'], { DATABASE_URL: sqliteUrl(other), HOST: '127.0.0.1', PORT: String(server.port), WORKERS: '2' }, 30_000)
+
+      // Assert
+      assert.equal(result.code, 1, result.stdout + result.stderr)
+      assert.match(result.stderr, new RegExp(`cannot listen on HOST=127\\.0\\.0\\.1 PORT=${server.port}: .*EADDRINUSE`))
+    } finally {
+      removeTempDir(other)
+    }
+  })
+
   it('When it is asked to stop, then every worker stops and the process exits 0', async () => {
     // Act
     const exit = await server.stop(40_000)
