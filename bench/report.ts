@@ -65,21 +65,26 @@ export function workerRatios (row: Row, rows: Rows): { requests: number | undefi
   }
 }
 
-export const Targets = {
-  /** CPU time per request at most `at` times another row's: the figure that counts, since req/s follows from it. */
-  cpuTimes: (at: number, id: string, name: string): Target => ({
-    label: `CPU ≤ ${at}× ${name}`,
+/** A target on the CPU time per request set against another row's: `met` judges their ratio. */
+function cpuTarget (label: string, id: string, met: (ratio: number) => boolean): Target {
+  return {
+    label,
     needs: id,
     check: (row, rows) => {
       const other = rows.get(id)
       const ratio = cpuRatio(row, other)
       if (ratio === undefined || other === undefined) return undefined
       return {
-        met: ratio <= at,
+        met: met(ratio),
         figure: `${(row.cpuMicrosPerResponse ?? 0).toFixed(0)} µs ÷ ${(other.cpuMicrosPerResponse ?? 0).toFixed(0)} µs = ${ratio.toFixed(2)}×`
       }
     }
-  }),
+  }
+}
+
+export const Targets = {
+  /** CPU time per request at most `at` times another row's: the figure that counts, since req/s follows from it. */
+  cpuTimes: (at: number, id: string, name: string): Target => cpuTarget(`CPU ≤ ${at}× ${name}`, id, (ratio) => ratio <= at),
   /** Requests per second at least `times` another row's: what more workers must buy. */
   requestsAtLeast: (times: number, id: string, name: string): Target => ({
     label: `req/s ≥ ${times}× ${name}`,
@@ -95,19 +100,8 @@ export const Targets = {
     }
   }),
   /** CPU time per request within `share` of another row's, either way: more workers must not cost more per request, nor measure less than they use. */
-  cpuWithin: (share: number, id: string, name: string): Target => ({
-    label: `CPU within ±${Math.round(share * 100)} % of ${name}`,
-    needs: id,
-    check: (row, rows) => {
-      const other = rows.get(id)
-      const ratio = cpuRatio(row, other)
-      if (ratio === undefined || other === undefined) return undefined
-      return {
-        met: Math.abs(ratio - 1) <= share,
-        figure: `${(row.cpuMicrosPerResponse ?? 0).toFixed(0)} µs ÷ ${(other.cpuMicrosPerResponse ?? 0).toFixed(0)} µs = ${ratio.toFixed(2)}×`
-      }
-    }
-  }),
+  cpuWithin: (share: number, id: string, name: string): Target =>
+    cpuTarget(`CPU within ±${Math.round(share * 100)} % of ${name}`, id, (ratio) => Math.abs(ratio - 1) <= share),
   p99: (ms: number): Target => ({
     label: `p99 ≤ ${ms} ms`,
     check: (row) => ({ met: row.measurement.latencyMs.p99 <= ms, figure: `p99 ${ms2(row.measurement.latencyMs.p99)} ms` })

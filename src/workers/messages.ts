@@ -7,7 +7,7 @@ import type { SharedLimits } from '../limits/shared-memory-store.js'
 export interface WorkerData {
   /** The configuration the main thread read: read once, for every worker. */
   config: Config
-  /** The public port: PORT, or, after the first worker, the port it was given when PORT=0. */
+  /** The public port: PORT, or with PORT=0 the free one the main thread found. */
   port: number
   /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
   limits: SharedLimits
@@ -21,6 +21,6 @@ export type ToWorker =
 
 export type FromWorker =
   /** `rateLimitStore`: the store's name, for the start's log line. */
-  | { kind: 'listening', address: string, port: number, rateLimitStore: string }
+  | { kind: 'listening', address: string, rateLimitStore: string }
   | { kind: 'log', text: string }
   | { kind: 'metrics', id: number, metrics: Array<MetricObjectWithValues<MetricValue<string>>> }

@@ -20,28 +20,14 @@ import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)
 /**
- * Listens on a free port with reusePort, so that workers can join it, and
- * lets go once they have. Nobody knows the port before the listening line,
- * so no client connects to this socket meanwhile.
+ * The port the workers will share, once a listen without reusePort has
+ * made sure nothing holds it (PORT=0: any free one). The workers' sockets
+ * share it (reusePort), and the kernel would let another process of this
+ * user that does the same join them, silently splitting the traffic and
+ * the limits between two services; so the port is first had alone, as one
+ * worker would have it.
  */
-async function reservePort (host: string): Promise<{ port: number, release: () => Promise<void> }> {
-  const server = createServer()
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen({ host, port: 0, reusePort: true }, resolve)
-  })
-  const address = server.address()
-  if (address === null || typeof address === 'string') throw new Error(`no port from ${host}`)
-  return { port: address.port, release: async () => { await new Promise((resolve) => server.close(resolve)) } }
-}
-
-/**
- * Another process whose sockets share ports (reusePort) would let these
- * workers join it, silently splitting the traffic and the limits between
- * two services: a listen without reusePort first makes sure nothing holds
- * the port, as with one worker.
- */
-async function portIsFree (host: string, port: number): Promise<void> {
+async function freePort (host: string, port: number): Promise<number> {
   const probe = createServer()
   try {
     await new Promise<void>((resolve, reject) => {
@@ -51,7 +37,10 @@ async function portIsFree (host: string, port: number): Promise<void> {
   } catch (error) {
     throw new ConfigError(`cannot listen on HOST=${host} PORT=${port}: ${error instanceof Error ? error.message : String(error)}`)
   }
+  const address = probe.address()
   await new Promise((resolve) => probe.close(resolve))
+  if (address === null || typeof address === 'string') throw new ConfigError(`cannot listen on HOST=${host} PORT=${port}: no port given`)
+  return address.port
 }
 
 /** A worker that answers no metrics request within this is left out of that scrape. */
@@ -89,9 +78,11 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   let stopping = false
   let restartMs = FIRST_RESTART_MS
   let nextMetricsId = 0
+  /** The public port every worker listens on, and a replacement too. */
+  let port = config.port
 
   /** Starts one worker; resolves once it listens, rejects if it fails before. */
-  const startOne = async (port: number): Promise<Listening> => {
+  const startOne = async (): Promise<Listening> => {
     const data: WorkerData = { config, port, limits, writeTurns }
     const worker = new Worker(THREAD, { workerData: data })
     // Read now: an exited worker's threadId is -1.
@@ -130,7 +121,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
         logger.error({ worker: threadId, code }, `worker ${threadId} stopped (exit code ${code}): starting another in ${restartMs} ms`)
         setTimeout(() => {
           if (stopping) return
-          startOne(first.port).catch((error: unknown) => { logger.error({ err: error }, 'a replacement worker failed to start') })
+          startOne().catch((error: unknown) => { logger.error({ err: error }, 'a replacement worker failed to start') })
         }, restartMs).unref()
       })
     })
@@ -179,15 +170,10 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
 
   let first: Listening
   try {
-    // PORT=0: one port is taken first, held while every worker joins it, so that all start at once.
-    const reserved = config.port === 0 ? await reservePort(config.host) : undefined
-    if (reserved === undefined) await portIsFree(config.host, config.port)
-    try {
-      const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne(reserved?.port ?? config.port)))
-      first = all[0] as Listening
-    } finally {
-      await reserved?.release()
-    }
+    port = await freePort(config.host, config.port)
+    // Every worker at once: the port is known before the first listens.
+    const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne()))
+    first = all[0] as Listening
   } catch (error) {
     await stopWorkers()
     await Promise.all([admin?.close(), closeStore()])

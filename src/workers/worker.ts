@@ -43,8 +43,7 @@ const address = await listenOn(service.app, config.host, ['PORT', port], service
 })
 // Its own lines first, then the main thread's `listening on …`.
 await log.flush(0)
-const bound = service.app.server.address()
-tell({ kind: 'listening', address, port: bound !== null && typeof bound === 'object' ? bound.port : port, rateLimitStore: service.rateLimitStore })
+tell({ kind: 'listening', address, rateLimitStore: service.rateLimitStore })
 
 async function stop (): Promise<void> {
   // Stops accepting, finishes the requests in flight, then closes the stores; the main thread keeps the time.
