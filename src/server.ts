@@ -3,7 +3,7 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import type { Logger } from 'pino'
-import { buildAdminApp } from './admin.js'
+import { buildAdminApp, type AdminOptions } from './admin.js'
 import { DeadlineError, within as withDeadline } from './deadline.js'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
@@ -125,14 +125,9 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
   const { logger } = log
   const { app, storage, metrics, rateLimitStore, closeStores } = await openPublicService(config, log, { processMetrics: true })
   // The admin API is on only when both the port and the token are set (README: Managing keys).
-  const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
-  const admin = metrics === undefined ? undefined : await buildAdminApp({ metrics, api, logger })
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
-
   // Metrics first: a load balancer may send traffic as soon as the public port listens.
-  const adminAddress = admin === undefined || config.adminPort === undefined
-    ? undefined
-    : await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores)
+  const { admin, adminAddress } = await startAdmin(config, logger, { storage, metrics, closeStores })
   const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
     listenTextResolver: (address) => `listening on ${address}`
   })
@@ -145,6 +140,21 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
     await Promise.all([app.close(), admin?.close()])
     await closeStores()
   }
+}
+
+/**
+ * The operators' listener, when ADMIN_PORT is set: metrics, and the admin
+ * API when ADMIN_TOKEN is too (README: Managing keys). A port that cannot be
+ * had closes the stores and ends the start.
+ */
+export async function startAdmin (
+  config: Config, logger: Logger,
+  { storage, metrics, closeStores }: { storage: Storage, metrics: AdminOptions['metrics'], closeStores: () => Promise<void> }
+): Promise<{ admin: FastifyInstance | undefined, adminAddress: string | undefined }> {
+  if (metrics === undefined || config.adminPort === undefined) return { admin: undefined, adminAddress: undefined }
+  const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
+  const admin = await buildAdminApp({ metrics, api, logger })
+  return { admin, adminAddress: await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores) }
 }
 
 /** The line that says what started and where; `listening on …` is said before it. */

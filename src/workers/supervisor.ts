@@ -6,7 +6,6 @@
 import { createServer } from 'node:net'
 import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
-import { buildAdminApp } from '../admin.js'
 import type { Config } from '../config.js'
 import { ConfigError } from '../config.js'
 import { openStorage } from '../db/open.js'
@@ -15,7 +14,7 @@ import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-
 import type { ServiceLog } from '../log.js'
 import { createMetrics } from '../metrics.js'
 import { purgeExpiredIdempotencyKeys } from '../pets/purge.js'
-import { announceStart, listenOn } from '../server.js'
+import { announceStart, startAdmin } from '../server.js'
 import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)
@@ -151,12 +150,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
           }
         }
       }
-  const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
-  const admin = metrics === undefined ? undefined : await buildAdminApp({ metrics, api, logger })
   const closeStore = async (): Promise<void> => { await storage.close() }
-  const adminAddress = admin === undefined || config.adminPort === undefined
-    ? undefined
-    : await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStore)
+  const { admin, adminAddress } = await startAdmin(config, logger, { storage, metrics, closeStores: closeStore })
 
   const stopWorkers = async (): Promise<void> => {
     stopping = true
