@@ -25,7 +25,6 @@ import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../domain.js'
 import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
-import type { WriteTurn } from './write-turns.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
@@ -89,11 +88,14 @@ export function sqlitePath (url: string): string {
 export interface SqliteOptions {
   /** How long a write may wait for another connection's lock; tests shorten it. */
   busyBudgetMs?: number
-  /** Shared with the other workers of this process: their group commits take turns (write-turns.ts). */
-  writeTurn?: WriteTurn
+  /** Where new animals go instead of this connection's group commit: a worker's, to the main thread's (workers/pet-inserts.ts). */
+  inserts?: Inserts
 }
 
-export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, writeTurn }: SqliteOptions = {}): SqliteStorage {
+/** Adds an animal, once for an Idempotency-Key; resolves once it is durably committed. */
+export type Inserts = (pet: NewPetRecord, idempotency: IdempotencyRecord | undefined) => Promise<CreateOnceResult>
+
+export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, inserts }: SqliteOptions = {}): SqliteStorage {
   const path = sqlitePath(url)
   if (path !== ':memory:') {
     // The file holds the key hashes and the cursor secret: no other local
@@ -118,14 +120,14 @@ export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, writeT
   // another connection: it fails at once and is retried asynchronously.
   // Reads never wait in WAL mode.
   db.pragma('busy_timeout = 0')
-  return new SqliteStorage(db, busyBudgetMs, writeTurn)
+  return new SqliteStorage(db, busyBudgetMs, inserts)
 }
 
 export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database
   readonly #busyBudgetMs: number
-  readonly #writeTurn: WriteTurn | undefined
+  readonly #inserts: Inserts
   /**
    * Full pages, as sent. Animals are never changed or deleted, and on
    * SQLite ids are taken and committed under the one write lock that every
@@ -173,10 +175,10 @@ export class SqliteStorage implements Storage {
   readonly #commitAll
   readonly #commitGroup
 
-  constructor (db: Database, busyBudgetMs: number, writeTurn?: WriteTurn) {
+  constructor (db: Database, busyBudgetMs: number, inserts?: Inserts) {
     this.#db = db
     this.#busyBudgetMs = busyBudgetMs
-    this.#writeTurn = writeTurn
+    this.#inserts = inserts === undefined ? (pet, idempotency) => this.#enqueue(pet, idempotency) : this.#elsewhere(inserts)
     this.#insertPet = db.prepare<[string, bigint, string]>(
       'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
     // Only an expired record can be in the way here: a live one was found first, in the same transaction.
@@ -316,12 +318,25 @@ export class SqliteStorage implements Storage {
   }
 
   async createPet (pet: NewPetRecord): Promise<PetRecord> {
-    const result = await this.#enqueue(pet, undefined)
+    const result = await this.#inserts(pet, undefined)
     return result.pet
   }
 
   createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult> {
-    return this.#enqueue(pet, idempotency)
+    return this.#inserts(pet, idempotency)
+  }
+
+  /** Inserts committed elsewhere: a failure for want of the database still makes this connection's /readyz check the write lock. */
+  #elsewhere (inserts: Inserts): Inserts {
+    return async (pet, idempotency) => {
+      if (this.#closed) throw new StorageUnavailableError('the database is closed')
+      try {
+        return await inserts(pet, idempotency)
+      } catch (error) {
+        if (error instanceof StorageUnavailableError) this.#writeFailure = error
+        throw error
+      }
+    }
   }
 
   #enqueue (pet: NewPetRecord, idempotency: IdempotencyRecord | undefined): Promise<CreateOnceResult> {
@@ -335,15 +350,7 @@ export class SqliteStorage implements Storage {
   #scheduleFlush (delayMs: number): void {
     if (this.#flushScheduled) return
     this.#flushScheduled = true
-    const turn = this.#writeTurn
-    const flush = turn === undefined
-      ? () => { this.#flush() }
-      // Inserts queued while waiting for the turn join this group.
-      : () => {
-          turn.take().then(() => {
-            try { this.#flush() } finally { turn.give() }
-          }, (error: unknown) => { this.#fail(this.#pending.splice(0), error) })
-        }
+    const flush = (): void => { this.#flush() }
     if (delayMs === 0) setImmediate(flush)
     else setTimeout(flush, delayMs)
   }
