@@ -1,29 +1,18 @@
 // The embedded backend: one SQLite file, WAL mode, every commit fsynced.
-//
-// better-sqlite3 is synchronous, so a commit blocks the event loop for one
-// fsync. Inserts that arrive together are therefore grouped: each is queued,
-// and one transaction (one fsync) commits the whole queue on the next turn of
-// the loop. Every caller's promise resolves only after that commit. An
-// insert the database refuses fails only its own request: the group is then
-// committed again with each insert in its own savepoint.
-//
-// Other processes may share the file (more instances, the `petstore`
-// command); a write that finds their lock retries off the event loop for up
-// to 5 s, then fails as unavailable (503).
-//
-// Only errors that mean the database cannot be reached or written are
-// StorageUnavailableError (503, /readyz 503): retrying later may help. Any
-// other SQLite error (a constraint, a bad statement, misuse) is a fault on
-// our side and is thrown as it is (500); readiness does not change.
+// New animals go through a group commit (group-commit.ts); other writes
+// retry off the event loop while another process (more instances, the
+// `petstore` command) holds the write lock, for up to 5 s, then fail as
+// unavailable (503). Only errors that mean the database cannot be reached or
+// written are StorageUnavailableError (sqlite-errors.ts); any other is a
+// fault on our side (500), and readiness does not change.
 import { randomBytes } from 'node:crypto'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import { LRUCache } from 'lru-cache'
-import { Database, SqliteError } from './sqlite-driver.js'
+import { Database } from './sqlite-driver.js'
 import { StorageUnavailableError } from '../errors.js'
 import type { PetStatus } from '../domain.js'
-import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 import { migrateSqlite } from './sqlite-schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
@@ -31,6 +20,9 @@ import type {
 } from './storage.js'
 import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
 import { keySearchSql, stateSql } from './key-search.js'
+import { BUSY_RETRY_MS, GroupCommit, GroupRolledBack, type InsertOutcome, type PendingInsert } from './group-commit.js'
+import { classifySqliteError, isBusy, isUnavailable } from './sqlite-errors.js'
+import { StatementPerLimit } from './statement-per-limit.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
@@ -53,30 +45,8 @@ const KEPT_PAGE_BYTES = 4 * 1024 * 1024
 /** The bytes of animals kept (some 50,000 of them), likewise. */
 const KEPT_PET_BYTES = 4 * 1024 * 1024
 
-/** Thrown out of a group commit when one insert's error made SQLite roll back the whole transaction. */
-class GroupRolledBack extends Error {
-  constructor (readonly index: number, cause: unknown) {
-    super('SQLite rolled back the group commit', { cause })
-  }
-}
-
-/** One insert's share of a group commit: committed with the group, or refused alone. */
-type InsertOutcome = { ok: true, result: CreateOnceResult } | { ok: false, error: unknown }
-interface PendingInsert {
-  pet: NewPetRecord
-  idempotency: IdempotencyRecord | undefined
-  /** When the insert was queued: past the busy budget it fails with 503. */
-  queuedAt: number
-  resolve: (result: CreateOnceResult) => void
-  reject: (error: unknown) => void
-}
-
 /** How long a write waits for another connection's write lock before the client gets 503. */
 const BUSY_BUDGET_MS = 5000
-/** How often a write blocked by another connection tries again. */
-const BUSY_RETRY_MS = 20
-/** The largest page read: the largest `limit`, and one more to tell whether another page follows. */
-const MAX_LIMIT = MAX_PAGE_SIZE + 1
 /** The most animals one INSERT statement of a group commit adds; a larger group takes several. */
 const INSERT_ROWS = 64
 
@@ -141,8 +111,7 @@ export class SqliteStorage implements Storage {
   readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
   /** Animals found, as sent: once visible, an animal never changes. One not found is asked again, since it may be added. */
   readonly #pets = new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
-  #pending: PendingInsert[] = []
-  #flushScheduled = false
+  readonly #group: GroupCommit
   #closed = false
   /** Set while writes fail for want of the database; /readyz reports it. */
   #writeFailure: Error | undefined
@@ -170,15 +139,11 @@ export class SqliteStorage implements Storage {
   readonly #createKey
   readonly #addUsage
   readonly #usageOf
-  readonly #insertOne
   readonly #insertRows
-  readonly #commitAll
-  readonly #commitGroup
 
   constructor (db: Database, busyBudgetMs: number, inserts?: Inserts) {
     this.#db = db
     this.#busyBudgetMs = busyBudgetMs
-    this.#inserts = inserts === undefined ? (pet, idempotency) => this.#enqueue(pet, idempotency) : this.#elsewhere(inserts)
     this.#insertPet = db.prepare<[string, bigint, string]>(
       'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
     // Only an expired record can be in the way here: a live one was found first, in the same transaction.
@@ -263,7 +228,7 @@ export class SqliteStorage implements Storage {
     // The usual case: every insert of a validated animal succeeds, and the
     // group commits without a savepoint each (a SAVEPOINT and a RELEASE cost
     // an insert 1.4 µs, a quarter of it; docs/PERFORMANCE.md). If one fails,
-    // the whole transaction is rolled back and #commitGroup does it again.
+    // the whole transaction is rolled back and commitEach does it again.
     // Animals without an Idempotency-Key are added by one statement for up to
     // INSERT_ROWS of them: about half the CPU of a statement for each
     // (docs/PERFORMANCE.md). SQLite adds a VALUES list's rows in the order
@@ -271,7 +236,7 @@ export class SqliteStorage implements Storage {
     // the ids are the statement's last id and those just below it. A row that
     // was not added (a trigger's RAISE(IGNORE)) would shift them: the group
     // is then done again the savepoints' way, where it fails alone.
-    this.#commitAll = db.transaction((group: PendingInsert[]): InsertOutcome[] => {
+    const commitAll = db.transaction((group: PendingInsert[]): InsertOutcome[] => {
       const outcomes: InsertOutcome[] = new Array<InsertOutcome>(group.length)
       const plain: number[] = []
       group.forEach((pending, index) => {
@@ -295,15 +260,15 @@ export class SqliteStorage implements Storage {
       }
       return outcomes
     })
-    // Called inside #commitGroup's transaction, a better-sqlite3 transaction
+    // Called inside commitEach's transaction, a better-sqlite3 transaction
     // function runs in a savepoint: if it throws, its rows (the animal and
     // its idempotency record) are rolled back and the group goes on.
     // https://github.com/WiseLibs/better-sqlite3/blob/master/docs/api.md#transactionfunction---function
-    this.#insertOne = db.transaction(insert)
-    this.#commitGroup = db.transaction((group: PendingInsert[]): InsertOutcome[] =>
+    const insertOne = db.transaction(insert)
+    const commitEach = db.transaction((group: PendingInsert[]): InsertOutcome[] =>
       group.map((insert, index) => {
         try {
-          return { ok: true, result: this.#insertOne(insert) }
+          return { ok: true, result: insertOne(insert) }
         } catch (error) {
           // An unavailable database fails (or retries) the whole group.
           if (isUnavailable(error)) throw error
@@ -315,6 +280,13 @@ export class SqliteStorage implements Storage {
           return { ok: false, error }
         }
       }))
+    this.#group = new GroupCommit({
+      commitAll: (group) => commitAll.immediate(group),
+      commitEach: (group) => commitEach.immediate(group),
+      busyBudgetMs,
+      written: (failure) => { this.#writeFailure = failure }
+    })
+    this.#inserts = inserts === undefined ? async (pet, idempotency) => await this.#group.add(pet, idempotency) : this.#elsewhere(inserts)
   }
 
   async createPet (pet: NewPetRecord): Promise<PetRecord> {
@@ -337,76 +309,6 @@ export class SqliteStorage implements Storage {
         throw error
       }
     }
-  }
-
-  #enqueue (pet: NewPetRecord, idempotency: IdempotencyRecord | undefined): Promise<CreateOnceResult> {
-    if (this.#closed) return Promise.reject(new StorageUnavailableError('the database is closed'))
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ pet, idempotency, queuedAt: Date.now(), resolve, reject })
-      this.#scheduleFlush(0)
-    })
-  }
-
-  #scheduleFlush (delayMs: number): void {
-    if (this.#flushScheduled) return
-    this.#flushScheduled = true
-    const flush = (): void => { this.#flush() }
-    if (delayMs === 0) setImmediate(flush)
-    else setTimeout(flush, delayMs)
-  }
-
-  /** Commits every queued insert in one transaction: one fsync for the lot. */
-  #flush (): void {
-    this.#flushScheduled = false
-    const group = this.#pending
-    this.#pending = []
-    if (group.length === 0) return
-    let outcomes: InsertOutcome[]
-    try {
-      outcomes = this.#commitAtOnce(group)
-    } catch (error) {
-      if (error instanceof GroupRolledBack) {
-        // Only the insert that caused it fails; the others go again, first.
-        for (const refused of group.splice(error.index, 1)) refused.reject(error.cause)
-        this.#pending = group.concat(this.#pending)
-        if (this.#pending.length > 0) this.#scheduleFlush(0)
-        return
-      }
-      if (isBusy(error) && !this.#closed) {
-        const overdue = Date.now() - this.#busyBudgetMs
-        this.#fail(group.filter((insert) => insert.queuedAt <= overdue), error)
-        this.#pending = group.filter((insert) => insert.queuedAt > overdue).concat(this.#pending)
-        if (this.#pending.length > 0) this.#scheduleFlush(BUSY_RETRY_MS)
-        return
-      }
-      this.#fail(group, error)
-      return
-    }
-    this.#writeFailure = undefined
-    group.forEach((insert, i) => {
-      const outcome = outcomes[i] as InsertOutcome
-      if (outcome.ok) insert.resolve(outcome.result)
-      else insert.reject(outcome.error)
-    })
-  }
-
-  /** The group in one transaction; when an insert fails, again with each insert in a savepoint, so that it fails alone. */
-  #commitAtOnce (group: PendingInsert[]): InsertOutcome[] {
-    try {
-      return this.#commitAll.immediate(group)
-    } catch (error) {
-      // Nothing was committed. A database that cannot be written fails the
-      // savepoints' way too: #flush fails or retries the group as it is.
-      if (isUnavailable(error) || this.#closed) throw error
-      return this.#commitGroup.immediate(group)
-    }
-  }
-
-  #fail (group: PendingInsert[], error: unknown): void {
-    if (group.length === 0) return
-    const failure = classifySqliteError(error)
-    if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
-    for (const insert of group) insert.reject(failure)
   }
 
   async getPet (id: bigint): Promise<PetRecord | undefined> {
@@ -532,9 +434,7 @@ export class SqliteStorage implements Storage {
   async close (): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    this.#flush()
-    for (const insert of this.#pending) insert.reject(new StorageUnavailableError('the database is closed'))
-    this.#pending = []
+    this.#group.close()
     this.#db.close()
   }
 
@@ -595,64 +495,7 @@ export class SqliteStorage implements Storage {
   }
 }
 
-/**
- * One prepared statement per page size, the size written into its SQL.
- * With `LIMIT ?`, SQLite prepares the statement again on every run, since
- * the planner takes a bound LIMIT into account: that doubled the cost of a
- * page. Sizes are whole numbers from 1 to `max` (validated before they get
- * here), so at most that many statements are ever made. A group commit's
- * INSERT takes one per number of rows, likewise.
- */
-class StatementPerLimit<S> {
-  readonly #made: Array<S | undefined> = []
-  readonly #prepare: (limit: number) => S
-  readonly #max: number
-
-  constructor (prepare: (limit: number) => S, max = MAX_LIMIT) {
-    this.#prepare = prepare
-    this.#max = max
-  }
-
-  for (limit: number): S {
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > this.#max) throw new RangeError(`a statement for ${limit} rows`)
-    let statement = this.#made[limit]
-    if (statement === undefined) {
-      statement = this.#prepare(limit)
-      this.#made[limit] = statement
-    }
-    return statement
-  }
-}
-
 /** Whole numbers bound as SQLite integers (better-sqlite3 binds a number as a float). */
 function sqliteValue (value: unknown): unknown {
   return typeof value === 'number' && Number.isInteger(value) ? BigInt(value) : value
-}
-
-function isBusy (error: unknown): boolean {
-  return error instanceof SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))
-}
-
-/**
- * Primary result codes for a database that cannot be reached or written
- * now: busy or locked by another connection, an I/O error, a full disk, a
- * read-only or unopenable file. Their extended codes (SQLITE_IOERR_WRITE…)
- * count too. https://www.sqlite.org/rescode.html
- */
-const UNAVAILABLE_CODES = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_FULL', 'SQLITE_READONLY', 'SQLITE_CANTOPEN'])
-
-function isUnavailable (error: unknown): boolean {
-  return error instanceof SqliteError && UNAVAILABLE_CODES.has(error.code.split('_', 2).join('_'))
-}
-
-/**
- * StorageUnavailableError when the client may retry later; anything else is
- * returned as it is, to be answered 500. Either way the cause goes to the
- * log, never to the client.
- */
-export function classifySqliteError (error: unknown): Error {
-  if (error instanceof SqliteError && isUnavailable(error)) {
-    return new StorageUnavailableError(`SQLite: ${error.code}: ${error.message}`, { cause: error })
-  }
-  return error instanceof Error ? error : new Error(String(error))
 }
