@@ -249,11 +249,6 @@ export class PostgresStorage implements Storage {
     })
   }
 
-  async revokeApiKey (id: number, at: number): Promise<boolean> {
-    const result = await this.#run('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [at, id])
-    return (result.rowCount ?? 0) > 0
-  }
-
   async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
     const rows = await this.#query<{ id: bigint, token_hash: string }>(
       'SELECT id, token_hash FROM api_key_tokens WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit])

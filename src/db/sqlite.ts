@@ -134,7 +134,6 @@ export class SqliteStorage implements Storage {
   readonly #insertToken
   readonly #listTokens
   readonly #countTokens
-  readonly #revokeKey
   readonly #changeKey
   readonly #createKey
   readonly #addUsage
@@ -182,7 +181,6 @@ export class SqliteStorage implements Storage {
     this.#insertToken = db.prepare<[bigint, string]>('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES (?, ?)')
     this.#listTokens = db.prepare<[bigint, number], [bigint, string]>('SELECT id, token_hash FROM api_key_tokens WHERE id > ? ORDER BY id LIMIT ?').raw(true)
     this.#countTokens = db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_key_tokens')
-    this.#revokeKey = db.prepare<[bigint, bigint]>('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
     const addDay = db.prepare<[bigint, bigint, bigint, bigint]>(
       `INSERT INTO key_usage (api_key_id, day, admitted, refused) VALUES (?, ?, ?, ?)
        ON CONFLICT (api_key_id, day) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`)
@@ -380,10 +378,6 @@ export class SqliteStorage implements Storage {
 
   async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
     return this.#write(() => this.#changeKey.immediate(BigInt(id), change))
-  }
-
-  async revokeApiKey (id: number, at: number): Promise<boolean> {
-    return this.#write(() => this.#revokeKey.run(BigInt(at), BigInt(id)).changes > 0)
   }
 
   async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {

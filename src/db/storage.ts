@@ -179,7 +179,6 @@ export interface Storage {
   getApiKey (id: number): Promise<ApiKeyRecord | undefined>
   /** The keys with an id above `afterId`, lowest first, at most `limit` (default: all): revoked ones too. */
   listApiKeys (afterId?: number, limit?: number): Promise<ApiKeyRecord[]>
-  revokeApiKey (id: number, at: number): Promise<boolean>
   /**
    * Reads the key, asks `change` what to change, and writes that, in one
    * transaction: no other change to the key comes between the read and

@@ -35,7 +35,6 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     findApiKeyByIssuedToken: timed('findApiKeyByIssuedToken', storage.findApiKeyByIssuedToken),
     getApiKey: timed('getApiKey', storage.getApiKey),
     listApiKeys: timed('listApiKeys', storage.listApiKeys),
-    revokeApiKey: timed('revokeApiKey', storage.revokeApiKey),
     changeApiKey: timed('changeApiKey', storage.changeApiKey),
     listTokenHashes: timed('listTokenHashes', storage.listTokenHashes),
     countTokens: timed('countTokens', storage.countTokens),

@@ -106,7 +106,7 @@ describe('authentication', () => {
     assert.equal((await list(`Bearer ${revoked}`)).statusCode, 200)
     const key = await t.storage.findApiKeyByTokenHash(hashToken(revoked))
     assert.ok(key !== undefined)
-    await t.storage.revokeApiKey(key.key.id, t.clock.now())
+    await t.storage.changeApiKey(key.key.id, () => ({ revokedAt: t.clock.now() }))
     t.clock.advance(1000)
 
     const response = await list(`Bearer ${revoked}`)

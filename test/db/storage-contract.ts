@@ -141,8 +141,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       const key = await storage.createApiKey(buildKeyRecord({ name: 'ent', plan: 'enterprise', perMinute: 5, perDay: 50, environment: 'staging', tokenHash }))
       assert.deepEqual(await storage.findApiKeyByTokenHash(tokenHash), { key, previous: false })
       assert.equal(key.revokedAt, null)
-      assert.equal(await storage.revokeApiKey(key.id, 2000), true)
-      assert.equal(await storage.revokeApiKey(key.id, 3000), false)
+      await storage.changeApiKey(key.id, () => ({ revokedAt: 2000 }))
       assert.equal((await storage.findApiKeyByTokenHash(tokenHash))?.key.revokedAt, 2000)
       assert.ok((await storage.listApiKeys()).some((k) => k.id === key.id && k.revokedAt === 2000))
     }))
@@ -173,7 +172,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
         last = await storage.createApiKey(buildKeyRecord({ environment, tokenHash }))
         hashes.push(tokenHash)
       }
-      await storage.revokeApiKey(last?.id ?? 0, 2000)
+      await storage.changeApiKey(last?.id ?? 0, () => ({ revokedAt: 2000 }))
 
       // A token's number is not its key's id: rolled keys have several.
       const made = await issuedTokens(storage, hashes)
@@ -197,7 +196,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       const made: ApiKeyRecord[] = []
       for (let i = 0; i < 4; i++) made.push(await storage.createApiKey(buildKeyRecord({ name: `page-${i}` })))
       const [a, b, c, d] = made as [ApiKeyRecord, ApiKeyRecord, ApiKeyRecord, ApiKeyRecord]
-      await storage.revokeApiKey(c.id, 2000)
+      await storage.changeApiKey(c.id, () => ({ revokedAt: 2000 }))
 
       // Act
       const two = await storage.listApiKeys(a.id, 2)
@@ -379,7 +378,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       const b = await storage.createApiKey(buildKeyRecord({ name: `${tag} b%_b`, expiresAt: now - 1 }))
       const c = await storage.createApiKey(buildKeyRecord({ name: `${tag} gamma` }))
       const d = await storage.createApiKey(buildKeyRecord({ name: `${tag} delta` }))
-      await storage.revokeApiKey(c.id, now - 5)
+      await storage.changeApiKey(c.id, () => ({ revokedAt: now - 5 }))
       await storage.addUsage([], new Map([[d.id, now - 10], [b.id, now - 20]]))
       const search = async (more: Partial<Parameters<Storage['searchApiKeys']>[0]> = {}): Promise<number[]> =>
         (await storage.searchApiKeys({ text: tag.toUpperCase(), sort: 'id', now, limit: 10, ...more })).map((key) => key.id)
@@ -449,7 +448,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
         const writes = await Promise.allSettled([
           storage.createPet(newPet('late')),
           storage.createPetOnce(newPet('late'), { apiKeyId: key.id, key: 'late', requestHash: 'h', createdAt: 5000, liveAfter: 0 }),
-          storage.revokeApiKey(key.id, 2000)])
+          storage.changeApiKey(key.id, () => ({ revokedAt: 2000 }))])
         const writesMs = Date.now() - started
         const ping = await settle(() => storage.ping())
 
@@ -479,11 +478,11 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       // Act
       await storage.ping()
       const pet = await storage.createPet(newPet('now'))
-      const revoked = await storage.revokeApiKey(key.id, 2000)
+      const revoked = await storage.changeApiKey(key.id, () => ({ revokedAt: 2000 }))
 
       // Assert
       assert.deepEqual(await storage.getPet(pet.id), pet)
-      assert.equal(revoked, true)
+      assert.equal(revoked?.revokedAt, 2000)
     }))
   })
 }

@@ -27,7 +27,7 @@ async function arrange (subject: TestApp): Promise<{ checker: OpenApiChecker, st
   const revoked = await subject.newKey('free')
   const revokedId = (await subject.storage.listApiKeys()).at(-1)?.id
   assert.ok(revokedId !== undefined)
-  await subject.storage.revokeApiKey(revokedId, subject.clock.now())
+  await subject.storage.changeApiKey(revokedId, () => ({ revokedAt: subject.clock.now() }))
   const good = generateToken('production')
   const state: RunState = {
     tokens: {

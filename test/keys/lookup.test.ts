@@ -75,7 +75,7 @@ describe('the index of token hashes', () => {
     for (let i = 0; i < 500; i++) {
       const key = buildKey(i % 5 === 0 ? { environment: 'staging' } : {})
       const created = await db.createApiKey(key)
-      if (i % 7 === 0) await db.revokeApiKey(created.id, 1)
+      if (i % 7 === 0) await db.changeApiKey(created.id, () => ({ revokedAt: 1 }))
       hashes.push(key.tokenHash)
     }
 
