@@ -1,12 +1,6 @@
 // One log line per request (README: Operating › Logs), written when its
-// response has gone: who called (the key's id, never its token), what
-// (method, route template, URL), the answer (status, error code) and how
-// long it took. The request id is the logger's own binding (`requestId`),
-// on every line a request writes. A 5xx is logged at `error` with the cause
-// that made it, which the client's body never carries.
-//
-// Fastify's LogController is the place for this: its two lines per request
-// (incoming, completed) become this one, and the first is kept at `debug`.
+// response has gone, as Fastify's LogController, whose two lines per request
+// become this one (the first kept at `debug`). A 5xx is logged with its cause.
 // https://fastify.dev/docs/latest/Reference/Server/#logcontroller
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'

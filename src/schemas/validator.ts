@@ -1,10 +1,7 @@
-// Builds the request validators from the TypeBox schemas.
-//
-// Written here rather than taken from @fastify/type-provider-typebox because
-// that one converts query strings with `Value.Convert`, which turns
-// "9223372036854775807" into a rounded double and " 5" into 5. This one
-// converts only exact decimal integers, and reports every problem with the
-// field it concerns.
+// Builds the request validators from the TypeBox schemas. Not
+// @fastify/type-provider-typebox's: its `Value.Convert` rounds
+// "9223372036854775807" to a double and takes " 5" for 5; this one converts
+// only exact decimal integers, and names the field of every problem.
 import { Type, type TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { Value } from 'typebox/value'
