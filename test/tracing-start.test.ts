@@ -17,7 +17,7 @@ async function fastifyLoadedAfter (modules: string[], start: boolean): Promise<b
     '  const loaded = await import(url)',
     start ? "  if (loaded.startTracing !== undefined) await loaded.startTracing({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })" : '',
     '}',
-    "const cache = createRequire(import.meta.url).cache",
+    'const cache = createRequire(import.meta.url).cache',
     "console.log(Object.keys(cache).some((path) => path.includes('/node_modules/fastify/')))"
   ].join('\n')
   const { stdout } = await run(process.execPath, ['--input-type=module', '--eval', program], { timeout: 20_000 })
