@@ -1,17 +1,11 @@
-// What of a URL or header may be logged: tokens and secrets found in it,
-// plain or encoded, are redacted. Apart from request-log.ts so that tracing
-// can use it without importing Fastify before its instrumentation is registered.
+// What of a URL or header may be logged (README: API keys): a token sent where
+// none belongs (`?access_token=`, RFC 6750 §2.3, a path, `X-Request-Id`) or one
+// of `secrets` (ADMIN_TOKEN), plain, percent-, base64- or hex-encoded, is
+// redacted. Apart from request-log.ts so that tracing can use it without
+// importing Fastify before its instrumentation is registered.
 import { findTokens } from './keys/tokens.js'
 
-/**
- * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
- * §2.3 has it, or a path) or in `X-Request-Id`, is kept out of the log like
- * any other token (README: API keys), percent-encoded or not, with or
- * without its prefix: src/keys/tokens.ts knows what one looks like. So is
- * any of `secrets` (ADMIN_TOKEN), and either kind sent base64- or
- * hex-encoded: each part of a URL between its separators is read as
- * written, then decoded both ways.
- */
+/** Whether `text` holds a token, with or without its prefix, or a secret; each part of a URL between its separators is read as written, then decoded both ways. */
 export function holdsSecret (text: string, secrets: readonly string[]): boolean {
   return findTokens(text).length > 0 || partHoldsSecret(percentDecoded(text), secrets)
 }

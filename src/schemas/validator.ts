@@ -89,12 +89,9 @@ function convertIntegers (input: unknown, fields: Map<string, 'Int64' | 'Integer
 
 /**
  * Every problem with a value that the compiled check refused, in a fixed
- * order: for an object, its missing fields, then its unknown fields in the
- * order sent, then each known field's own problems. Written here because
- * the order and the wording are part of the API (the `details` of a 400),
- * and TypeBox reports errors its own way: one error listing every missing
- * field, at the object. Each problem is worded by `describe`: a schema's
- * own sentence (`Rule`) when it has one.
+ * order: for an object, its missing fields, then its unknown fields as sent,
+ * then each known field's own. The order and wording are the API's (a 400's
+ * `details`); TypeBox lists every missing field in one error, at the object.
  */
 function * problems (schema: Schema, path: string, value: unknown): Generator<ValidationIssue> {
   const issue = (keyword: string, at: Schema, where: string, fallback: string): ValidationIssue =>
