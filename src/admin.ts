@@ -1,14 +1,7 @@
-// The operators' listener (ADMIN_HOST:ADMIN_PORT): Prometheus metrics at
-// GET /metrics and, when ADMIN_TOKEN is set, the admin API under /admin/v1
-// and the operator console at /admin/ (README: Managing keys). A server of its own, so that the public port
-// never serves them and a firewall can keep the two apart.
-//
-// Built as app.ts builds the public one: the same edge (edge.ts: its
-// connection timeouts and caps, and the Error body for a request Node's
-// parser refuses), the same error model (plugins/errors.ts), the same JSON
-// bodies and validation, then each part of the admin interface as a plugin
-// of its own. The admin API is rate limited on its own terms
-// (plugins/admin-auth.ts); metrics and the console's page are not.
+// The operators' listener (ADMIN_HOST:ADMIN_PORT): metrics, and with
+// ADMIN_TOKEN the admin API and the console (README: Managing keys); a server
+// of its own so that a firewall can keep it apart from the public port. Built
+// as app.ts builds the public one (docs/INTERNALS.md, section "Admin listener").
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify'
 import type { Storage } from './db/storage.js'
 import type { Environment } from './domain.js'

@@ -1,11 +1,7 @@
-// What both listeners, the public one (app.ts) and the operators' one
-// (admin.ts), do with every request and answer, written once: every method
-// Node accepts is routable (so that none falls through to a 404), requests
-// are validated by our validator (schemas/validator.ts), every answer
-// carries the request's id, and every answer tells browsers not to sniff
-// its type and caches not to keep a JSON one (edge.ts sets the same on the
-// answers it writes itself). An answer sent before its request's body was
-// read closes the connection (edge.ts `bodyUnread`).
+// What both listeners (app.ts, admin.ts) do with every request and answer,
+// written once: every method is routable, our validator, the request id on
+// every answer, no type sniffing and no caching of JSON (docs/INTERNALS.md,
+// section "Answers").
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ANSWER_HEADERS, JSON_ANSWER_HEADERS, bodyUnread } from './edge.js'
 import { routeEveryMethod } from './routes/method-not-allowed.js'

@@ -1,13 +1,6 @@
-// buildApp(deps): the whole HTTP interface, from plugins and then routes.
-// It owns no process concerns (ports, signals): tests build it and call
-// `inject`; server.ts runs it.
-//
-// Where a request goes (README: "The order a request takes"): the edge
-// (edge.ts) answers what never becomes a request; the gate
-// (plugins/gate.ts) decides who may call /v1 and in which order, the
-// framing check (plugins/framing.ts) taking its place among its steps;
-// then the router (404, 405), the body parser (415, 413, bad JSON), schema
-// validation (400), the handler, the service and the storage.
+// buildApp(deps): the whole HTTP interface, from plugins and then routes;
+// no process concerns (ports, signals): tests build it and call `inject`,
+// server.ts runs it. Where a request goes: docs/INTERNALS.md, section "App".
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { Config } from './config.js'
@@ -133,17 +126,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   })
 
   // Once closing, each response ends its keep-alive connection, so that the
-  // server can finish: it closes only the connections that are idle.
-  //
-  // Every response also tells browsers not to guess its type from its bytes
-  // (an Error body that echoes a URL is never run as HTML or script), and a
-  // JSON one tells caches not to keep it: the API's answers are per key and
-  // stamped with its rate-limit state, /readyz cached would hide an instance
-  // that is not ready, and the OpenAPI document names this instance and
-  // changes with each release, while it is small and read rarely. The docs
-  // page's static files (@fastify/static) keep their own Cache-Control
-  // (`public, max-age=0`, revalidated by ETag): they are the same for every
-  // client and carry nothing of a key's (answers.ts).
+  // server can finish; which headers every answer carries, and why: answers.ts.
   let closing = false
   app.addHook('preClose', async () => { closing = true })
   setUpAnswers(app, () => closing)

@@ -1,20 +1,7 @@
-// The edge: the HTTP server itself, and every answer given before Fastify
-// has a request to route. It is Fastify's `serverFactory`: it creates the
-// node:http server, is handed Fastify's request handler, and puts in front
-// of it what Node would otherwise answer by itself, with a bare status line
-// and no body:
-//
-// - a request Node's parser refuses (`clientError`: bad framing, headers
-//   too large, a request too slow to arrive);
-// - CONNECT (Node would close the connection without a word);
-// - a method Node's parser takes but no router can route (`PRI`, below);
-// - an `Expect` other than 100-continue (`checkExpectation`) and an
-//   HTTP/1.1 request without Host: passed on to Fastify, where the framing
-//   check (plugins/framing.ts) refuses them with the Error body.
-//
-// Answers written to the socket by hand keep the order of pipelined
-// requests: each connection's owed answers are tracked here.
-// https://fastify.dev/docs/latest/Reference/Server/#serverfactory
+// The edge: the HTTP server itself (Fastify's `serverFactory`), which answers,
+// with the Error body, what Node would otherwise answer with a bare status line
+// or not at all: a request its parser refuses, CONNECT, an unroutable method,
+// in the order of pipelined requests (docs/INTERNALS.md, section "Edge").
 import { randomUUID } from 'node:crypto'
 import { METHODS, Server, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -24,12 +11,10 @@ import type { CountAddress } from './access/limit.js'
 import { addressSubject } from './limits/subject.js'
 
 /**
- * A slow client cannot hold a connection: its headers must arrive within
- * `headersMs` and its whole request within `requestMs` (checked every
- * `checkEveryMs`), and an idle keep-alive connection closes after
- * `keepAliveMs`, longer than common load balancers' 60 s so they close first.
- * On close, an idle connection gets `closeGraceMs` for a request already on
- * its way (EdgeServer.close).
+ * A slow client cannot hold a connection: headers within `headersMs`, the
+ * whole request within `requestMs` (checked every `checkEveryMs`); idle
+ * keep-alive connections close after `keepAliveMs`, longer than common load
+ * balancers' 60 s so they close first; `closeGraceMs`: EdgeServer.close.
  * https://nodejs.org/api/http.html#serverheaderstimeout
  */
 export interface Timeouts {
@@ -52,13 +37,8 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
 
 /**
  * How many connections the server holds at once: all told, and from one
- * client, its address as the limiter counts it (IPv6 by /64:
- * limits/subject.ts). A browser opens 6 per origin and an HTTP client's
- * pool a few dozen: only a client hoarding connections meets the
- * per-client cap, and one client alone cannot take them all. Behind
- * trusted proxies (TRUST_PROXY) every connection comes from a proxy, so
- * there is no per-client cap. At the total, the connection idle longest
- * is closed to make room for a new one (ConnectionTracker).
+ * client as the limiter counts it (IPv6 by /64); no per-client cap behind
+ * trusted proxies. Sized in docs/INTERNALS.md, section "Edge".
  */
 export interface ConnectionCaps {
   total: number
@@ -111,12 +91,9 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
 }
 
 /**
- * Holds the server to its connection caps. Past the per-client cap a new
- * connection is closed at once. At the total, the connection idle longest
- * (no request in progress or arriving: a keep-alive one between requests,
- * or one that has sent nothing yet) is closed to make room, so that clients holding
- * idle connections cannot lock a new client out; only when none is idle is
- * the new one closed. Node's `maxConnections` would refuse the new one.
+ * Holds the server to its connection caps. At the total, the connection idle
+ * longest is closed to make room, so that clients holding idle connections
+ * cannot lock a new one out (Node's `maxConnections` would refuse the new one).
  */
 class ConnectionTracker {
   /** Each connection held, and its client (undefined without a per-client cap). */
@@ -179,12 +156,10 @@ class ConnectionTracker {
 }
 
 /**
- * Whether a request declared a body that has not all been read. Answered
- * so (a 401, 405 or 429 is sent before the body is read), its connection
- * must close: kept alive, Node would read and throw away the rest of the
- * declared body, whatever its size, before the next request. Fastify
- * already closes after a body it refused while reading (413, bad JSON).
- * Light-my-request's requests have no `complete`: they are never closed.
+ * Whether a request declared a body that has not all been read: answered so,
+ * its connection must close, or Node would read and throw away the whole
+ * declared body before the next request. Light-my-request's requests have no
+ * `complete`, and are never closed.
  */
 export function bodyUnread (request: IncomingMessage): boolean {
   const declared = request.headers['transfer-encoding'] !== undefined ||
@@ -193,13 +168,9 @@ export function bodyUnread (request: IncomingMessage): boolean {
 }
 
 /**
- * Node's server.close() destroys every connection idle at that instant,
- * including a keep-alive one whose next request is already in its socket,
- * unread: that client loses a request it sent in time, with no answer to
- * tell whether it was done. So this server stops accepting at once, and
- * gives idle connections a grace: a request that arrives meanwhile is
- * answered (with Connection: close, app.ts), and those still idle after it
- * are closed. Fastify is told not to close them itself
+ * Stops accepting at once, but gives idle connections `graceMs` for a request
+ * already in their socket, which Node's close() would destroy unanswered
+ * (docs/INTERNALS.md, section "Edge"). Fastify leaves them to it
  * (`forceCloseConnections: false`).
  */
 class EdgeServer extends Server {
@@ -208,10 +179,8 @@ class EdgeServer extends Server {
   }
 
   override close (callback?: (error?: Error) => void): this {
-    // http.Server's close (stop listening and checking timeouts, call back
-    // once every connection has ended), but for its first step, closing the
-    // idle connections, which waits for the grace. Node's own method is
-    // shadowed for that call alone.
+    // http.Server's close, but for closing the idle connections, which waits
+    // for the grace: Node's own method is shadowed for that call alone.
     Object.defineProperty(this, 'closeIdleConnections', { value: () => {}, configurable: true })
     try {
       super.close(callback)
@@ -224,11 +193,9 @@ class EdgeServer extends Server {
 }
 
 /**
- * Node's parser takes `PRI`, the method of HTTP/2's connection preface, in
- * an HTTP/0.9-style request line (`PRI /v1/`), though `http.METHODS` lacks
- * it and no router can route it: Fastify would answer it before any hook,
- * so without the rate-limit headers. Any method outside `http.METHODS` is
- * refused here instead, as a request that is not HTTP/1.1.
+ * Methods outside `http.METHODS` (Node's parser takes HTTP/2's `PRI`) are
+ * refused here as not HTTP/1.1: Fastify would answer them before any hook,
+ * without the rate-limit headers.
  */
 const ROUTABLE = new Set(METHODS)
 
@@ -257,11 +224,9 @@ const PARSER_ERRORS: Record<string, () => ApiError> = {
 }
 
 /**
- * How much more of a socket the server takes in once its parser has
- * refused it: past it, the connection is cut. Without it, the parser was
- * handed, and threw away, all the client sent in the linger (LINGER_MS).
- * An answer Fastify sends before the body is read closes the connection
- * as soon as it has gone (answers.ts), which bounds the read as well.
+ * How much more of a socket the server takes in once its parser has refused
+ * it; past it, the connection is cut, rather than the parser reading and
+ * throwing away all the client sends in the linger.
  */
 const READ_AFTER_ANSWER = 64 * 1024
 
@@ -288,14 +253,9 @@ type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 const LINGER_MS = 1_000
 
 /**
- * Responses each connection still owes. A client may pipeline requests
- * (RFC 9112 §9.3.2): when one the parser refuses follows others, their
- * answers go out first, in order, and the refusal after them; written at
- * once, it would take the place of the first request's answer. A request
- * whose own bytes have not all arrived (the one that timed out, or whose
- * body the parser refused) is owed nothing more: its refusal is its
- * answer, or, when it was answered already (a 401 or 405 is sent before
- * the body is read), the connection just closes.
+ * Responses each connection still owes: a refusal that follows pipelined
+ * requests goes out after their answers, or it would take the place of the
+ * first one's (docs/INTERNALS.md, section "Edge").
  */
 interface Connection {
   owed: Set<IncomingMessage>
@@ -361,11 +321,10 @@ function whenOwedSent (socket: Duplex, answer: () => void, close: () => void): v
 }
 
 /**
- * Answers written to the socket by hand, in the same Error shape, once
- * the answers owed before them have gone. The path is not known: each is
- * counted against the client's address and carries that limit's headers,
- * as /v1 responses do. Node's http has no API to answer a socket that
- * never became a request, hence the hand-written status line.
+ * Answers written to the socket by hand (Node's http cannot answer a socket
+ * that never became a request), in the Error shape, after the answers owed.
+ * The path is not known: each is counted against the client's address and
+ * carries that limit's headers, as /v1 responses do.
  */
 function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
   // A parser that has failed keeps failing on whatever follows: one answer per connection.
@@ -391,11 +350,9 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
       }
       const extra = Object.entries({ ...answer.headers, ...headers }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
       socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${RAW_HEADERS}${extra}Connection: close\r\n\r\n${body}`)
-      // end() only half-closes (Node's HTTP server allows half-open
-      // sockets): a client that never closes its side would hold the socket
-      // until the idle-socket timeout, 120 s. It gets a moment to read the
-      // answer; then the socket is closed whatever it does.
-      // Not unref'd: the paused socket (stopReading) no longer keeps the process up until it closes.
+      // end() only half-closes, and a client that never closes its side would
+      // hold the socket for the idle timeout: it gets LINGER_MS to read the answer.
+      // Not unref'd: the paused socket (stopReading) no longer keeps the process up.
       const linger = setTimeout(() => socket.destroy(), LINGER_MS)
       socket.once('close', () => clearTimeout(linger))
     }

@@ -1,17 +1,7 @@
-// The service's log: pino, written to stdout without ever holding the
-// service up. Lines are written asynchronously from a bounded buffer, so a
-// slow or stuck reader costs dropped lines (counted), never slow requests;
-// and a reader that goes away (`… | head`) ends the logging, not the
-// service, whose shutdown still finishes within its budget.
-//
-// The destination is sonic-boom, the writer pino uses, built here rather
-// than by `pino.destination()`: that one registers a process-exit hook that
-// flushes synchronously, and in the sonic-boom 4 that pino brings, flushSync()
-// retries a failed write for ever, whatever the error, so a closed pipe
-// would hang the exit. Here the service flushes itself, asynchronously and with a deadline,
-// at shutdown and on a fatal error. pino does not export the class, hence a
-// dependency of our own; it is sonic-boom 5, whose flushSync() gives up on
-// such errors, should anything ever call it.
+// The service's log: pino to stdout, written asynchronously from a bounded
+// buffer, so a slow reader costs dropped lines (counted), never slow requests,
+// and a reader that goes away ends the logging, not the service. Our own
+// sonic-boom, flushed by us with a deadline (docs/INTERNALS.md, section "Log").
 import { createRequire } from 'node:module'
 import { hostname } from 'node:os'
 import pino, { type Logger } from 'pino'

@@ -1,12 +1,7 @@
 // API tokens: `pet_live_` or `pet_test_`, 30 base62 characters of randomness
-// (178 bits), then a 6-character base62 CRC32 of everything before it, as
-// GitHub's tokens have: a mistyped token is refused without a database
-// lookup, and secret scanners can recognise a leaked one.
-// https://github.blog/engineering/platform-security/behind-githubs-new-authentication-token-formats/
-//
-// This file is the one place that knows the token's shape: the request log
-// (src/request-log.ts) and the scan of the tests' logs (scripts/log-scan.js)
-// find tokens with `findTokens`.
+// (178 bits), then a 6-character base62 CRC32, as GitHub's have: a mistyped token is
+// refused without a lookup, and scanners recognise a leaked one. The one
+// place that knows the token's shape (docs/INTERNALS.md, section "Tokens").
 import { hash, randomInt } from 'node:crypto'
 import { crc32 } from 'node:zlib'
 import type { Environment } from '../domain.js'

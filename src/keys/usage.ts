@@ -1,19 +1,7 @@
-// What each key used (README: Usage): every request with a valid key is
-// counted for its key and UTC day, as admitted (served, whatever its
-// status) or refused (429), and the last admitted one dates the key's last
-// use. Counted in this instance's memory, with no write per request; the
-// counts are added to the database every FLUSH_MS and when the instance
-// stops, one additive upsert per key and day, so that every instance's
-// counts add up. A `kill -9` loses what was counted since the last write
-// that succeeded began: while the database answers, the last FLUSH_MS and
-// the time a write takes.
-//
-// Memory stays bounded whatever the number of keys: past MAX_USAGE_ENTRIES
-// keys and days waiting, a write is started at once. While the database is
-// away, what could not be written is kept for the next write, up to
-// MAX_USAGE_ENTRIES; past that, new counts are dropped, and how many is said
-// in the log once per write, rather than let memory grow for as long as the
-// outage lasts.
+// What each key used (README: Usage): admitted and refused requests per key
+// and UTC day, counted in memory and added to the database every FLUSH_MS,
+// with bounded memory whatever the number of keys or the length of an outage
+// (docs/INTERNALS.md, section "Usage").
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 

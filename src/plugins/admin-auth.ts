@@ -1,23 +1,7 @@
-// Who may use the admin API, and how often (README: Managing keys). Every
-// request of the scope this is registered in needs
-// `Authorization: Bearer ADMIN_TOKEN`; API keys are not accepted here,
-// and the public port never serves these routes.
-//
-// The token is compared in constant time, on the SHA-256 of each side so
-// that the length of a guess tells nothing either. Wrong tokens are
-// counted per client address: past FAILURES_PER_MINUTE in a minute, that
-// address's wrong tokens get 429 for the rest of the minute, so a token
-// cannot be guessed by brute force however long it runs. A request with no
-// credential is refused without being counted, and the right token is
-// always admitted, spent address or not: any web page an operator opens can
-// make the browser send requests without one, and a random token of 32 or
-// more characters cannot be guessed, so the count only bounds what wrong
-// attempts cost. Admitted requests have a limit of their own,
-// ADMIN_REQUESTS_PER_MINUTE per address, generous since operators' systems
-// call the API in loops. Counted in this instance's memory: the admin
-// listener is for the operators' own network (ADMIN_HOST is loopback unless
-// set), where a shared store would add a dependency to every admin request
-// for little.
+// Who may use the admin API, and how often (README: Managing keys): every
+// request needs `Authorization: Bearer ADMIN_TOKEN`, compared in constant
+// time; wrong tokens are counted per address and refused past
+// FAILURES_PER_MINUTE (docs/INTERNALS.md, section "Admin authentication").
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'

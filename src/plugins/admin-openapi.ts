@@ -1,10 +1,6 @@
-// The admin API's own OpenAPI 3.1 document, at /admin/v1/openapi.json on
-// the admin listener, generated from the admin routes' schemas as the
-// public one is from the public routes' (plugins/openapi.ts, whose
-// transforms it shares). Registered inside the admin API's scope, after
-// the token check: it answers only with the admin token, as every admin
-// route does; it is no secret, but the admin API serves nothing to
-// whoever lacks the token.
+// The admin API's own OpenAPI 3.1 document (/admin/v1/openapi.json), built as
+// plugins/openapi.ts builds the public one. Registered after the token check:
+// no secret, but the admin API serves nothing to whoever lacks the token.
 import fp from 'fastify-plugin'
 import type { Environment } from '../domain.js'
 import { ADMIN_REQUESTS_PER_MINUTE } from './admin-auth.js'

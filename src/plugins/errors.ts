@@ -20,14 +20,9 @@ const FASTIFY_CODES: Record<string, () => ApiError> = {
 }
 
 /**
- * Errors without a code of their own, by the status they carry, each one
- * known: a body stream that fails while it is read (the client went away,
- * or sent a broken chunk) is given 400 by Fastify's body reader; the docs
- * page's files (@fastify/static) refuse a malformed path (400), a path out
- * of their folder (403), or an If-Match or Range they cannot meet (412,
- * 416). The catalogue has no code for 403, 412 or 416, so each is an
- * invalid request. Any other status is not guessed at: it is a 500, logged
- * with its cause.
+ * Errors without a code of their own, by their status: the known ones
+ * (docs/INTERNALS.md, section "Errors") are invalid requests; any other
+ * status is not guessed at: it is a 500, logged with its cause.
  */
 const STATUS_ERRORS: Record<number, () => ApiError> = {
   400: Errors.invalidRequestUnspecified,

@@ -1,17 +1,7 @@
-// A request's framing: whether it is acceptable, and the answer when it is
-// not. Node's HTTP server would refuse an HTTP/1.1 request without Host
-// (400) and an Expect it cannot meet (417) itself, with a bare status line;
-// the edge (edge.ts) has it pass them on instead, and they are refused
-// here, with the Error body. What never becomes a request (a line or header
-// the parser refuses, CONNECT, PRI) is the edge's to answer.
-//
-// Where it sits (README: "The order a request takes"): it is the first
-// preParsing hook of both listeners, so it runs after onRequest has
-// settled who is calling (the gate under /v1, whose 401 or 429 comes first
-// and whose rate-limit headers the refusal carries; the admin token under
-// the admin API), and before the key's scope, the router's 405 and 404,
-// and the body. A /v1 URL the router cannot take runs no hook: app.ts's
-// `frameworkErrors` calls `framingRefusal` itself.
+// A request's framing: an HTTP/1.1 request without Host (400) or with an Expect
+// it cannot meet (417), which the edge passes on rather than let Node answer
+// with a bare status line. The first preParsing hook of both listeners: after
+// who is calling, before scope, 405, 404 and the body (docs/INTERNALS.md, section "Framing").
 import fp from 'fastify-plugin'
 import type { IncomingMessage } from 'node:http'
 import { Errors, type ApiError, type ErrorCode } from '../errors.js'
@@ -20,11 +10,9 @@ import { Errors, type ApiError, type ErrorCode } from '../errors.js'
 export const FRAMING_ANSWERS = ['invalid_request', 'expectation_failed'] as const satisfies readonly ErrorCode[]
 
 /**
- * Node's test for the one expectation it meets (lib/_http_server.js), the
- * one it sends `100 Continue` for. Node tells a request's fate on a socket
- * by the event it hands it on with (`checkExpectation`), but a request
- * injected into Fastify (light-my-request) never passes Node's server: the
- * same test decides both, so that they are answered alike.
+ * Node's test for the one expectation it meets (lib/_http_server.js): an
+ * injected request (light-my-request) never passes Node's server, so the
+ * same test decides both, and they are answered alike.
  */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i
 

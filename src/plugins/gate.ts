@@ -1,28 +1,7 @@
-// The gate: who is calling, and may they? Every /v1 API request passes it
-// first, whatever its method or path, in this order (README: "The order a
-// request takes"):
-//
-//   1. identify (access/identify.ts): the bearer token names a key, or the
-//      reason there is none;
-//   2. limit (access/limit.ts): the request is counted against its key, or,
-//      without a valid key, against its client address; 429 when that is
-//      spent. On a route that spends no quota (`config.spendsQuota: false`,
-//      GET /v1/rate_limit) a valid key's quota is only looked at, under a
-//      cap of its own. Every answer from here on carries the rate-limit headers;
-//   3. refuse: without a valid key, 401 (503 when the key could not be
-//      checked);
-//   4. framing (plugins/framing.ts, the first preParsing hook): no Host, an
-//      unmet Expect, 400 or 417;
-//   5. scope: a valid key whose scopes lack the one its route declares
-//      (`config.scope`) gets 403. Routing has happened by now, so the
-//      router's own answers (404, 405) declare no scope and come instead;
-//      the body is not read yet, so a key that may not write learns nothing
-//      of what is wrong with its body.
-//
-// Steps 1 to 3 are one onRequest hook, step 5 a preParsing hook after the
-// framing check. Only a request that passes reaches the router's answers
-// (404, 405), the body parser and the handler. Requests the router cannot
-// even route (`frameworkErrors` in app.ts) call steps 1 to 3 by hand.
+// The gate: who is calling, and may they? Every /v1 request passes it first,
+// in the order the README gives ("The order a request takes"): identify,
+// limit and refuse in one onRequest hook; after the framing check, scope in a
+// preParsing hook, before the body is read (docs/INTERNALS.md, section "Gate").
 import fp from 'fastify-plugin'
 import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
@@ -121,7 +100,7 @@ export function isApiPath (url: string): boolean {
   return url === '/v1' || url.startsWith('/v1/') || url.startsWith('/v1?')
 }
 
-/** The gate, on every request of the scope it is registered in: steps 1 to 3, then, after the framing check, step 5. */
+/** The gate, on every request of the scope it is registered in: identify, limit, refuse; then, after the framing check, scope. */
 export default fp<{ gate: Gate }>(async function gate (app, { gate }) {
   app.decorateRequest('access', undefined)
   app.decorateRequest('standing', undefined)

@@ -1,11 +1,7 @@
-// The OpenAPI 3.1 document, generated from the route schemas (the same ones
-// that validate requests), and the interactive docs page built from it,
-// with every asset served from here. Both answer without a key and are not
-// rate limited.
-//
-// The schemas, headers, parameters and error responses that recur are
-// written once, under `components`, and referred to, so that generators
-// (openapi-typescript, openapi-generator, …) give them names.
+// The OpenAPI 3.1 document, generated from the route schemas that validate
+// requests, and the docs page built from it; neither needs a key or is rate
+// limited. What recurs is written once under `components`, so that generators
+// give it names.
 import { STATUS_CODES } from 'node:http'
 import { isDeepStrictEqual } from 'node:util'
 import fp from 'fastify-plugin'
@@ -37,14 +33,11 @@ interface DocsPageGlobals {
 type SwaggerUiPlugin = NonNullable<NonNullable<Parameters<typeof swaggerUi>[1]['uiConfig']>['plugins']>[number]
 
 /**
- * Swagger UI plugins, run in the browser: each is sent as its source text,
- * so it may use nothing from this module. @fastify/swagger-ui has the page
- * load, and link under its title, its own copy of the document at
- * /v1/docs/json, and sets `url` after `uiConfig`, so `url` cannot be given;
- * these make the page load and link /v1/openapi.json, the address the
- * README gives. The address is taken relative to the page's, so that it
- * holds behind a proxy that adds a path prefix. Setting `plugins` replaces
- * the defaults, so DownloadUrl, which fetches the document, is listed again.
+ * Swagger UI plugins, sent to the browser as source text (so they may use
+ * nothing from this module), that make the page load and link
+ * /v1/openapi.json, the README's address, rather than @fastify/swagger-ui's
+ * copy; relative to the page, so that it holds behind a proxy's path prefix
+ * (docs/INTERNALS.md, section "OpenAPI").
  */
 const DOCS_PAGE_PLUGINS: SwaggerUiPlugin[] = [
   function downloadUrl (system) {
@@ -218,13 +211,10 @@ export function referToRootSchemas (schema: FastifySchema): FastifySchema {
 }
 
 /**
- * Writes the recurring parts of the document once, under `components`, and
- * refers to them: each response header that is one of HEADERS, the
- * `X-Request-Id` parameter of every operation, and each response that
- * several operations give alike. Only what is equal is replaced, so the
- * document says exactly what it said before. @fastify/swagger builds
- * `components.schemas` from `$id`s, and has no such thing for headers,
- * parameters and responses.
+ * Writes the recurring response headers, the `X-Request-Id` parameter and
+ * the responses several operations give alike once, under `components`, and
+ * refers to them; only what is equal is replaced, so the document says
+ * exactly what it said before. @fastify/swagger does so for schemas only.
  */
 export function referToComponents<T extends object> (openapiObject: T): T {
   const document = openapiObject as OpenApiDocument

@@ -1,14 +1,7 @@
-// Fastify's router answers 404 to a known path with a method it has no route
-// for; HTTP says 405, with the methods the path has (RFC 9110 §15.5.6). So
-// the router is taught every method Node's HTTP parser accepts, and each
-// path of the scope gets one more route, for every method it lacks, that
-// answers 405 with Allow. The paths are the scope's own routes', collected
-// as they are added. The 405 is a route-level preParsing hook, which Fastify
-// runs after every onRequest hook and every preParsing hook of the scope:
-// after the gate (plugins/gate.ts) and the framing check
-// (plugins/framing.ts), so a request is identified, counted and refused
-// before it learns which methods a path has, and answered before any body
-// is read.
+// A known path with another method gets 405 with Allow (RFC 9110 §15.5.6),
+// where Fastify's router would say 404: each path gets one more route, for the
+// methods it lacks, answering in a route-level preParsing hook, after the gate
+// and the framing check (docs/INTERNALS.md, section "405").
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Errors } from '../errors.js'

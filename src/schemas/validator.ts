@@ -1,10 +1,7 @@
-// Builds the request validators from the TypeBox schemas.
-//
-// Written here rather than taken from @fastify/type-provider-typebox because
-// that one converts query strings with `Value.Convert`, which turns
-// "9223372036854775807" into a rounded double and " 5" into 5. This one
-// converts only exact decimal integers, and reports every problem with the
-// field it concerns.
+// Builds the request validators from the TypeBox schemas. Not
+// @fastify/type-provider-typebox's: its `Value.Convert` rounds
+// "9223372036854775807" to a double and takes " 5" for 5; this one converts
+// only exact decimal integers, and names the field of every problem.
 import { Type, type TSchema } from 'typebox'
 import { Compile } from 'typebox/compile'
 import { Value } from 'typebox/value'
@@ -92,12 +89,9 @@ function convertIntegers (input: unknown, fields: Map<string, 'Int64' | 'Integer
 
 /**
  * Every problem with a value that the compiled check refused, in a fixed
- * order: for an object, its missing fields, then its unknown fields in the
- * order sent, then each known field's own problems. Written here because
- * the order and the wording are part of the API (the `details` of a 400),
- * and TypeBox reports errors its own way: one error listing every missing
- * field, at the object. Each problem is worded by `describe`: a schema's
- * own sentence (`Rule`) when it has one.
+ * order: for an object, its missing fields, then its unknown fields as sent,
+ * then each known field's own. The order and wording are the API's (a 400's
+ * `details`); TypeBox lists every missing field in one error, at the object.
  */
 function * problems (schema: Schema, path: string, value: unknown): Generator<ValidationIssue> {
   const issue = (keyword: string, at: Schema, where: string, fallback: string): ValidationIssue =>

@@ -1,7 +1,8 @@
 // The OpenTelemetry SDK, set up for the service: spans go over OTLP/HTTP
 // (JSON) to the collector, in batches; a client's W3C `traceparent` is
 // continued; one span per request (@fastify/otel), with child spans for the
-// PostgreSQL and Redis clients' calls. Loaded by start.ts only.
+// PostgreSQL and Redis clients' calls. Loaded by start.ts only, and imports
+// nothing that loads Fastify (test/tracing-start.test.ts).
 import { context, propagation, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
@@ -17,7 +18,7 @@ import {
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import type { FastifyRequest } from 'fastify'
 import type { TraceSampler, TracingConfig } from '../config.js'
-import { loggableUrl } from '../request-log.js'
+import { loggableUrl } from '../loggable-url.js'
 import { installTracingHooks } from './hooks.js'
 
 /** `secrets`: values never to be written into a span (ADMIN_TOKEN), as the request log has them. */

@@ -5,7 +5,8 @@ import { performance } from 'node:perf_hooks'
 import type { ApiKeyMatch, ApiKeyRecord, IssuedToken, NewApiKeyRecord, Storage } from '../../src/db/storage.js'
 import { openSqlite, type SqliteStorage } from '../../src/db/sqlite.js'
 import type { Environment } from '../../src/domain.js'
-import { BloomFilter, createKeyLookup, type KeyLookup } from '../../src/keys/lookup.js'
+import { createKeyLookup, type KeyLookup } from '../../src/keys/lookup.js'
+import { BloomFilter } from '../../src/keys/lookup/bloom.js'
 import { generateToken, hashToken } from '../../src/keys/tokens.js'
 
 type LookupStorage = Pick<Storage, 'findApiKeyByTokenHash' | 'listTokenHashes' | 'countTokens'>

@@ -22,7 +22,7 @@ function countingStorage (): { storage: Storage, lookups: () => number, indexRea
   return { storage, lookups: () => lookups, indexReads: () => indexReads }
 }
 
-/** Refreshes of the index begun for tokens it lacks start at least this far apart (keys/lookup.ts). */
+/** Refreshes of the index begun for tokens it lacks start at least this far apart (keys/lookup/refresher.ts). */
 const CATCH_UP_MS = 20
 /** The index's own refresh, every 500 ms. */
 const REFRESH_MS = 500

@@ -15,7 +15,7 @@ import { bearer } from '../support/fixtures.js'
 import { pollUntil } from '../support/process.js'
 import { awayFromMinuteEdge } from '../support/redis.js'
 
-/** Longer than a cached lookup lives (keys/lookup.ts). */
+/** Longer than a cached lookup lives (keys/lookup/cache.ts). */
 const PAST_THE_CACHE_MS = 501
 /** An hour's overlap: longer than any of these tests runs. */
 const HOUR_S = 3600
