@@ -46,7 +46,7 @@ const MIGRATIONS: readonly string[] = [
    UPDATE api_keys SET token_hint = CASE environment WHEN 'production' THEN 'pet_live_…' ELSE 'pet_test_…' END;
    CREATE UNIQUE INDEX api_keys_previous_token_hash ON api_keys (previous_token_hash);`,
   // Every token ever issued, in the order issued: what each instance's
-  // index of token hashes reads (keys/lookup.ts). A key's id no longer
+  // index of token hashes reads (keys/lookup/token-index.ts). A key's id no longer
   // tells a new token from an old one once tokens can be rolled.
   `CREATE TABLE api_key_tokens (
      id INTEGER PRIMARY KEY AUTOINCREMENT,
