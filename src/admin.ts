@@ -1,6 +1,6 @@
 // The operators' listener (ADMIN_HOST:ADMIN_PORT): Prometheus metrics at
 // GET /metrics and, when ADMIN_TOKEN is set, the admin API under /admin/v1
-// and the operator console at /admin/ (README: Managing keys). A server of its own, so that the public port
+// and the operator console at /admin/ (docs/KEYS.md: The admin API). A server of its own, so that the public port
 // never serves them and a firewall can keep the two apart.
 //
 // Built as app.ts builds the public one: the same edge (edge.ts: its

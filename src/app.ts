@@ -2,7 +2,7 @@
 // It owns no process concerns (ports, signals): tests build it and call
 // `inject`; server.ts runs it.
 //
-// Where a request goes (README: "The order a request takes"): the edge
+// Where a request goes (docs/API.md: The order a request takes): the edge
 // (edge.ts) answers what never becomes a request; the gate
 // (plugins/gate.ts) decides who may call /v1 and in which order, the
 // framing check (plugins/framing.ts) taking its place among its steps;
@@ -113,7 +113,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     return503OnClosing: false,
     // The client's X-Request-Id when it is usable, else one of ours.
     requestIdHeader: false,
-    // The admin token too, should it be sent here (README: Managing keys).
+    // The admin token too, should it be sent here (docs/KEYS.md: The admin API).
     genReqId: requestIdMaker(secrets),
     logController: new RequestLog(secrets),
     // Ids are validated by their schema (a 400 that names the field); only a

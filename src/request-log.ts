@@ -1,4 +1,4 @@
-// One log line per request (README: Operating › Logs), written when its
+// One log line per request (docs/OPERATING.md: Logs), written when its
 // response has gone: who called (the key's id, never its token), what
 // (method, route template, URL), the answer (status, error code) and how
 // long it took. The request id is the logger's own binding (`requestId`),
@@ -17,7 +17,7 @@ import { traceIdOf } from './tracing/hooks.js'
 /**
  * A token sent where none belongs, in the URL (`?access_token=`, as RFC 6750
  * §2.3 has it, or a path) or in `X-Request-Id`, is kept out of the log like
- * any other token (README: API keys), percent-encoded or not, with or
+ * any other token (docs/KEYS.md), percent-encoded or not, with or
  * without its prefix: src/keys/tokens.ts knows what one looks like. So is
  * any of `secrets` (ADMIN_TOKEN), and either kind sent base64- or
  * hex-encoded: each part of a URL between its separators is read as

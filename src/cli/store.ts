@@ -1,6 +1,6 @@
 // `petstore backup FILE`: a copy of the store named by DATABASE_URL, taken
-// while the service runs (README: Backups). `petstore copy-store --to URL`:
-// everything in that store, into another (README: Running at scale).
+// while the service runs (docs/OPERATING.md: Backups). `petstore copy-store --to URL`:
+// everything in that store, into another (docs/SCALING.md).
 import { type Command, InvalidArgumentError } from 'commander'
 import { loadConfig, redactUrl } from '../config.js'
 import { BackupRefused, backupSqlite } from '../db/backup.js'

@@ -8,7 +8,7 @@
 // valid key must keep working from any address, however many clients share
 // it behind one NAT. So every instance holds in memory an index of the
 // token hashes that exist, and asks the database only for a token that may
-// be there (README: Security).
+// be there (docs/SECURITY.md).
 //
 // The index is a Bloom filter, not a Set of the hashes. At a million keys
 // a Set of their 64-character hex hashes takes 96 MiB of heap on every

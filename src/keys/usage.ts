@@ -1,4 +1,4 @@
-// What each key used (README: Usage): every request with a valid key is
+// What each key used (docs/OPERATING.md: Usage): every request with a valid key is
 // counted for its key and UTC day, as admitted (served, whatever its
 // status) or refused (429), and the last admitted one dates the key's last
 // use. Counted in this instance's memory, with no write per request; the
@@ -17,7 +17,7 @@
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 
-/** How often counts are written, at most (README: Usage): at most this much is lost to a `kill -9`. */
+/** How often counts are written, at most (docs/OPERATING.md: Usage): at most this much is lost to a `kill -9`. */
 export const FLUSH_MS = 10_000
 /** Keys and days waiting to be written, at most. */
 export const MAX_USAGE_ENTRIES = 100_000

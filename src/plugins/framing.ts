@@ -5,7 +5,7 @@
 // here, with the Error body. What never becomes a request (a line or header
 // the parser refuses, CONNECT, PRI) is the edge's to answer.
 //
-// Where it sits (README: "The order a request takes"): it is the first
+// Where it sits (docs/API.md: The order a request takes): it is the first
 // preParsing hook of both listeners, so it runs after onRequest has
 // settled who is calling (the gate under /v1, whose 401 or 429 comes first
 // and whose rate-limit headers the refusal carries; the admin token under

@@ -1,6 +1,6 @@
 // The gate: who is calling, and may they? Every /v1 API request passes it
-// first, whatever its method or path, in this order (README: "The order a
-// request takes"):
+// first, whatever its method or path, in this order (docs/API.md: "The
+// order a request takes"):
 //
 //   1. identify (access/identify.ts): the bearer token names a key, or the
 //      reason there is none;
@@ -72,7 +72,7 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // From an address already refused in this window, a token no key has is
     // counted against the address and gets its 429 without a lookup of its
-    // own: guessing cannot take the database from everyone (README: Security).
+    // own: guessing cannot take the database from everyone (docs/SECURITY.md).
     // Any other token is looked up, and counted against its key alone.
     const early = !(token instanceof ApiError) && limit.addressSpent(request.ip) && !await identify.mayExist(token)
       ? await limit({ caller: undefined, address: request.ip, keyUnchecked: false })

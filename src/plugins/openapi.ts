@@ -41,8 +41,8 @@ type SwaggerUiPlugin = NonNullable<NonNullable<Parameters<typeof swaggerUi>[1]['
  * so it may use nothing from this module. @fastify/swagger-ui has the page
  * load, and link under its title, its own copy of the document at
  * /v1/docs/json, and sets `url` after `uiConfig`, so `url` cannot be given;
- * these make the page load and link /v1/openapi.json, the address the
- * README gives. The address is taken relative to the page's, so that it
+ * these make the page load and link /v1/openapi.json, the address
+ * docs/API.md gives. The address is taken relative to the page's, so that it
  * holds behind a proxy that adds a path prefix. Setting `plugins` replaces
  * the defaults, so DownloadUrl, which fetches the document, is listed again.
  */
