@@ -1,4 +1,4 @@
-# The service's image (README: Deploying).
+# The service's image (docs/DEPLOYING.md).
 #
 #   docker build -t petstore .
 #   docker run -p 8080:8080 -v petstore-data:/data petstore
@@ -8,7 +8,7 @@
 #
 # The base is a build argument so that the image can be built on a local
 # base where no image registry is reachable (`npm run test:image` does).
-# Node.js 24: better-sqlite3 13 needs 22 or later (README: Node.js versions).
+# Node.js 24: better-sqlite3 13 needs 22 or later (docs/DEVELOPING.md: Node.js versions).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # ---------------------------------------------------------------------------
@@ -97,7 +97,7 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node runs as PID 1, with no init: the kernel gives PID 1 no default action
 # for SIGTERM or SIGINT, but the service handles both itself (it finishes the
-# requests in flight, closes its stores and exits 0; README: Operating), and
+# requests in flight, closes its stores and exits 0; docs/OPERATING.md), and
 # it starts no child processes, so there are no orphans to reap. An init
 # (`docker run --init`) is not needed; `npm run test:image` checks the stop.
 ENTRYPOINT ["node", "bin/petstore.js"]

@@ -1,5 +1,5 @@
 // How long `petstore copy-store` takes to move a large SQLite store to
-// PostgreSQL, and back (README: Running at scale, The move). The store is
+// PostgreSQL, and back (docs/SCALING.md: The move from SQLite to PostgreSQL). The store is
 // filled straight into the file, much faster than through the service:
 // 10,000 keys (one in ten rolled, with its previous token in its overlap;
 // one in twenty revoked), 100,000 animals, 30 days of usage for 1,000 keys

@@ -1,4 +1,4 @@
-// The operator console (README: The console): a page over the admin API,
+// The operator console (docs/KEYS.md: The console): a page over the admin API,
 // nothing more. It opens on the overview (one request, however many keys)
 // and one page of the key list (one more), searched, filtered, sorted and
 // paged by the admin API itself; a key's own page shows its details and

@@ -10,14 +10,14 @@
 // for a machine that reaches the endpoint.
 //
 // An advisory that cannot be fixed by an upgrade is accepted only when it
-// is listed in ACCEPTED with the reason, which the README repeats.
+// is listed in ACCEPTED with the reason, which docs/SECURITY.md repeats.
 //
 // `node scripts/audit.js [--strict] [--report FILE]`: FILE is a saved
 // `npm audit --json` report, read instead of asking the registry.
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 
-/** Advisory id or URL → why it stays (see README, "Dependencies"). None today. */
+/** Advisory id or URL → why it stays (see docs/SECURITY.md, "Dependencies"). None today. */
 const ACCEPTED = new Map()
 
 const BLOCKING = new Set(['high', 'critical'])

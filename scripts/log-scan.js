@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Scans the logs that a test run produced for secrets: API tokens and
-// Authorization header values must never be logged (README: API keys). The
+// Authorization header values must never be logged (docs/KEYS.md). The
 // tests' servers and in-process loggers write their logs to the run's folder
 // (test/support/test-logs.ts); scripts/run-tests.js calls this once the test
 // runner has ended. Only the service's logs are there: the `petstore keys

@@ -14,7 +14,8 @@
 // Podman runs daemonless, as root, with runc and cgroupfs and without
 // raising ulimits (containers.conf, written here), on the host's network.
 // npm inside the build reaches the registry as this machine's npm does: the
-// machine's CA bundle and global npm configuration are mounted read-only.
+// machine's global npm configuration and CA bundle (found as npm finds it,
+// scripts/npm-ca.js) are mounted read-only, with an npmrc naming the bundle.
 //
 // The test also runs two containers on PostgreSQL and Redis, started here
 // as `npm test` starts them (scripts/test-services.js).
@@ -27,6 +28,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, wr
 import { homedir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { npmCaBundle } from './npm-ca.js'
 import { startServices } from './test-services.js'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -168,14 +170,24 @@ function ensureBase (env) {
     tarball, BASE], { env, stdio: ['ignore', 'ignore', 'inherit'] })
 }
 
-/** Where this machine's npm finds its CA bundle and global configuration, to lend them to the npm in the build. */
+/** This machine's global npm configuration and CA bundle, lent to the npm in the build. */
 function npmMounts () {
   const globalConfig = output('npm', ['config', 'get', 'globalconfig'], { env: cleanEnv() })
-  const cafile = output('npm', ['config', 'get', 'cafile'], { env: cleanEnv() })
+  const cafile = npmCaBundle({ npmEnv: cleanEnv() })
   const mounts = []
   // The official image's npm reads /usr/local/etc/npmrc.
   if (globalConfig !== undefined && existsSync(globalConfig)) mounts.push('-v', `${globalConfig}:/usr/local/etc/npmrc:ro`)
-  if (cafile !== undefined && cafile !== 'null' && existsSync(cafile)) mounts.push('-v', `${cafile}:${cafile}:ro`)
+  if (cafile === undefined) {
+    console.log('test:image: no CA bundle found (npm cafile, NODE_EXTRA_CA_CERTS, /etc/ssl/certs/ca-certificates.crt): the build\'s npm trusts its own')
+    return mounts
+  }
+  // The bundle at its own path, and named in the user npmrc of the build's
+  // root, which npm reads after the global one: a global npmrc that names
+  // no cafile, or none at all, still leaves the build with the bundle.
+  const userConfig = join(CACHE, 'build-npmrc')
+  writeFileSync(userConfig, `cafile=${cafile}\n`)
+  mounts.push('-v', `${cafile}:${cafile}:ro`, '-v', `${userConfig}:/root/.npmrc:ro`)
+  console.log(`test:image: the build's npm trusts ${cafile}`)
   return mounts
 }
 

@@ -1,5 +1,5 @@
 // The operators' listener (ADMIN_HOST:ADMIN_PORT): metrics, and with
-// ADMIN_TOKEN the admin API and the console (README: Managing keys); a server
+// ADMIN_TOKEN the admin API and the console (docs/KEYS.md: The admin API); a server
 // of its own so that a firewall can keep it apart from the public port. Built
 // as app.ts builds the public one (docs/INTERNALS.md, section "Admin listener").
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify'

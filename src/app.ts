@@ -106,7 +106,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     return503OnClosing: false,
     // The client's X-Request-Id when it is usable, else one of ours.
     requestIdHeader: false,
-    // The admin token too, should it be sent here (README: Managing keys).
+    // The admin token too, should it be sent here (docs/KEYS.md: The admin API).
     genReqId: requestIdMaker(secrets),
     logController: new RequestLog(secrets),
     // Ids are validated by their schema (a 400 that names the field); only a

@@ -1,6 +1,6 @@
 // This instance's own address, ending in /v1. Every absolute URL it writes
 // (Link headers, its entry in the OpenAPI servers) starts with it, never
-// with anything taken from a request (README: "Configuration"). With PORT=0
+// with anything taken from a request (docs/CONFIGURATION.md). With PORT=0
 // and no address configured, the port is known only once listening: it is
 // worked out on the first call after that, once.
 import type { AddressInfo } from 'node:net'

@@ -39,7 +39,7 @@ export interface Config {
    */
   readonly adminHost: string
   /**
-   * The bearer token of the admin API (README: Managing keys), served on
+   * The bearer token of the admin API (docs/KEYS.md: The admin API), served on
    * the admin listener when both it and `adminPort` are set; undefined: off.
    */
   readonly adminToken: string | undefined
@@ -236,7 +236,7 @@ function adminToken (env: Env): string | undefined {
  * Why a token is plainly not random, or undefined: a pattern repeated
  * (`abcabc…`), mostly runs or sequences (`aaaa`, `abcd`, `1234`), or
  * characters too few or too unevenly used to carry ADMIN_TOKEN_MIN_BITS. A heuristic against tokens
- * typed by people, not a proof of randomness (README: Managing keys).
+ * typed by people, not a proof of randomness (docs/KEYS.md: The admin API).
  */
 function notRandom (token: string): string | undefined {
   for (let period = 1; period <= token.length / 2; period++) {

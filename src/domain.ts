@@ -5,7 +5,7 @@
 export const ENVIRONMENTS = ['production', 'staging'] as const
 export type Environment = typeof ENVIRONMENTS[number]
 
-/** The plans (README: "API keys"); their limits are in limits/plans.ts. */
+/** The plans (docs/KEYS.md); their limits are in limits/plans.ts. */
 export const PLANS = ['free', 'pro', 'business', 'enterprise'] as const
 export type Plan = typeof PLANS[number]
 
@@ -13,7 +13,7 @@ export type Plan = typeof PLANS[number]
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export type PetStatus = typeof PET_STATUSES[number]
 
-/** What a key may do (README: API keys): each operation needs one. */
+/** What a key may do (docs/KEYS.md): each operation needs one. */
 export const SCOPES = ['pets:read', 'pets:write'] as const
 export type Scope = typeof SCOPES[number]
 

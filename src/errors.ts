@@ -4,7 +4,7 @@
 // service answers, by name, with its message. Code elsewhere throws
 // `Errors.name(…)`; the error handler turns it into the Error body.
 
-/** The codes (README: What a client must know › Errors): each has one HTTP status, here and nowhere else. */
+/** The codes (docs/API.md: Errors): each has one HTTP status, here and nowhere else. */
 export const ERROR_CODES = {
   invalid_request: { status: 400, description: 'a parameter, a header, the body or the cursor is not valid; `details` names each problem' },
   invalid_json: { status: 400, description: 'the body is not JSON' },

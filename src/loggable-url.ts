@@ -1,4 +1,4 @@
-// What of a URL or header may be logged (README: API keys): a token sent where
+// What of a URL or header may be logged (docs/SECURITY.md): a token sent where
 // none belongs (`?access_token=`, RFC 6750 §2.3, a path, `X-Request-Id`) or one
 // of `secrets` (ADMIN_TOKEN), plain, percent-, base64- or hex-encoded, is
 // redacted. Apart from request-log.ts so that tracing can use it without

@@ -1,4 +1,4 @@
-// One log line per request (README: Operating › Logs), written when its
+// One log line per request (docs/OPERATING.md: Logs), written when its
 // response has gone, as Fastify's LogController, whose two lines per request
 // become this one (the first kept at `debug`). A 5xx is logged with its cause.
 // https://fastify.dev/docs/latest/Reference/Server/#logcontroller

@@ -124,7 +124,7 @@ export async function openPublicService (
 async function startOneProcess (config: Config, log: ServiceLog): Promise<() => Promise<void>> {
   const { logger } = log
   const { app, storage, metrics, rateLimitStore, closeStores } = await openPublicService(config, log, { processMetrics: true })
-  // The admin API is on only when both the port and the token are set (README: Managing keys).
+  // The admin API is on only when both the port and the token are set (docs/KEYS.md: The admin API).
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
   // Metrics first: a load balancer may send traffic as soon as the public port listens.
   const { admin, adminAddress } = await startAdmin(config, logger, { storage, metrics, closeStores })
@@ -144,7 +144,7 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
 
 /**
  * The operators' listener, when ADMIN_PORT is set: metrics, and the admin
- * API when ADMIN_TOKEN is too (README: Managing keys). A port that cannot be
+ * API when ADMIN_TOKEN is too (docs/KEYS.md: The admin API). A port that cannot be
  * had closes the stores and ends the start.
  */
 export async function startAdmin (

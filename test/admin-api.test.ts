@@ -1,4 +1,4 @@
-// The admin API (README: Managing keys), through `inject`, on both
+// The admin API (docs/KEYS.md: The admin API), through `inject`, on both
 // configurations: each operation's answer and its shape, its refusals
 // (404, 409, 400 with details), paging, tracing a token, who may call it,
 // and that what it changes holds at the public port's gate. Every answer

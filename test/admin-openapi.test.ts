@@ -1,4 +1,4 @@
-// The admin API's OpenAPI document (README: Managing keys), as served at
+// The admin API's OpenAPI document (docs/KEYS.md: The admin API), as served at
 // /admin/v1/openapi.json: every operation declares each status it can
 // answer, with the headers that go with them, and the document passes
 // `redocly lint` (recommended rules) with no errors. That every answer of

@@ -1,4 +1,4 @@
-// The admin API's views of many keys (README: The console), through
+// The admin API's views of many keys (docs/KEYS.md: The console), through
 // `inject`, on both configurations: the key list's search, filters, sort
 // by last use and its cursors; every key's usage per day; the overview.
 // Each configuration has a database of its own, so counts are exact.

@@ -1,4 +1,4 @@
-// compose.yaml (README: Deploying), as `docker-compose config` reads and
+// compose.yaml (docs/DEPLOYING.md), as `docker-compose config` reads and
 // resolves it: no daemon, image or container is needed for that, and none
 // can be had here (no image registry is reachable), so what is checked is
 // the file's meaning, not a run of it.
@@ -74,7 +74,7 @@ describe('compose.yaml', () => {
     for (const name of INSTANCES) {
       assert.match(healthTest(services[name]), /^CMD node .*\/readyz/, `${name}'s health check asks /readyz with node`)
       assert.deepEqual(services[name]?.depends_on, { postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } })
-      // The service's own stop takes up to 30 s for requests in flight and 2 s for its log (README: Operating).
+      // The service's own stop takes up to 30 s for requests in flight and 2 s for its log (docs/OPERATING.md).
       assert.equal(services[name]?.stop_grace_period, '35s')
     }
     assert.deepEqual(services.balancer?.depends_on, { 'petstore-a': { condition: 'service_healthy' }, 'petstore-b': { condition: 'service_healthy' } })

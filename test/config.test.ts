@@ -122,7 +122,7 @@ describe('configuration', () => {
       }
     })
 
-    it('When ADMIN_TOKEN is made as the README says (openssl rand -hex 16 or -base64 32, randomBytes base64url), then it is taken, every one of 2,000 draws', () => {
+    it('When ADMIN_TOKEN is made as docs/KEYS.md says (openssl rand -hex 16 or -base64 32, randomBytes base64url), then it is taken, every one of 2,000 draws', () => {
       for (let i = 0; i < 500; i++) {
         for (const value of [randomBytes(16).toString('hex'), randomBytes(32).toString('hex'), randomBytes(32).toString('base64'), randomBytes(32).toString('base64url')]) {
           assert.equal(loadConfig({ ADMIN_PORT: '9100', ADMIN_TOKEN: value }).adminToken, value)

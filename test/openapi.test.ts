@@ -1,4 +1,4 @@
-// The OpenAPI document (README: "The OpenAPI document and the docs page"):
+// The OpenAPI document (docs/API.md: The OpenAPI document and the docs page):
 // its shape, what it says about headers, errors and bounds, that it matches
 // what the service sends, and that it passes `redocly lint` and Spectral
 // with the OWASP ruleset. And the docs page, whose every asset is served

@@ -1,5 +1,5 @@
 // Sends each request of the client and does what the service asks of every
-// client (its README: "What a client must know"), in one place, as
+// client (docs/API.md, what a client must know), in one place, as
 // stripe-node's RequestSender and undici's RetryHandler do for theirs:
 //
 // - retries only what is safe to send again (an idempotent method, or a

@@ -6,7 +6,7 @@
 // env:
 //   PETSTORE_TEST_REDIS_URL      redis://127.0.0.1:PORT
 //   PETSTORE_TEST_REDIS_CLUSTER  redis+cluster://127.0.0.1:PORT,127.0.0.1:PORT,127.0.0.1:PORT
-// (the forms REDIS_URL takes, README "Configuration").
+// (the forms REDIS_URL takes, docs/CONFIGURATION.md).
 import { execFile, spawn } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'

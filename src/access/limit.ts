@@ -44,7 +44,7 @@ export type Standing = Decision
 /**
  * Looks at a key's quota for GET /v1/rate_limit: spends none of it, but is
  * counted under a cap of its own, per key, so that asking cannot take the
- * store from everyone (README: Rate limits).
+ * store from everyone (docs/API.md: Rate limits).
  */
 export const STANDING_PER_MINUTE = 600
 
@@ -153,7 +153,7 @@ function retryAfter (decision: Decision, now: number): number {
 function rateLimitHeaders (decision: Decision, now: number, ban?: BanPolicy): Record<string, string> {
   const shown = tightest(decision.windows)
   const banned = decision.outcome === 'banned'
-  // README: Rate limits: while banned, X-RateLimit-* describe the ban.
+  // docs/API.md: Rate limits: while banned, X-RateLimit-* describe the ban.
   const headers: Record<string, string> = {
     'x-ratelimit-limit': String(shown.limit),
     'x-ratelimit-remaining': banned ? '0' : String(shown.remaining),

@@ -1,6 +1,6 @@
 // `petstore backup FILE`: a copy of the store named by DATABASE_URL, taken
-// while the service runs (README: Backups). `petstore copy-store --to URL`:
-// everything in that store, into another (README: Running at scale).
+// while the service runs (docs/OPERATING.md: Backups). `petstore copy-store --to URL`:
+// everything in that store, into another (docs/SCALING.md).
 import { type Command, InvalidArgumentError } from 'commander'
 import { loadConfig, redactUrl } from '../config.js'
 import { BackupRefused, backupSqlite } from '../db/backup.js'
@@ -12,7 +12,7 @@ import { CommandFailure, oneLine } from './errors.js'
 function backup (file: string): void {
   const { databaseUrl } = loadConfig()
   if (!databaseUrl.startsWith('sqlite:')) {
-    throw new CommandFailure(`${databaseLabel(databaseUrl)} is PostgreSQL: back it up with pg_dump (README: Backups)`)
+    throw new CommandFailure(`${databaseLabel(databaseUrl)} is PostgreSQL: back it up with pg_dump (docs/OPERATING.md: Backups)`)
   }
   try {
     const { keys, pets } = backupSqlite(sqlitePath(databaseUrl), file)
@@ -71,6 +71,6 @@ export function addStoreCommands (program: Command): void {
   program.command('copy-store')
     .description('copy everything in the store into an empty one (the move from SQLite to PostgreSQL): keys, tokens, pets, usage, idempotency records')
     .requiredOption('--to <URL>', 'the empty store to copy into: sqlite:PATH or postgres://…', storeUrl)
-    .addHelpText('after', '\nRate-limit counters and bans are not copied. README.md, "The move from SQLite to PostgreSQL", walks through it.')
+    .addHelpText('after', '\nRate-limit counters and bans are not copied. docs/SCALING.md, "The move from SQLite to PostgreSQL", walks through it.')
     .action(async (options: { to: string }) => { await copyTo(options.to) })
 }

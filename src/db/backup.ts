@@ -1,4 +1,4 @@
-// A copy of a SQLite store taken while a service writes to it (README:
+// A copy of a SQLite store taken while a service writes to it (docs/OPERATING.md:
 // Backups). `VACUUM INTO` reads the whole database in one read transaction,
 // so the copy is one consistent snapshot, and in WAL mode that reader never
 // blocks the service's writers. The copy is written to a file of its own

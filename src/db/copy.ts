@@ -1,4 +1,4 @@
-// The move from one store to another (README: Running at scale, The move):
+// The move from one store to another (docs/SCALING.md: The move from SQLite to PostgreSQL):
 // every table that holds data, read from one snapshot of the source and
 // written to the target in one transaction, which is committed only once
 // the target was found empty and holds as many rows as the snapshot did.

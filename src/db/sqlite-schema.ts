@@ -34,7 +34,7 @@ const MIGRATIONS: readonly string[] = [
      name TEXT PRIMARY KEY,
      value BLOB NOT NULL
    );`,
-  // The life of a key (README: API keys). Keys made before it keep working
+  // The life of a key (docs/KEYS.md). Keys made before it keep working
   // with both scopes and no expiry; their token is gone, so their hint is
   // the prefix alone. The previous token's columns wait for rolling.
   `ALTER TABLE api_keys ADD COLUMN scopes TEXT NOT NULL DEFAULT 'pets:read pets:write';
@@ -56,7 +56,7 @@ const MIGRATIONS: readonly string[] = [
    INSERT INTO api_key_tokens (api_key_id, token_hash) SELECT id, token_hash FROM api_keys ORDER BY id;
    INSERT INTO api_key_tokens (api_key_id, token_hash)
      SELECT id, previous_token_hash FROM api_keys WHERE previous_token_hash IS NOT NULL ORDER BY id;`,
-  // Requests per key and UTC day (README: Usage), added to by every
+  // Requests per key and UTC day (docs/OPERATING.md: Usage), added to by every
   // instance; `day` counts days from 1970-01-01.
   `CREATE TABLE key_usage (
      api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
@@ -65,7 +65,7 @@ const MIGRATIONS: readonly string[] = [
      refused INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (api_key_id, day)
    ) WITHOUT ROWID;`,
-  // The operator console's views of many keys (README: The console): every
+  // The operator console's views of many keys (docs/KEYS.md: The console): every
   // key's requests on one day. Keys by last use are sorted without an
   // index: one would be rewritten by every write of usage, for a sort of
   // a few milliseconds at 10,000 keys.

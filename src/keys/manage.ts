@@ -1,4 +1,4 @@
-// The life of an API key (README: Managing keys): issuing, reading,
+// The life of an API key (docs/KEYS.md: The admin API): issuing, reading,
 // changing, rolling, revoking and tracing keys, as plain functions over the
 // storage. The `petstore keys` commands and the admin API call these and
 // nothing else: one implementation, two doors. Each rule is checked here,

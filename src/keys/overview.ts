@@ -1,5 +1,5 @@
 // Many keys at once, for the operator console and `petstore keys list`
-// (README: The console): a filtered, sorted page of keys with its cursor,
+// (docs/KEYS.md: The console): a filtered, sorted page of keys with its cursor,
 // every key's requests per day, and the overview an operator opens on
 // (usage, the busiest keys today, keys by state and plan, and the choices
 // a key may take). Plain functions over the storage, as keys/manage.ts.

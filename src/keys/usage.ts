@@ -1,11 +1,11 @@
-// What each key used (README: Usage): admitted and refused requests per key
+// What each key used (docs/OPERATING.md: Usage): admitted and refused requests per key
 // and UTC day, counted in memory and added to the database every FLUSH_MS,
 // with bounded memory whatever the number of keys or the length of an outage
 // (docs/INTERNALS.md, section "Usage").
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 
-/** How often counts are written, at most (README: Usage): at most this much is lost to a `kill -9`. */
+/** How often counts are written, at most (docs/OPERATING.md: Usage): at most this much is lost to a `kill -9`. */
 export const FLUSH_MS = 10_000
 /** Keys and days waiting to be written, at most. */
 export const MAX_USAGE_ENTRIES = 100_000

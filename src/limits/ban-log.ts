@@ -1,5 +1,5 @@
 // A line in the log when a key is banned, and another when that ban ends
-// (README: Logs), written by the instance whose refusal earned the ban, so
+// (docs/OPERATING.md: Logs), written by the instance whose refusal earned the ban, so
 // that instances sharing Redis log each ban once. The end is written by a
 // timer, since no request need arrive when it ends; an instance that stops
 // before then leaves the end unlogged (the first line says when it ends).

@@ -1,4 +1,4 @@
-// The plans (README: API keys) and their limits. Enterprise limits are set per key.
+// The plans (docs/KEYS.md) and their limits. Enterprise limits are set per key.
 
 import type { Plan } from '../domain.js'
 

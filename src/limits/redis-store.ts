@@ -1,5 +1,5 @@
 // The Redis store: the state every instance shares, so that limits and bans
-// hold across all of them (README: Rate limits in Redis). One Lua script
+// hold across all of them (docs/OPERATING.md: Rate limits in Redis). One Lua script
 // decides and charges each request in one round trip, atomically, on Redis's
 // clock; the in-process store's rules (memory-store.ts) are the reference it
 // follows. It fails fast when Redis is away; resilient-store.ts decides what
@@ -110,7 +110,7 @@ return result
 
 /**
  * How long a command may go unanswered before it fails: an instance stops
- * waiting for Redis after 500 ms (README: When Redis is unreachable). A
+ * waiting for Redis after 500 ms (docs/OPERATING.md: When Redis is unreachable). A
  * connection attempt gets a second: no request waits for one (none is sent
  * before the client is ready), and a server that accepts but never answers
  * is still given up.

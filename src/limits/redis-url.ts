@@ -3,7 +3,7 @@
 //   redis+cluster://[[USER]:PASSWORD@]HOST:PORT,HOST:PORT,…   a Redis Cluster
 //     (rediss+cluster:// for TLS): seed nodes, of which any one that answers
 //     is enough; the client learns the others from it.
-// One variable keeps REDIS_URL the one switch (README: Configuration); the scheme
+// One variable keeps REDIS_URL the one switch (docs/CONFIGURATION.md); the scheme
 // says which client to use, as `redis+sentinel://` does for Sentinel in other
 // clients. A URL cannot hold several hosts, so the cluster form is parsed
 // here rather than by URL.

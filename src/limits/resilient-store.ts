@@ -1,5 +1,5 @@
-// A shared store with an in-process fallback (README: When Redis is
-// unreachable): when the shared store (Redis) fails or does not answer within
+// A shared store with an in-process fallback (docs/OPERATING.md:
+// When Redis is unreachable): when the shared store (Redis) fails or does not answer within
 // 500 ms, each instance goes on limiting with its own in-process store, says
 // so once, reports itself degraded, and goes back to the shared store once it
 // answers again.

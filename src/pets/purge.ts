@@ -1,5 +1,5 @@
-// Idempotency records are read for 24 hours only (README: What a client
-// must know › Safe retries); forgetting the older ones every hour keeps the
+// Idempotency records are read for 24 hours only (docs/API.md: Safe
+// retries); forgetting the older ones every hour keeps the
 // table at about a day of writes.
 import type { Storage } from '../db/storage.js'
 import { IDEMPOTENCY_WINDOW_MS } from './service.js'

@@ -1,4 +1,4 @@
-// Who may use the admin API, and how often (README: Managing keys): every
+// Who may use the admin API, and how often (docs/KEYS.md: The admin API): every
 // request needs `Authorization: Bearer ADMIN_TOKEN`, compared in constant
 // time; wrong tokens are counted per address and refused past
 // FAILURES_PER_MINUTE (docs/INTERNALS.md, section "Admin authentication").
@@ -11,7 +11,7 @@ import { BEARER, authorizationHeaders } from '../access/identify.js'
 
 /** Wrong tokens an address may send in one minute. */
 const FAILURES_PER_MINUTE = 10
-/** Requests with the admin token an address may send in one minute (README: Managing keys). */
+/** Requests with the admin token an address may send in one minute (docs/KEYS.md: The admin API). */
 export const ADMIN_REQUESTS_PER_MINUTE = 6000
 /** Addresses remembered at once by each count; the least recently used go first. */
 const ADDRESSES = 10_000

@@ -1,5 +1,5 @@
 // The gate: who is calling, and may they? Every /v1 request passes it first,
-// in the order the README gives ("The order a request takes"): identify,
+// in the order docs/API.md gives ("The order a request takes"): identify,
 // limit and refuse in one onRequest hook; after the framing check, scope in a
 // preParsing hook, before the body is read (docs/INTERNALS.md, section "Gate").
 import fp from 'fastify-plugin'
@@ -51,7 +51,7 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // From an address already refused in this window, a token no key has is
     // counted against the address and gets its 429 without a lookup of its
-    // own: guessing cannot take the database from everyone (README: Security).
+    // own: guessing cannot take the database from everyone (docs/SECURITY.md).
     // Any other token is looked up, and counted against its key alone.
     const early = !(token instanceof ApiError) && limit.addressSpent(request.ip) && !await identify.mayExist(token)
       ? await limit({ caller: undefined, address: request.ip, keyUnchecked: false })

@@ -35,7 +35,7 @@ type SwaggerUiPlugin = NonNullable<NonNullable<Parameters<typeof swaggerUi>[1]['
 /**
  * Swagger UI plugins, sent to the browser as source text (so they may use
  * nothing from this module), that make the page load and link
- * /v1/openapi.json, the README's address, rather than @fastify/swagger-ui's
+ * /v1/openapi.json, the address docs/API.md gives, rather than @fastify/swagger-ui's
  * copy; relative to the page, so that it holds behind a proxy's path prefix
  * (docs/INTERNALS.md, section "OpenAPI").
  */

@@ -1,4 +1,4 @@
-// The admin API's operations on keys (README: Managing keys). The admin
+// The admin API's operations on keys (docs/KEYS.md: The admin API). The admin
 // token has been checked (plugins/admin-auth.ts) and the request validated
 // before a handler runs; handlers call keys/manage.ts, the same functions
 // as the `petstore keys` commands, and shape the answer.

@@ -1,4 +1,4 @@
-// The admin API's views of every key at once (README: The console): the
+// The admin API's views of every key at once (docs/KEYS.md: The console): the
 // overview the operator console opens on, and every key's requests per
 // day. A fixed number of queries each, however many keys there are.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'

@@ -1,4 +1,4 @@
-// The operator console (README: Managing keys › The console): GET /admin/
+// The operator console (docs/KEYS.md: The console): GET /admin/
 // on the admin listener, a page for people over the admin API. Its files
 // (console/ at the project's root) and uPlot's are read once, at start, and
 // served from memory with a Content-Security-Policy that allows nothing

@@ -55,7 +55,7 @@ const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, l
     // of state once, and readiness is polled too often to repeat it.
     if (!ready) {
       request.log.warn({ database, rateLimitStore }, 'not ready')
-      // As the API's own 503 (README: What a client must know): when to ask again.
+      // As the API's own 503 (docs/API.md): when to ask again.
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
     }
     return reply.code(ready ? 200 : 503).send({

@@ -17,7 +17,7 @@ interface PetRoutesOptions {
   baseUrl: () => string
 }
 
-/** Announced 2026-11-20; removed 2030-12-05 (README: "The deprecated operation"). */
+/** Announced 2026-11-20; removed 2030-12-05 (docs/API.md: The deprecated operation). */
 const GET_PET_DEPRECATION = {
   since: new Date('2026-11-20T00:00:00Z'),
   sunset: new Date('2030-12-05T00:00:00Z'),

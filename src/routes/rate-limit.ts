@@ -1,5 +1,5 @@
 // GET /v1/rate_limit: where the caller's key stands, without spending any
-// of its quota (README: Rate limits). The gate has looked (its route says
+// of its quota (docs/API.md: Rate limits). The gate has looked (its route says
 // `spendsQuota: false`) and left what it saw on the request; the handler
 // only writes it out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'

@@ -1,4 +1,4 @@
-// The admin API's schemas (README: Managing keys): a key as operators see
+// The admin API's schemas (docs/KEYS.md: The admin API): a key as operators see
 // it, and what each operation takes. Written once: they validate requests,
 // serialize answers, type the handlers and make the admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'

@@ -1,4 +1,4 @@
-// The admin API's schemas for many keys at once (README: The console): the
+// The admin API's schemas for many keys at once (docs/KEYS.md: The console): the
 // overview the operator console opens on. No `$id`: each is written out
 // where its one operation uses it in the admin OpenAPI document.
 import { Type } from 'typebox'

@@ -1,4 +1,4 @@
-// GET /v1/rate_limit's answer (README: Rate limits): where a key stands,
+// GET /v1/rate_limit's answer (docs/API.md: Rate limits): where a key stands,
 // as the rate-limit headers say it, in a body a client can read at leisure.
 import { Type, type Static } from 'typebox'
 import { PLANS } from '../domain.js'

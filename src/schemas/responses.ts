@@ -27,7 +27,7 @@ export interface Header {
 }
 
 /**
- * A request's id (README: Operating, Logs): the client's `X-Request-Id` when it is
+ * A request's id (docs/OPERATING.md: Logs): the client's `X-Request-Id` when it is
  * 1 to 128 visible ASCII characters, otherwise a UUID the service makes.
  */
 const REQUEST_ID = (description: string) =>

@@ -1,4 +1,4 @@
-// The admin API over a real process (README: Managing keys): `petstore
+// The admin API over a real process (docs/KEYS.md: The admin API): `petstore
 // serve` with ADMIN_PORT and ADMIN_TOKEN, a key made, rolled and revoked
 // over HTTP on the admin listener, its tokens used on the public port; and
 // a start refused for an ADMIN_TOKEN too short.

@@ -1,4 +1,4 @@
-// `petstore backup FILE` (README: Backups): a copy taken while the service
+// `petstore backup FILE` (docs/OPERATING.md: Backups): a copy taken while the service
 // writes holds every animal acknowledged before it began and passes
 // SQLite's integrity check, and a backup killed midway leaves FILE as it
 // was, or absent.

@@ -17,7 +17,7 @@ import {
 const STEP_TIMEOUT_MS = 15_000
 /** Starting Chromium takes about a second; a loaded machine may need far longer. */
 const LAUNCH_TIMEOUT_MS = 60_000
-/** Every change holds within a second (README: Managing keys); a loaded machine gets more. */
+/** Every change holds within a second (docs/KEYS.md: The admin API); a loaded machine gets more. */
 const CHANGE_TIMEOUT_MS = 10_000
 const SCREENSHOT = join(PROJECT_ROOT, 'test-results', 'console.png')
 const ADMIN_TOKEN = 'console-test-admin-token-0123456789abcdef'

@@ -1,4 +1,4 @@
-// `petstore copy-store --to URL` (README: Running at scale, The move), both
+// `petstore copy-store --to URL` (docs/SCALING.md: The move from SQLite to PostgreSQL), both
 // ways between SQLite and PostgreSQL: a service started on the target
 // answers every token and every animal as the source's did, carries on the
 // ids, the usage and the idempotent replays; a target that holds anything

@@ -1,4 +1,4 @@
-// Durability on PostgreSQL (README: Operating › Durability, PostgreSQL):
+// Durability on PostgreSQL (docs/OPERATING.md: Durability, PostgreSQL):
 // under a write load, the database is stopped at once (`pg_ctl stop -m
 // immediate`: no checkpoint, crash recovery at the next start) and started
 // again, then the service is killed with `kill -9`; every animal that got a

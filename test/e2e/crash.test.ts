@@ -1,4 +1,4 @@
-// Durability (README: Operating › Durability): a 201 is sent only once the
+// Durability (docs/OPERATING.md: Durability): a 201 is sent only once the
 // animal is committed, so `kill -9` in the middle of a write load loses
 // nothing that was acknowledged, however often it happens, and leaves a
 // database that SQLite finds intact. A few cycles in `npm test`, twenty

@@ -1,5 +1,5 @@
-// Every change to a key holds on every instance within one second (README:
-// Managing keys): three instances on one PostgreSQL database and one Redis,
+// Every change to a key holds on every instance within one second (docs/KEYS.md:
+// The admin API): three instances on one PostgreSQL database and one Redis,
 // a key changed through the functions the `petstore keys` commands and the
 // admin API call, and each instance polled before, during and after.
 //

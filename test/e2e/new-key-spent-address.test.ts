@@ -1,5 +1,5 @@
 // A valid key works from any address the instant its creation is answered,
-// even from an address that has spent its keyless limit (README: Security):
+// even from an address that has spent its keyless limit (docs/SECURITY.md):
 // the per-address limit is for requests without a valid key. Over real
 // HTTP, on SQLite with one instance, and on PostgreSQL + Redis with two
 // instances that share the address's count.

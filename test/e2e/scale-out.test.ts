@@ -16,7 +16,7 @@ import { range } from '../support/load.js'
 import { iterations } from '../support/soak.js'
 
 const REQUEST_TIMEOUT_MS = 10_000
-/** A database not answering within 5 s is a 503 (README: Operating › PostgreSQL); this much more for a busy test machine. */
+/** A database not answering within 5 s is a 503 (docs/OPERATING.md: PostgreSQL); this much more for a busy test machine. */
 const UNAVAILABLE_WITHIN_MS = 5_000 + 1_500
 
 async function send (server: ServerProcess, path: string, init: RequestInit = {}): Promise<{ status: number, text: string, retryAfter: string | null, ms: number }> {

@@ -1,4 +1,4 @@
-// SIGTERM under load (README "Operating": shutdown): the service stops
+// SIGTERM under load (docs/OPERATING.md: Shutdown): the service stops
 // accepting, finishes what is in flight, and exits 0; every 201 it sent,
 // before or after the signal, is on disk when it comes back. The process
 // must be gone within 10 s of the signal, far inside its own 30 s limit.

@@ -1,4 +1,4 @@
-// Tracing (README: Operating, Tracing): `petstore serve` on PostgreSQL and
+// Tracing (docs/OPERATING.md: Tracing): `petstore serve` on PostgreSQL and
 // Redis, with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver the test
 // starts, exports one span per request, continuing the client's trace, with
 // the PostgreSQL and Redis clients' calls as its descendants, and the

@@ -1,4 +1,4 @@
-// Usage counts in real processes (README: Managing keys › Usage): exact
+// Usage counts in real processes (docs/OPERATING.md: Usage): exact
 // across two instances on one PostgreSQL database and one Redis, and what a
 // `kill -9` may take of them: at most the counts since the instance's last
 // write, which it starts every USAGE_FLUSH_MS.

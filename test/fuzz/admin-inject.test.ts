@@ -1,4 +1,4 @@
-// Generated requests for the admin API (README: Managing keys), valid and
+// Generated requests for the admin API (docs/KEYS.md: The admin API), valid and
 // invalid, built from its own OpenAPI document and sent through `inject`
 // on both configurations: none gets a 5xx, and every answer is as that
 // document describes it (status, headers, body) and as the rules of the

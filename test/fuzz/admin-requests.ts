@@ -1,4 +1,4 @@
-// Generated requests for the admin API (README: Managing keys), built from
+// Generated requests for the admin API (docs/KEYS.md: The admin API), built from
 // its OpenAPI document as served: for each operation, its path parameters,
 // query parameters and body drawn from the schemas the document gives
 // them, valid or mutated one field at a time (wrong types, unknown fields,

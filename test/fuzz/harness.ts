@@ -1,6 +1,6 @@
 // What every fuzz test shares: the seed (printed, and taken from the
 // environment to replay a run), the figures a run reports, and the
-// product rules of the README ("What a client must know") that hold for
+// product rules of docs/API.md (what a client must know) that hold for
 // every response besides what the OpenAPI document says.
 import type fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
@@ -92,19 +92,19 @@ type SentRequest = Pick<GeneratedRequest, 'method' | 'url' | 'headers' | 'payloa
 interface RuleOptions {
   /** The router's longest path parameter: a longer one is answered before any route is chosen. */
   maxParamLength: number
-  /** The instance's own address, ending in /v1: every absolute URL it writes starts with it (README: "Configuration"). */
+  /** The instance's own address, ending in /v1: every absolute URL it writes starts with it (docs/CONFIGURATION.md). */
   baseUrl: string
 }
 
 /**
- * The README's rules that hold for every response, whatever the document
- * says (README: What a client must know): no 5xx (Errors: only for a fault
+ * The rules of docs/API.md that hold for every response, whatever the document
+ * says (docs/API.md): no 5xx (Errors: only for a fault
  * on our side, never for a request); the Error body on every error, with
  * `status` repeating the HTTP status (Errors); the rate-limit headers on
  * every answer under /v1 (Rate limits); the deprecation headers on every
  * answer of GET /pets/{petId} (The deprecated operation); every URL in a
  * Link header on the instance's own address, whatever the request said its
- * host was (README: "Configuration").
+ * host was (docs/CONFIGURATION.md).
  */
 function ruleProblems (request: SentRequest, operation: string | undefined, response: ReceivedResponse, options: RuleOptions): string[] {
   const problems: string[] = []
@@ -169,8 +169,8 @@ function record (value: unknown): Record<string, unknown> {
 }
 
 /**
- * What the service did, against what was asked (README: What a client
- * must know › Input is strict, Paging): an added animal is the one sent,
+ * What the service did, against what was asked (docs/API.md: Input
+ * is strict, Paging): an added animal is the one sent,
  * exactly (`1e3` answered as 1000, a name unchanged); GET /pets/{petId}
  * answers that id; a page is in id order, within its limit, and only of the
  * status asked for.

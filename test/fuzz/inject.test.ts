@@ -1,7 +1,7 @@
 // Generated requests, valid and invalid, for every operation, parameter,
 // header and body, sent through `inject`: no 5xx, and every response as the
 // service's own OpenAPI document describes it (status, headers, body) and
-// as the README's "What a client must know" has it. 1,000 requests in
+// as docs/API.md has it. 1,000 requests in
 // `npm test`, 10,000 under `npm run test:soak`; the seed is printed, and
 // PETSTORE_FUZZ_SEED replays it.
 import assert from 'node:assert/strict'
@@ -14,7 +14,7 @@ import { iterations } from '../support/soak.js'
 import { Figures, KEEP_GOING, fuzzParameters, injectSent, judge } from './harness.js'
 import { materialize, requestSpec, type RunState, type SentRequest } from './requests.js'
 
-/** A day after GET /pets/{petId} is removed (README: What a client must know › The deprecated operation). */
+/** A day after GET /pets/{petId} is removed (docs/API.md: The deprecated operation). */
 const AFTER_SUNSET = '2030-12-06T00:00:30Z'
 
 /** Far more than any run sends: the key is never limited, so requests reach their operation. */

@@ -1,4 +1,4 @@
-// Usage counting (README: Managing keys › Usage), on its own: a fake
+// Usage counting (docs/OPERATING.md: Usage), on its own: a fake
 // storage records each write, and the test moves the clock.
 import { afterEach, describe, it, mock } from 'node:test'
 import assert from 'node:assert/strict'

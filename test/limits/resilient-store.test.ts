@@ -28,7 +28,7 @@ const request = (): HitRequest => ({
   ban: { threshold: 3, seconds: 60 }
 })
 
-/** One hit, timed; it must answer within a second, however Redis is (README: When Redis is unreachable). */
+/** One hit, timed; it must answer within a second, however Redis is (docs/OPERATING.md: When Redis is unreachable). */
 async function timedHit (store: RateLimitStore, r: HitRequest): Promise<{ decision: Decision, ms: number }> {
   const started = performance.now()
   const decision = await withTimeout(store.hit(r, Date.now()), 5000, 'a hit')

@@ -1,4 +1,4 @@
-// Scopes and expiry at the gate (README: API keys, and The order a request
+// Scopes and expiry at the gate (docs/KEYS.md, and The order a request
 // takes): a key outside its scopes gets 403 after it is counted, and before
 // its body is read; an expired key is refused as an invalid one, from the
 // instant it expires, even while its lookup is cached.

@@ -1,5 +1,5 @@
 // What the gate asks the database, and when it need not: a token no key
-// has, from an address over its limit, costs no query (README: Security).
+// has, from an address over its limit, costs no query (docs/SECURITY.md).
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'

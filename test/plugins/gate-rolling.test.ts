@@ -1,5 +1,5 @@
-// Rolling a key, at the gate, on each configuration (README: Managing
-// keys): during the overlap both tokens are one key (one count, one ban);
+// Rolling a key, at the gate, on each configuration (docs/KEYS.md:
+// The admin API): during the overlap both tokens are one key (one count, one ban);
 // the token rolled away is refused once its overlap ends, at once with an
 // overlap of 0, at once when the key is rolled again, and with the key when
 // it is revoked. A cached lookup may keep a token's old state for 500 ms on

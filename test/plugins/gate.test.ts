@@ -1,4 +1,4 @@
-// The order a /v1 request takes (README): identify, count and limit (429),
+// The order a /v1 request takes (docs/API.md): identify, count and limit (429),
 // refuse without a valid key (401), framing (400, 417); only then 404, 405
 // or 403. Whatever the method or path, the route map is not shown to
 // anonymous clients.

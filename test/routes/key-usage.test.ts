@@ -1,4 +1,4 @@
-// Usage per key and UTC day (README: Managing keys › Usage), through the
+// Usage per key and UTC day (docs/OPERATING.md: Usage), through the
 // real HTTP interface on both configurations: requests on the public app,
 // the app closed (which writes what it counted), then the report on the
 // admin API and the requests by plan in the metrics.

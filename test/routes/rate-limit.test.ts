@@ -1,4 +1,4 @@
-// GET /v1/rate_limit (README: Rate limits): where a key stands, without
+// GET /v1/rate_limit (docs/API.md: Rate limits): where a key stands, without
 // spending any of its quota; 200 also when the quota is spent or the key
 // banned; 401 without a key, as everywhere under /v1; on both
 // configurations.

@@ -1,6 +1,6 @@
 // Every kind of error the service answers, provoked on purpose, and none of
 // them says more than the Error body: no stack trace, no file path, no
-// `TypeError:` from inside (README: What a client must know › Errors). The
+// `TypeError:` from inside (docs/API.md: Errors). The
 // catalogue (src/errors.ts) is the list to cover: a code added there without
 // a case here fails the coverage test.
 import { after, before, describe, it } from 'node:test'

@@ -1,6 +1,6 @@
 // Every absolute URL the service writes comes from its own environment's
 // address, PUBLIC_BASE_URL or STAGING_BASE_URL, never from the request
-// (README: "Configuration"): not from Host, not from an absolute-form
+// (docs/CONFIGURATION.md): not from Host, not from an absolute-form
 // request line (RFC 9112 §3.2.2, which a server must accept), not from
 // X-Forwarded-* or Forwarded, even with TRUST_PROXY=true, where Fastify
 // believes them. Real servers and raw sockets: no HTTP client sends these

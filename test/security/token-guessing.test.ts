@@ -1,8 +1,8 @@
 // Guessing API tokens from one address, against the real server: every
 // guess is well formed (right prefix, right checksum), so none is turned
 // away by its shape and each one reaches the key lookup. Requests without a
-// valid key are limited per client address, 60 a minute (README: What a
-// client must know › Rate limits); the client chooses its forwarded
+// valid key are limited per client address, 60 a minute (docs/API.md: Rate
+// limits); the client chooses its forwarded
 // headers, so they must not buy it more guesses unless TRUST_PROXY says
 // that the proxy it came through sets them.
 import { after, describe, it, type TestContext } from 'node:test'

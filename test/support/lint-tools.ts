@@ -22,7 +22,7 @@ export function runTool (name: string, args: string[], cwd: string): Promise<Too
 /**
  * Spectral with the OWASP API Security ruleset on `openapi.json` in `dir`:
  * its errors, one line each, and the run. Ids are integers, as SPEC.md has
- * them (README: What a client must know › Input is strict), so the
+ * them (docs/API.md: Input is strict), so the
  * numeric-ids rule is off.
  */
 export async function spectralOwaspErrors (dir: string): Promise<{ errors: string[], run: ToolRun }> {

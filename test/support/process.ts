@@ -417,7 +417,7 @@ export async function rawRequest (port: number, text: string, timeoutMs = 5_000)
   }
 }
 
-/** The Error body (README: What a client must know › Errors), checked field by field. */
+/** The Error body (docs/API.md: Errors), checked field by field. */
 export interface ErrorBody {
   code: string
   message: string

@@ -1,5 +1,5 @@
 // How hard the slow tests push: a few iterations in `npm test`, the full
-// number under `npm run test:soak` (PETSTORE_SOAK=1), as the README says.
+// number under `npm run test:soak` (PETSTORE_SOAK=1), as docs/DEVELOPING.md says.
 
 /** True under `npm run test:soak`. */
 const SOAK = process.env.PETSTORE_SOAK === '1'
