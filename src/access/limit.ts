@@ -65,15 +65,11 @@ export type CountAddress = (address: string) => Promise<Record<string, string>>
 
 /**
  * The items of the IETF draft's structured headers, one per window and
- * one for a ban: written here, and described by these patterns in the
- * OpenAPI document (schemas/responses.ts).
+ * one for a ban, as schemas/rate-limit.ts describes them.
  * https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/
  */
-const ITEM_NAMES = [...Object.keys(WINDOW_MS), 'ban'] as const
 const policyItem = (name: string, quota: number, seconds: number): string => `"${name}";q=${quota};w=${seconds}`
 const stateItem = (name: string, remaining: number, seconds: number): string => `"${name}";r=${remaining};t=${seconds}`
-export const POLICY_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";q=[0-9]+;w=[0-9]+`
-export const STATE_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";r=[0-9]+;t=[0-9]+`
 
 /** Requests without a valid key: counted per client address, by the minute, never banned. */
 function hitAddress (store: RateLimitStore, address: string, time: number): Promise<Decision> {

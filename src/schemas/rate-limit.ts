@@ -2,7 +2,13 @@
 // as the rate-limit headers say it, in a body a client can read at leisure.
 import { Type, type Static } from 'typebox'
 import { PLANS } from '../domain.js'
+import { WINDOW_MS } from '../limits/store.js'
 import { StringEnum } from './kinds.js'
+
+/** The items of the rate-limit headers (access/limit.ts writes them), one per window and one for a ban, for the OpenAPI document. */
+const ITEM_NAMES = [...Object.keys(WINDOW_MS), 'ban'] as const
+export const POLICY_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";q=[0-9]+;w=[0-9]+`
+export const STATE_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";r=[0-9]+;t=[0-9]+`
 
 /** Unix seconds up to 9999-12-31. */
 const UNIX_SECONDS = { minimum: 0, maximum: 253_402_300_799, format: 'int64' } as const

@@ -3,7 +3,7 @@
 import { Type, type TSchema } from 'typebox'
 import { ERROR_CODES, codesFor, type Audience, type ErrorCode } from '../errors.js'
 import { AdminErrorBody, ErrorBody } from './error.js'
-import { POLICY_ITEM_PATTERN as POLICY_ITEM, STATE_ITEM_PATTERN as STATE_ITEM } from '../access/limit.js'
+import { POLICY_ITEM_PATTERN as POLICY_ITEM, STATE_ITEM_PATTERN as STATE_ITEM } from './rate-limit.js'
 
 const INT32_MAX = 2_147_483_647
 
