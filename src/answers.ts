@@ -2,9 +2,9 @@
 // written once: every method is routable, our validator, the request id on
 // every answer, no type sniffing and no caching of JSON (docs/INTERNALS.md,
 // section "Answers").
+import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ANSWER_HEADERS, JSON_ANSWER_HEADERS, bodyUnread } from './edge.js'
-import { routeEveryMethod } from './routes/method-not-allowed.js'
 import { compileValidator, type HttpPart } from './schemas/validator.js'
 
 /** `closesConnection`: whether an answer ends its keep-alive connection for another reason (the public listener's, while closing). */
@@ -42,4 +42,11 @@ export function routerAnswerHeaders (request: FastifyRequest, reply: FastifyRepl
 function hasContent (request: FastifyRequest): boolean {
   const length = request.headers['content-length']
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
+
+/** Makes every method that Node's parser accepts (PROPFIND, LOCK, …) routable, so that none falls through to the 404 handler (routes/method-not-allowed.ts answers 405). */
+function routeEveryMethod (app: FastifyInstance): void {
+  for (const method of METHODS) {
+    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method)
+  }
 }

@@ -2,16 +2,8 @@
 // where Fastify's router would say 404: each path gets one more route, for the
 // methods it lacks, answering in a route-level preParsing hook, after the gate
 // and the framing check (docs/INTERNALS.md, section "405").
-import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Errors } from '../errors.js'
-
-/** Makes every method that Node's parser accepts (PROPFIND, LOCK, …) routable, so that none falls through to the 404 handler. */
-export function routeEveryMethod (app: FastifyInstance): void {
-  for (const method of METHODS) {
-    if (!app.supportedMethods.includes(method)) app.addHttpMethod(method)
-  }
-}
 
 /** The paths (prefix included) of every route added to a scope from now on. */
 export function collectPaths (app: FastifyInstance): ReadonlySet<string> {
