@@ -9,7 +9,7 @@ import { buildApp } from './app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
 import type { Storage } from './db/storage.js'
-import type { Inserts } from './db/sqlite.js'
+import type { WriteTurn } from './db/write-turns.js'
 import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
 import type { RateLimitStore } from './limits/store.js'
@@ -94,16 +94,16 @@ export interface PublicService {
 /**
  * The stores and the app of the public port. `limiter`: the counters every
  * worker shares (workers/), used without Redis, and while Redis is
- * unreachable; by default this thread's own. `inserts`: on SQLite, where
- * a worker's new animals are committed. `processMetrics`:
+ * unreachable; by default this thread's own. `writeTurn`: the workers'
+ * turns at writing one SQLite file. `processMetrics`:
  * whether this thread reports the process's own figures (CPU, memory),
  * which one thread must do for all.
  */
 export async function openPublicService (
-  config: Config, log: ServiceLog, { limiter: shared, inserts, processMetrics }: { limiter?: RateLimitStore, inserts?: Inserts, processMetrics: boolean }
+  config: Config, log: ServiceLog, { limiter: shared, writeTurn, processMetrics }: { limiter?: RateLimitStore, writeTurn?: WriteTurn, processMetrics: boolean }
 ): Promise<PublicService> {
   const { logger } = log
-  const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize, inserts })
+  const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize, writeTurn })
   try {
     // Every instance on one database shares its counters, and no other deployment's.
     const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')

@@ -9,6 +9,7 @@
 import { StorageUnavailableError } from '../errors.js'
 import { classifySqliteError, isBusy, isUnavailable } from './sqlite-errors.js'
 import type { CreateOnceResult, IdempotencyRecord, NewPetRecord } from './storage.js'
+import type { WriteTurn } from './write-turns.js'
 
 /** How often a group blocked by another connection's write lock tries again. */
 export const BUSY_RETRY_MS = 20
@@ -38,6 +39,8 @@ export interface GroupCommitOptions {
   /** The group in one transaction, each insert in a savepoint of its own; throws GroupRolledBack when SQLite undid the lot. */
   commitEach: (group: PendingInsert[]) => InsertOutcome[]
   busyBudgetMs: number
+  /** Shared with the other workers of this process: their group commits take turns (write-turns.ts). */
+  turn?: WriteTurn | undefined
   /** Told after each commit tried: undefined once written, the error when the database could not be. */
   written: (failure: StorageUnavailableError | undefined) => void
 }
@@ -71,7 +74,15 @@ export class GroupCommit {
   #schedule (delayMs: number): void {
     if (this.#scheduled) return
     this.#scheduled = true
-    const flush = (): void => { this.#flush() }
+    const turn = this.#options.turn
+    const flush = turn === undefined
+      ? () => { this.#flush() }
+      // Inserts queued while waiting for the turn join this group.
+      : () => {
+          turn.take().then(() => {
+            try { this.#flush() } finally { turn.give() }
+          }, (error: unknown) => { this.#fail(this.#pending.splice(0), error) })
+        }
     if (delayMs === 0) setImmediate(flush)
     else setTimeout(flush, delayMs)
   }

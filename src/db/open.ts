@@ -2,12 +2,12 @@
 // loaded only for a PostgreSQL database: an embedded instance does not carry
 // its memory.
 import { openSqlite } from './sqlite.js'
-import type { Inserts } from './sqlite.js'
 import type { Storage } from './storage.js'
+import type { WriteTurn } from './write-turns.js'
 
-/** `inserts`: on SQLite, where a worker's new animals are committed (workers/pet-inserts.ts). */
-export async function openStorage (databaseUrl: string, { poolSize, inserts }: { poolSize: number, inserts?: Inserts | undefined }): Promise<Storage> {
-  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl, inserts === undefined ? {} : { inserts })
+/** `writeTurn`: on SQLite, shared by the workers of one process (write-turns.ts). */
+export async function openStorage (databaseUrl: string, { poolSize, writeTurn }: { poolSize: number, writeTurn?: WriteTurn | undefined }): Promise<Storage> {
+  if (databaseUrl.startsWith('sqlite:')) return openSqlite(databaseUrl, writeTurn === undefined ? {} : { writeTurn })
   const { openPostgres } = await import('./postgres.js')
   return await openPostgres(databaseUrl, { poolSize })
 }

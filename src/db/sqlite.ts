@@ -23,6 +23,7 @@ import { keySearchSql, stateSql } from './key-search.js'
 import { BUSY_RETRY_MS, GroupCommit, GroupRolledBack, type InsertOutcome, type PendingInsert } from './group-commit.js'
 import { classifySqliteError, isBusy, isUnavailable } from './sqlite-errors.js'
 import { StatementPerLimit } from './statement-per-limit.js'
+import type { WriteTurn } from './write-turns.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
@@ -58,14 +59,11 @@ export function sqlitePath (url: string): string {
 export interface SqliteOptions {
   /** How long a write may wait for another connection's lock; tests shorten it. */
   busyBudgetMs?: number
-  /** Where new animals go instead of this connection's group commit: a worker's, to the main thread's (workers/pet-inserts.ts). */
-  inserts?: Inserts
+  /** Shared with the other workers of this process: their group commits take turns (write-turns.ts). */
+  writeTurn?: WriteTurn
 }
 
-/** Adds an animal, once for an Idempotency-Key; resolves once it is durably committed. */
-export type Inserts = (pet: NewPetRecord, idempotency: IdempotencyRecord | undefined) => Promise<CreateOnceResult>
-
-export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, inserts }: SqliteOptions = {}): SqliteStorage {
+export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, writeTurn }: SqliteOptions = {}): SqliteStorage {
   const path = sqlitePath(url)
   if (path !== ':memory:') {
     // The file holds the key hashes and the cursor secret: no other local
@@ -90,14 +88,13 @@ export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, insert
   // another connection: it fails at once and is retried asynchronously.
   // Reads never wait in WAL mode.
   db.pragma('busy_timeout = 0')
-  return new SqliteStorage(db, busyBudgetMs, inserts)
+  return new SqliteStorage(db, busyBudgetMs, writeTurn)
 }
 
 export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database
   readonly #busyBudgetMs: number
-  readonly #inserts: Inserts
   /**
    * Full pages, as sent. Animals are never changed or deleted, and on
    * SQLite ids are taken and committed under the one write lock that every
@@ -140,7 +137,7 @@ export class SqliteStorage implements Storage {
   readonly #usageOf
   readonly #insertRows
 
-  constructor (db: Database, busyBudgetMs: number, inserts?: Inserts) {
+  constructor (db: Database, busyBudgetMs: number, writeTurn?: WriteTurn) {
     this.#db = db
     this.#busyBudgetMs = busyBudgetMs
     this.#insertPet = db.prepare<[string, bigint, string]>(
@@ -282,31 +279,18 @@ export class SqliteStorage implements Storage {
       commitAll: (group) => commitAll.immediate(group),
       commitEach: (group) => commitEach.immediate(group),
       busyBudgetMs,
+      turn: writeTurn,
       written: (failure) => { this.#writeFailure = failure }
     })
-    this.#inserts = inserts === undefined ? async (pet, idempotency) => await this.#group.add(pet, idempotency) : this.#elsewhere(inserts)
   }
 
   async createPet (pet: NewPetRecord): Promise<PetRecord> {
-    const result = await this.#inserts(pet, undefined)
+    const result = await this.#group.add(pet, undefined)
     return result.pet
   }
 
   createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult> {
-    return this.#inserts(pet, idempotency)
-  }
-
-  /** Inserts committed elsewhere: a failure for want of the database still makes this connection's /readyz check the write lock. */
-  #elsewhere (inserts: Inserts): Inserts {
-    return async (pet, idempotency) => {
-      if (this.#closed) throw new StorageUnavailableError('the database is closed')
-      try {
-        return await inserts(pet, idempotency)
-      } catch (error) {
-        if (error instanceof StorageUnavailableError) this.#writeFailure = error
-        throw error
-      }
-    }
+    return this.#group.add(pet, idempotency)
   }
 
   async getPet (id: bigint): Promise<PetRecord | undefined> {

@@ -1,5 +1,4 @@
 // What the main thread and its workers say to each other (docs/WORKERS.md).
-import type { MessagePort } from 'node:worker_threads'
 import type { MetricObjectWithValues, MetricValue } from 'prom-client'
 import type { Config } from '../config.js'
 import type { SharedLimits } from '../limits/shared-memory-store.js'
@@ -12,8 +11,8 @@ export interface WorkerData {
   port: number
   /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
   limits: SharedLimits
-  /** On SQLite, where the worker sends its new animals to be committed (pet-inserts.ts). */
-  inserts: MessagePort | undefined
+  /** The workers' turns at writing a SQLite file (db/write-turns.ts). */
+  writeTurns: SharedArrayBuffer
 }
 
 export type ToWorker =

@@ -4,18 +4,18 @@
 // listener with /metrics adding up every worker's counts, the hourly purge,
 // and the stop. A worker that dies is replaced; the others go on serving.
 import { createServer } from 'node:net'
-import { MessageChannel, Worker } from 'node:worker_threads'
+import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
 import type { Config } from '../config.js'
 import { ConfigError } from '../config.js'
 import { openStorage } from '../db/open.js'
+import { createWriteTurns, releaseTurnOf } from '../db/write-turns.js'
 import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
 import type { ServiceLog } from '../log.js'
 import { createMetrics } from '../metrics.js'
 import { purgeExpiredIdempotencyKeys } from '../pets/purge.js'
 import { announceStart, startAdmin } from '../server.js'
 import type { FromWorker, ToWorker, WorkerData } from './messages.js'
-import { receiveInserts } from './pet-inserts.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)
 /**
@@ -72,6 +72,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   // With Redis too: while it is unreachable, the workers limit together here, as one instance.
   const limits = createSharedLimits()
+  const writeTurns = createWriteTurns()
   const running = new Set<Running>()
   let stopping = false
   let restartMs = FIRST_RESTART_MS
@@ -81,11 +82,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
 
   /** Starts one worker; resolves once it listens, rejects if it fails before. */
   const startOne = async (): Promise<Listening> => {
-    // On SQLite, this thread commits every worker's new animals in one group.
-    const inserts = storage.backend === 'sqlite' ? new MessageChannel() : undefined
-    if (inserts !== undefined) receiveInserts(inserts.port1, storage)
-    const data: WorkerData = { config, port, limits, inserts: inserts?.port2 }
-    const worker = new Worker(THREAD, { workerData: data, transferList: inserts === undefined ? [] : [inserts.port2] })
+    const data: WorkerData = { config, port, limits, writeTurns }
+    const worker = new Worker(THREAD, { workerData: data })
     // Read now: an exited worker's threadId is -1.
     const { threadId } = worker
     const entry: Running = { worker, startedAt: Date.now(), pendingMetrics: new Map() }
@@ -110,7 +108,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
         running.delete(entry)
         // A lock word its thread held when it ended would stop every other worker at that shard.
         releaseLocksHeldBy(limits, threadId)
-        inserts?.port1.close()
+        releaseTurnOf(writeTurns, threadId)
         for (const answer of entry.pendingMetrics.values()) answer([])
         if (!listening) {
           reject(new Error(`worker exited with code ${code} before listening`))

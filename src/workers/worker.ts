@@ -2,12 +2,12 @@
 // connection, the rate-limit counters every worker shares (docs/WORKERS.md).
 // Its log goes to the main thread, and it stops when the main thread asks.
 import { parentPort, threadId, workerData } from 'node:worker_threads'
+import { WriteTurn } from '../db/write-turns.js'
 import { SharedMemoryStore } from '../limits/shared-memory-store.js'
 import { createLog } from '../log.js'
 import { listenOn, openPublicService } from '../server.js'
 import { shutdownTracing } from '../tracing/hooks.js'
 import { relaySink } from './log-relay.js'
-import { sendInserts } from './pet-inserts.js'
 import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 /** As the process gives its log and spans at shutdown (server.ts). */
@@ -15,13 +15,13 @@ const SPANS_FLUSH_MS = 2000
 
 if (parentPort === null) throw new Error('workers/worker.js runs only as a worker thread')
 const main = parentPort
-const { config, port, limits, inserts } = workerData as WorkerData
+const { config, port, limits, writeTurns } = workerData as WorkerData
 const tell = (message: FromWorker): void => { main.postMessage(message) }
 
 const log = createLog({ level: config.logLevel, format: config.logFormat, worker: threadId }, relaySink(main))
 const service = await openPublicService(config, log, {
   limiter: new SharedMemoryStore(limits),
-  ...(inserts === undefined ? {} : { inserts: sendInserts(inserts) }),
+  writeTurn: new WriteTurn(writeTurns, threadId),
   processMetrics: false
 })
 main.on('message', (message: ToWorker) => {
