@@ -6,13 +6,13 @@ import { createInterface } from 'node:readline/promises'
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { loadConfig, type Config } from '../config.js'
 import type { KeyState, Storage } from '../db/storage.js'
-import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
+import { KEY_SORTS, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
 import {
-  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey,
+  KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey,
   type KeyUpdate, type KeyView
 } from '../keys/manage.js'
-import { INSTANT_FORMAT, readInstant } from '../keys/instant.js'
-import { KEY_SORTS, KEY_STATES, searchKeys } from '../keys/overview.js'
+import { INSTANT_FORMAT, readInstant } from '../instant.js'
+import { searchKeys } from '../keys/overview.js'
 import { inspectToken } from '../keys/tokens.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
@@ -36,7 +36,7 @@ function scopeList (value: string): Scope[] {
 
 /** An instant in the future, as RFC 3339 (`2027-03-10T12:00:00Z`) or a date (`2027-03-10`: its first instant, UTC). */
 function futureInstant (value: string): number {
-  const reading = readInstant(value, { dateOnly: true })
+  const reading = readInstant(value, 'timeOrDate')
   if (!reading.ok) {
     throw new InvalidArgumentError(reading.reason === INSTANT_FORMAT ? 'must be an RFC 3339 time (2027-03-10T12:00:00Z) or a date (2027-03-10)' : reading.reason)
   }

@@ -4,9 +4,9 @@
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
 import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
-import { SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
+import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
+import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
-import { INSTANT_RANGE, isWritableInstant, writableInstant } from './instant.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
 
 /** A key as operators see it; times are RFC 3339 strings in UTC. */
@@ -30,9 +30,6 @@ export interface KeyView {
 
 /** A key with its token, shown once, in the answer that made it. */
 export type KeyWithToken = KeyView & { token: string }
-
-/** The longest overlap a roll may give the token it replaces: 7 days. */
-export const MAX_OVERLAP_SECONDS = 604_800
 
 /** A request that breaks a rule of keys; `field` names the input, as the admin API's body has it. */
 export class KeyRuleError extends Error {
@@ -174,9 +171,6 @@ export interface DayUsage {
 
 /** The days a usage report covers when none are given, today included. */
 const DEFAULT_USAGE_DAYS = 30
-/** The most days one report covers. */
-export const MAX_USAGE_DAYS = 366
-const DAY_MS = 86_400_000
 
 /**
  * A key's requests per UTC day, from `from` to `to` (`YYYY-MM-DD`, both
@@ -213,10 +207,9 @@ export function everyDay (from: number, to: number, stored: ReadonlyArray<{ day:
 
 /** A `YYYY-MM-DD` date that exists, as days since 1970-01-01. */
 function dayOf (field: string, text: string): number {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text)
-  const ms = match === null ? NaN : Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]))
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD')
-  return ms / DAY_MS
+  const reading = readInstant(text, 'date')
+  if (!reading.ok) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD')
+  return reading.at / DAY_MS
 }
 
 /** The rules every key keeps, whichever door made or changed it. */

@@ -10,9 +10,10 @@ import {
   KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
-  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery, parseDateTime
+  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
 } from '../schemas/key.js'
 import { searchKeys } from '../keys/overview.js'
+import { readInstant } from '../instant.js'
 import { Type } from 'typebox'
 import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
@@ -176,9 +177,9 @@ function number (value: bigint | undefined): number | undefined {
 
 /** The schema has checked the text; this is its instant. */
 function instant (text: string): number {
-  const at = parseDateTime(text)
-  if (at === undefined) throw new Error(`a validated time does not parse: ${text}`)
-  return at
+  const reading = readInstant(text)
+  if (!reading.ok) throw new Error(`a validated time does not parse: ${text}`)
+  return reading.at
 }
 
 /** The rules of keys/manage.ts, answered as the admin API's errors. */

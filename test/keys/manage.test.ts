@@ -3,9 +3,10 @@ import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite.js'
 import type { Storage } from '../../src/db/storage.js'
 import {
-  KeyRevokedError, KeyRuleError, MAX_OVERLAP_SECONDS, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
+  KeyRevokedError, KeyRuleError, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
 } from '../../src/keys/manage.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from '../../src/keys/tokens.js'
+import { MAX_OVERLAP_SECONDS } from '../../src/domain.js'
 import { CLOCK_START } from '../support/fixtures.js'
 
 /** What `petstore keys create` asks for, on a free key unless told otherwise. */
