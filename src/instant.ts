@@ -34,7 +34,8 @@ export function readInstant (text: string, form: keyof typeof FORMS = 'time'): I
   const match = FORMS[form].exec(text)
   if (match === null) return { ok: false, reason: INSTANT_FORMAT }
   const [year, month, day] = match.slice(1, 4).map(Number) as [number, number, number]
-  const [hour, minute, second] = match.slice(4, 7).map((part) => part === undefined ? 0 : Number(part)) as [number, number, number]
+  // A bare date has no groups past the day: its time is midnight.
+  const [hour, minute, second] = [4, 5, 6].map((group) => Number(match[group] ?? 0)) as [number, number, number]
   // Date.UTC maps years 0-99 to 1900-1999 and rolls 30 February into March: set and read back.
   const date = new Date(0)
   date.setUTCFullYear(year, month - 1, day)

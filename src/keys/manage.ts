@@ -31,20 +31,46 @@ export interface KeyView {
 /** A key with its token, shown once, in the answer that made it. */
 export type KeyWithToken = KeyView & { token: string }
 
-/** A request that breaks a rule of keys; `field` names the input, as the admin API's body has it. */
+/**
+ * A request that breaks a rule of keys. `field` names the input as the
+ * admin API has it: a key's fields are in the body, what to read (`from`,
+ * `to`, `cursor`) in the query; the CLI names the option instead.
+ */
 export class KeyRuleError extends Error {
   override name = 'KeyRuleError'
-  constructor (readonly field: string, readonly reason: string) {
+  constructor (readonly field: string, readonly reason: string, readonly where: 'body' | 'query' = 'body') {
     super(`${field} ${reason}`)
   }
 }
+
+// The messages below are the words of both doors: the admin API answers them, the CLI prints them.
 
 /** A revoked key can be read, never changed or rolled: revoking is final. */
 export class KeyRevokedError extends Error {
   override name = 'KeyRevokedError'
   constructor (readonly id: number) {
-    super(`key ${id} is revoked; a revoked key cannot be changed`)
+    super(`The API key ${id} is revoked: it can be read, never changed or rolled.`)
   }
+}
+
+export class NoSuchKeyError extends Error {
+  override name = 'NoSuchKeyError'
+  constructor (readonly id: number) {
+    super(`No API key has the id ${id}.`)
+  }
+}
+
+export class UnknownTokenError extends Error {
+  override name = 'UnknownTokenError'
+  constructor () {
+    super('No API key was ever given this token.')
+  }
+}
+
+/** `key`, which the function that read it by `id` gave undefined when no key has that id. */
+export function existing<T> (id: number, key: T | undefined): T {
+  if (key === undefined) throw new NoSuchKeyError(id)
+  return key
 }
 
 export interface IssueKeyInput {
@@ -60,10 +86,16 @@ export interface IssueKeyInput {
   now: number
 }
 
+/** Refuses a key to issue that breaks a rule (KeyRuleError): what issueKey checks, for a door to check before it opens the storage. */
+export function checkNewKey (input: Omit<IssueKeyInput, 'name' | 'environment'>): void {
+  const scopes = inScopeOrder(input.scopes ?? SCOPES)
+  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt: input.expiresAt ?? null }, input.now)
+}
+
 export async function issueKey (storage: Storage, input: IssueKeyInput): Promise<KeyWithToken> {
+  checkNewKey(input)
   const scopes = inScopeOrder(input.scopes ?? SCOPES)
   const expiresAt = input.expiresAt ?? null
-  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt }, input.now)
   const token = generateToken(input.environment)
   const record = await storage.createApiKey({
     name: input.name,
@@ -124,9 +156,7 @@ export async function updateKey (storage: Storage, id: number, update: KeyUpdate
  * in its overlap stops at once. Same key: same id, limits, counters, ban.
  */
 export async function rollKey (storage: Storage, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken | undefined> {
-  if (!Number.isSafeInteger(expireCurrentInSeconds) || expireCurrentInSeconds < 0 || expireCurrentInSeconds > MAX_OVERLAP_SECONDS) {
-    throw new KeyRuleError('expireCurrentInSeconds', `must be a whole number of seconds from 0 to ${MAX_OVERLAP_SECONDS} (7 days)`)
-  }
+  checkOverlap(expireCurrentInSeconds)
   let token: string | undefined
   const rolled = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
@@ -140,6 +170,13 @@ export async function rollKey (storage: Storage, id: number, expireCurrentInSeco
     }
   })
   return rolled === undefined || token === undefined ? undefined : { ...view(rolled, now), token }
+}
+
+/** Refuses an overlap a roll may not give (KeyRuleError): 0 to 7 days, in whole seconds. */
+export function checkOverlap (expireCurrentInSeconds: number): void {
+  if (!Number.isSafeInteger(expireCurrentInSeconds) || expireCurrentInSeconds < 0 || expireCurrentInSeconds > MAX_OVERLAP_SECONDS) {
+    throw new KeyRuleError('expireCurrentInSeconds', `must be at most 7 days (${MAX_OVERLAP_SECONDS} seconds), in whole seconds from 0`)
+  }
 }
 
 /** Revokes a key, both its tokens; a key revoked before stays as it was. Undefined when no key has this id. */
@@ -189,8 +226,8 @@ export function usageSpan (range: { from?: string, to?: string }, now: number): 
   const today = Math.floor(now / DAY_MS)
   const to = range.to === undefined ? today : dayOf('to', range.to)
   const from = range.from === undefined ? to - DEFAULT_USAGE_DAYS + 1 : dayOf('from', range.from)
-  if (from > to) throw new KeyRuleError('from', 'must not be after the last day')
-  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before the last day`)
+  if (from > to) throw new KeyRuleError('from', 'must not be after the last day', 'query')
+  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before the last day`, 'query')
   return { from, to }
 }
 
@@ -208,7 +245,7 @@ export function everyDay (from: number, to: number, stored: ReadonlyArray<{ day:
 /** A `YYYY-MM-DD` date that exists, as days since 1970-01-01. */
 function dayOf (field: string, text: string): number {
   const reading = readInstant(text, 'date')
-  if (!reading.ok) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD')
+  if (!reading.ok) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD', 'query')
   return reading.at / DAY_MS
 }
 
@@ -218,9 +255,14 @@ function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number
     throw new KeyRuleError(key.perMinute === null ? 'perMinute' : 'perDay', 'is required for an enterprise key (with perDay and perMinute)')
   }
   if (key.scopes.length === 0) throw new KeyRuleError('scopes', `must name at least one of ${SCOPES.join(', ')}`)
-  if (key.expiresAt !== null && key.expiresAt <= now) throw new KeyRuleError('expiresAt', 'must be in the future')
+  if (key.expiresAt !== null) checkExpiry(key.expiresAt, now)
+}
+
+/** Refuses an expiry to give a key (KeyRuleError): it must lie ahead, and be one every answer can write. */
+export function checkExpiry (expiresAt: number, now: number): void {
+  if (expiresAt <= now) throw new KeyRuleError('expiresAt', 'must be in the future')
   // Stored, it would be written by every answer that shows the key: one no answer can write would break them all.
-  if (key.expiresAt !== null && !isWritableInstant(key.expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
+  if (!isWritableInstant(expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
 }
 
 /** A stored key as operators see it at `now`. */

@@ -93,7 +93,7 @@ function decodeCursor (secret: KeyObject, sort: KeySort, cursor: string): { id: 
   const signed = bytes.length > MAC_BYTES && bytes.toString('base64url') === cursor && timingSafeEqual(bytes.subarray(payload.length), mac(secret, payload))
   const match = signed ? CURSOR_PAYLOAD.exec(payload.toString()) : null
   if (match === null || match[1] !== sort) {
-    throw new KeyRuleError('cursor', `is not one this list made for sort=${sort}: copy it from the Link header of the previous page, with the same sort`)
+    throw new KeyRuleError('cursor', `is not one this list made for sort=${sort}: copy it from the Link header of the previous page, with the same sort`, 'query')
   }
   return { id: Number(match[3]), lastUsedAt: match[2] === 'never' ? null : Number(match[2]) }
 }

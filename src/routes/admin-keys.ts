@@ -1,13 +1,13 @@
 // The admin API's operations on keys (README: Managing keys). The admin
 // token has been checked (plugins/admin-auth.ts) and the request validated
 // before a handler runs; handlers call keys/manage.ts, the same functions
-// as the `petstore keys` commands, and shape the answer.
+// as the `petstore keys` commands, and shape the answer; their refusals
+// become the admin API's errors in plugins/errors.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
-import { Errors } from '../errors.js'
 import {
-  KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
+  UnknownTokenError, existing, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
   DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
@@ -35,12 +35,6 @@ const NEXT_KEYS = {
 }
 
 const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (app, { storage, environment, now }) => {
-  /** A key that must exist: 404 otherwise. */
-  const found = <T>(id: number, key: T | undefined): T => {
-    if (key === undefined) throw Errors.noSuchKey(id)
-    return key
-  }
-
   app.post('/keys', {
     schema: {
       operationId: 'createKey',
@@ -52,9 +46,9 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request, reply) => {
     const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
-    const key = await asApiErrors(async () => await issueKey(storage, {
+    const key = await issueKey(storage, {
       plan, name: name ?? '', perMinute: number(perMinute), perDay: number(perDay), scopes, expiresAt: expiresAt === undefined ? null : instant(expiresAt), environment, now: now()
-    }))
+    })
     return reply.code(201).send(key)
   })
 
@@ -69,7 +63,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_KEY_PAGE_SIZE, cursor, q, state, plan, sort } = request.query
-    const { keys, next } = await asApiErrors(async () => await searchKeys(storage, now(), { limit, cursor, search: q, state, plan, sort }), 'query')
+    const { keys, next } = await searchKeys(storage, now(), { limit, cursor, search: q, state, plan, sort })
     if (next !== undefined) {
       const query = new URLSearchParams({ limit: String(limit) })
       for (const [name, value] of Object.entries({ q, state, plan, sort })) if (value !== undefined) query.set(name, value)
@@ -87,7 +81,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       params: KeyIdParams,
       response: { 200: withHeaders(Key, 'The key.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
-  }, async (request) => found(request.params.id, await showKey(storage, request.params.id, now())))
+  }, async (request) => existing(request.params.id, await showKey(storage, request.params.id, now())))
 
   app.patch('/keys/:id', {
     schema: {
@@ -109,7 +103,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       perDay: perDay === null ? null : number(perDay),
       expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : instant(expiresAt)
     }
-    return found(request.params.id, await asApiErrors(async () => await updateKey(storage, request.params.id, update, now())))
+    return existing(request.params.id, await updateKey(storage, request.params.id, update, now()))
   })
 
   app.post('/keys/:id/roll', {
@@ -123,8 +117,8 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       response: { 201: withHeaders(KeyWithToken, 'The key, and its new token.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404, 409], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request, reply) => {
-    const key = await asApiErrors(async () => await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now()))
-    return reply.code(201).send(found(request.params.id, key))
+    const key = await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())
+    return reply.code(201).send(existing(request.params.id, key))
   })
 
   app.delete('/keys/:id', {
@@ -137,7 +131,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       // Content sent with a DELETE is read as any body (400, 413, 415), then ignored.
       response: { 200: withHeaders(Key, 'The key, revoked.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
-  }, async (request) => found(request.params.id, await revokeKey(storage, request.params.id, now())))
+  }, async (request) => existing(request.params.id, await revokeKey(storage, request.params.id, now())))
 
   app.get('/keys/:id/usage', {
     schema: {
@@ -150,8 +144,8 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       response: { 200: withHeaders(KeyUsageDays, 'The key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
-    const days = await asApiErrors(async () => await keyUsage(storage, request.params.id, request.query, now()), 'query')
-    return found(request.params.id, days)
+    const days = await keyUsage(storage, request.params.id, request.query, now())
+    return existing(request.params.id, days)
   })
 
   app.post('/keys/lookup', {
@@ -165,7 +159,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request) => {
     const key = await findKey(storage, request.body.token, now())
-    if (key === undefined) throw Errors.noKeyForToken()
+    if (key === undefined) throw new UnknownTokenError()
     return key
   })
 }
@@ -180,17 +174,6 @@ function instant (text: string): number {
   const reading = readInstant(text)
   if (!reading.ok) throw new Error(`a validated time does not parse: ${text}`)
   return reading.at
-}
-
-/** The rules of keys/manage.ts, answered as the admin API's errors. */
-export async function asApiErrors<T> (work: () => Promise<T>, part: 'body' | 'query' = 'body'): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    if (error instanceof KeyRuleError) throw Errors.invalidRequest(`${part}.${error.field} ${error.reason}`, [{ field: `${part}.${error.field}`, reason: error.reason }])
-    if (error instanceof KeyRevokedError) throw Errors.keyRevoked(error.id)
-    throw error
-  }
 }
 
 export default adminKeyRoutes
