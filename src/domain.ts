@@ -22,6 +22,14 @@ export const KEY_STATES = ['active', 'expired', 'revoked'] as const
 /** The orders keys are listed in: by id, or by last use. */
 export const KEY_SORTS = ['id', 'lastUsed'] as const
 
+/**
+ * Which of its tokens a key was found by: its current one; the one before
+ * it, while a roll's overlap runs; or one it no longer accepts, rolled away
+ * from (or whose overlap ended when the key was revoked).
+ */
+export const MATCHED_TOKENS = ['current', 'previous', 'former'] as const
+export type MatchedToken = typeof MATCHED_TOKENS[number]
+
 /** The longest overlap a roll may give the token it replaces: 7 days. */
 export const MAX_OVERLAP_SECONDS = 604_800
 /** The overlap the console offers first when rolling: a day, time enough to deploy the new token. */

@@ -4,7 +4,7 @@
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
 import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
-import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
+import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type MatchedToken, type Plan, type Scope } from '../domain.js'
 import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
@@ -185,6 +185,12 @@ export async function revokeKey (storage: Storage, id: number, now: number): Pro
   return key === undefined ? undefined : view(key, now)
 }
 
+/** A key found by a token, and which of its tokens that is. */
+export interface FoundKey {
+  key: KeyView
+  matchedToken: MatchedToken
+}
+
 /**
  * The key a token belongs to, in any state: by its current token, its
  * previous one, or any it had before and was rolled away from, since a
@@ -192,10 +198,18 @@ export async function revokeKey (storage: Storage, id: number, now: number): Pro
  * before the key is revoked. Undefined for a token no key was ever given,
  * or that is not a petstore token.
  */
-export async function findKey (storage: Storage, token: string, now: number): Promise<KeyView | undefined> {
+export async function findKey (storage: Storage, token: string, now: number): Promise<FoundKey | undefined> {
   if (!inspectToken(token).ok) return undefined
-  const key = await storage.findApiKeyByIssuedToken(hashToken(token))
-  return key === undefined ? undefined : view(key, now)
+  const hash = hashToken(token)
+  const match = await storage.findApiKeyByTokenHash(hash)
+  if (match !== undefined) {
+    const key = view(match.key, now)
+    if (!match.previous) return { key, matchedToken: 'current' }
+    // The view shows the overlap only while the previous token is accepted.
+    if (key.previousTokenExpiresAt !== null) return { key, matchedToken: 'previous' }
+  }
+  const key = match?.key ?? await storage.findApiKeyByIssuedToken(hash)
+  return key === undefined ? undefined : { key: view(key, now), matchedToken: 'former' }
 }
 
 /** One UTC day of a key's requests. */

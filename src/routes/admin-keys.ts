@@ -10,7 +10,7 @@ import {
   UnknownTokenError, existing, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
-  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
+  DEFAULT_KEY_PAGE_SIZE, FoundKey, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
 } from '../schemas/key.js'
 import { searchKeys } from '../keys/overview.js'
 import { readInstant } from '../instant.js'
@@ -155,12 +155,12 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'The key a token belongs to, whatever the key\'s state: by its current token, its previous one, or any it was rolled away from (an alert may come after the roll). The step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
       tags: ['keys'],
       body: TokenLookup,
-      response: { 200: withHeaders(Key, 'The key the token belongs to.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: { 200: withHeaders(FoundKey, 'The key the token belongs to, and which of its tokens it is.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
-    const key = await findKey(storage, request.body.token, now())
-    if (key === undefined) throw new UnknownTokenError()
-    return key
+    const found = await findKey(storage, request.body.token, now())
+    if (found === undefined) throw new UnknownTokenError()
+    return { ...found.key, matchedToken: found.matchedToken }
   })
 }
 

@@ -2,7 +2,7 @@
 // it, and what each operation takes. Written once: they validate requests,
 // serialize answers, type the handlers and make the admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
-import { KEY_SORTS, KEY_STATES, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, PLANS, SCOPES, type Scope } from '../domain.js'
+import { KEY_SORTS, KEY_STATES, MATCHED_TOKENS, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, PLANS, SCOPES, type Scope } from '../domain.js'
 import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../instant.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'
 
@@ -97,6 +97,13 @@ export const KeyWithToken = Type.Object({
   ...Key.properties,
   token: Type.String({ minLength: 45, maxLength: 45, pattern: '^pet_(live|test)_[0-9A-Za-z]{36}$', description: 'The key\'s new token, shown only in this answer: store it now. Send it as `Authorization: Bearer <token>`.' })
 }, { $id: 'KeyWithToken', additionalProperties: false, title: 'KeyWithToken', description: 'An API key and its new token.' })
+
+export const FoundKey = Type.Object({
+  ...Key.properties,
+  matchedToken: StringEnum(MATCHED_TOKENS, {
+    description: 'Which of the key\'s tokens was sent: `current`; `previous`, the one the last roll replaced, accepted until `previousTokenExpiresAt`; or `former`, one the key no longer accepts (rolled away from, or its overlap ended by revoking the key).'
+  })
+}, { $id: 'FoundKey', additionalProperties: false, title: 'FoundKey', description: 'An API key found by one of its tokens, never the token, and which of its tokens that is.' })
 
 export const Keys = Type.Array(Key, { $id: 'Keys', maxItems: MAX_KEY_PAGE_SIZE, title: 'Keys', description: 'A page of keys, ordered by id.' })
 

@@ -194,9 +194,9 @@ export function addKeysCommands (program: Command): void {
       if (!inspectToken(token).ok) {
         throw new CommandFailure('standard input does not hold a petstore token (pet_live_… or pet_test_…, with its checksum), alone on one line')
       }
-      const key = await withStorage(async (storage) => await findKey(storage, token, Date.now()))
-      if (key === undefined) throw new UnknownTokenError()
-      writeKey(key, options.json)
+      const found = await withStorage(async (storage) => await findKey(storage, token, Date.now()))
+      if (found === undefined) throw new UnknownTokenError()
+      writeKey(found.key, options.json)
     })
 
   keys.command('revoke')
