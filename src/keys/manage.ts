@@ -67,7 +67,7 @@ export class UnknownTokenError extends Error {
   }
 }
 
-/** `key`, which the function that read it by `id` gave undefined when no key has that id. */
+/** What a read by `id` found, or NoSuchKeyError where it found nothing (undefined): both doors answer a missing key alike. */
 export function existing<T> (id: number, key: T | undefined): T {
   if (key === undefined) throw new NoSuchKeyError(id)
   return key
