@@ -17,6 +17,29 @@ export type PetStatus = typeof PET_STATUSES[number]
 export const SCOPES = ['pets:read', 'pets:write'] as const
 export type Scope = typeof SCOPES[number]
 
+/** The states a key is listed in: `expired` once its `expiresAt` has passed. */
+export const KEY_STATES = ['active', 'expired', 'revoked'] as const
+/** The orders keys are listed in: by id, or by last use. */
+export const KEY_SORTS = ['id', 'lastUsed'] as const
+
+/**
+ * Which of its tokens a key was found by: its current one; the one before
+ * it, while a roll's overlap runs; or one it no longer accepts, rolled away
+ * from (or whose overlap ended when the key was revoked).
+ */
+export const MATCHED_TOKENS = ['current', 'previous', 'former'] as const
+export type MatchedToken = typeof MATCHED_TOKENS[number]
+
+/** The longest overlap a roll may give the token it replaces: 7 days. */
+export const MAX_OVERLAP_SECONDS = 604_800
+/** The overlap the console offers first when rolling: a day, time enough to deploy the new token. */
+export const DEFAULT_OVERLAP_SECONDS = 86_400
+/** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
+export const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
+
+/** The most days one usage report covers. */
+export const MAX_USAGE_DAYS = 366
+
 /** The known scopes among those given, once each, in SCOPES order: how a key's scopes are kept and shown. */
 export function inScopeOrder (given: readonly string[]): Scope[] {
   return SCOPES.filter((scope) => given.includes(scope))

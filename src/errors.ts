@@ -148,9 +148,9 @@ export const Errors = {
   idempotencyKeyInUse: () => new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry after it completes.', {
     headers: { 'retry-after': '1' }
   }),
-  noSuchKey: (id: number) => new ApiError('not_found', `No API key has the id ${id}.`),
-  noKeyForToken: () => new ApiError('not_found', 'No API key was ever given this token.'),
-  keyRevoked: (id: number) => new ApiError('key_revoked', `The API key ${id} is revoked: it can be read, never changed or rolled.`),
+  // The words of keys/manage.ts's errors, which the `petstore keys` commands print too.
+  noSuchKey: (message: string) => new ApiError('not_found', message),
+  keyRevoked: (message: string) => new ApiError('key_revoked', message),
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
 

@@ -208,7 +208,7 @@ for (const configuration of CONFIGURATIONS) {
         assert.equal((text.json() as { code: string }).code, 'unsupported_media_type')
       })
 
-      it('When a token is looked up, current or previous, then 200 with its key; an unknown token or a non-token, 404', async () => {
+      it('When a token is looked up, current or previous, then 200 with its key and which token it is; an unknown token or a non-token, 404', async () => {
         // Arrange
         const made = await create({ plan: 'free', name: 'leaked' })
         const rolled = (await post(`/admin/v1/keys/${made.id}/roll`, { expireCurrentInSeconds: 60 })).json() as KeyBody
@@ -221,14 +221,29 @@ for (const configuration of CONFIGURATIONS) {
 
         // Assert
         const { token: _, ...expected } = rolled
-        for (const response of [byCurrent, byPrevious]) {
-          assert.equal(response.statusCode, 200)
-          assert.deepEqual(response.json(), expected)
-        }
+        assert.equal(byCurrent.statusCode, 200)
+        assert.deepEqual(byCurrent.json(), { ...expected, matchedToken: 'current' })
+        assert.equal(byPrevious.statusCode, 200)
+        assert.deepEqual(byPrevious.json(), { ...expected, matchedToken: 'previous' })
         for (const response of [unknown, notAToken]) {
           assert.equal(response.statusCode, 404)
           assert.equal(errorOf(response).code, 'not_found')
         }
+      })
+
+      it('When a token is looked up after its overlap has ended, then 200 with its key, which says the token is a former one and shows no overlap', async () => {
+        // Arrange
+        const made = await create({ plan: 'free', name: 'rolled long ago' })
+        const rolled = (await post(`/admin/v1/keys/${made.id}/roll`, { expireCurrentInSeconds: 60 })).json() as KeyBody
+        t.clock.advance(60_000)
+
+        // Act
+        const byFormer = await post('/admin/v1/keys/lookup', { token: made.token })
+
+        // Assert
+        const { token: _, ...expected } = rolled
+        assert.equal(byFormer.statusCode, 200)
+        assert.deepEqual(byFormer.json(), { ...expected, previousTokenExpiresAt: null, matchedToken: 'former' })
       })
     })
 

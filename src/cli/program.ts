@@ -4,7 +4,7 @@ import { Command } from 'commander'
 import { loadConfig } from '../config.js'
 import { serve } from '../server.js'
 import { asDatabaseFailure } from './database.js'
-import { addKeysCommands } from './keys.js'
+import { addKeysCommands } from './keys/commands.js'
 import { addStoreCommands } from './store.js'
 
 const SERVE_ENVIRONMENT = `

@@ -4,9 +4,9 @@
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
 import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
-import { SCOPES, inScopeOrder, type Environment, type Plan, type Scope } from '../domain.js'
+import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type MatchedToken, type Plan, type Scope } from '../domain.js'
+import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
-import { INSTANT_RANGE, isWritableInstant, writableInstant } from './instant.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
 
 /** A key as operators see it; times are RFC 3339 strings in UTC. */
@@ -31,23 +31,46 @@ export interface KeyView {
 /** A key with its token, shown once, in the answer that made it. */
 export type KeyWithToken = KeyView & { token: string }
 
-/** The longest overlap a roll may give the token it replaces: 7 days. */
-export const MAX_OVERLAP_SECONDS = 604_800
-
-/** A request that breaks a rule of keys; `field` names the input, as the admin API's body has it. */
+/**
+ * A request that breaks a rule of keys. `field` names the input as the
+ * admin API has it: a key's fields are in the body, what to read (`from`,
+ * `to`, `cursor`) in the query; the CLI names the option instead.
+ */
 export class KeyRuleError extends Error {
   override name = 'KeyRuleError'
-  constructor (readonly field: string, readonly reason: string) {
+  constructor (readonly field: string, readonly reason: string, readonly where: 'body' | 'query' = 'body') {
     super(`${field} ${reason}`)
   }
 }
+
+// The messages below are the words of both doors: the admin API answers them, the CLI prints them.
 
 /** A revoked key can be read, never changed or rolled: revoking is final. */
 export class KeyRevokedError extends Error {
   override name = 'KeyRevokedError'
   constructor (readonly id: number) {
-    super(`key ${id} is revoked; a revoked key cannot be changed`)
+    super(`The API key ${id} is revoked: it can be read, never changed or rolled.`)
   }
+}
+
+export class NoSuchKeyError extends Error {
+  override name = 'NoSuchKeyError'
+  constructor (readonly id: number) {
+    super(`No API key has the id ${id}.`)
+  }
+}
+
+export class UnknownTokenError extends Error {
+  override name = 'UnknownTokenError'
+  constructor () {
+    super('No API key was ever given this token.')
+  }
+}
+
+/** What a read by `id` found, or NoSuchKeyError where it found nothing (undefined): both doors answer a missing key alike. */
+export function existing<T> (id: number, key: T | undefined): T {
+  if (key === undefined) throw new NoSuchKeyError(id)
+  return key
 }
 
 export interface IssueKeyInput {
@@ -63,10 +86,16 @@ export interface IssueKeyInput {
   now: number
 }
 
+/** Refuses a key to issue that breaks a rule (KeyRuleError): what issueKey checks, for a door to check before it opens the storage. */
+export function checkNewKey (input: Omit<IssueKeyInput, 'name' | 'environment'>): void {
+  const scopes = inScopeOrder(input.scopes ?? SCOPES)
+  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt: input.expiresAt ?? null }, input.now)
+}
+
 export async function issueKey (storage: Storage, input: IssueKeyInput): Promise<KeyWithToken> {
+  checkNewKey(input)
   const scopes = inScopeOrder(input.scopes ?? SCOPES)
   const expiresAt = input.expiresAt ?? null
-  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt }, input.now)
   const token = generateToken(input.environment)
   const record = await storage.createApiKey({
     name: input.name,
@@ -127,9 +156,7 @@ export async function updateKey (storage: Storage, id: number, update: KeyUpdate
  * in its overlap stops at once. Same key: same id, limits, counters, ban.
  */
 export async function rollKey (storage: Storage, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken | undefined> {
-  if (!Number.isSafeInteger(expireCurrentInSeconds) || expireCurrentInSeconds < 0 || expireCurrentInSeconds > MAX_OVERLAP_SECONDS) {
-    throw new KeyRuleError('expireCurrentInSeconds', `must be a whole number of seconds from 0 to ${MAX_OVERLAP_SECONDS} (7 days)`)
-  }
+  checkOverlap(expireCurrentInSeconds)
   let token: string | undefined
   const rolled = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
@@ -145,10 +172,23 @@ export async function rollKey (storage: Storage, id: number, expireCurrentInSeco
   return rolled === undefined || token === undefined ? undefined : { ...view(rolled, now), token }
 }
 
+/** Refuses an overlap a roll may not give (KeyRuleError): 0 to 7 days, in whole seconds. */
+export function checkOverlap (expireCurrentInSeconds: number): void {
+  if (!Number.isSafeInteger(expireCurrentInSeconds) || expireCurrentInSeconds < 0 || expireCurrentInSeconds > MAX_OVERLAP_SECONDS) {
+    throw new KeyRuleError('expireCurrentInSeconds', `must be at most 7 days (${MAX_OVERLAP_SECONDS} seconds), in whole seconds from 0`)
+  }
+}
+
 /** Revokes a key, both its tokens; a key revoked before stays as it was. Undefined when no key has this id. */
 export async function revokeKey (storage: Storage, id: number, now: number): Promise<KeyView | undefined> {
   const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {})
   return key === undefined ? undefined : view(key, now)
+}
+
+/** A key found by a token, and which of its tokens that is. */
+export interface FoundKey {
+  key: KeyView
+  matchedToken: MatchedToken
 }
 
 /**
@@ -158,10 +198,18 @@ export async function revokeKey (storage: Storage, id: number, now: number): Pro
  * before the key is revoked. Undefined for a token no key was ever given,
  * or that is not a petstore token.
  */
-export async function findKey (storage: Storage, token: string, now: number): Promise<KeyView | undefined> {
+export async function findKey (storage: Storage, token: string, now: number): Promise<FoundKey | undefined> {
   if (!inspectToken(token).ok) return undefined
-  const key = await storage.findApiKeyByIssuedToken(hashToken(token))
-  return key === undefined ? undefined : view(key, now)
+  const hash = hashToken(token)
+  const match = await storage.findApiKeyByTokenHash(hash)
+  if (match !== undefined) {
+    const key = view(match.key, now)
+    if (!match.previous) return { key, matchedToken: 'current' }
+    // The view shows the overlap only while the previous token is accepted.
+    if (key.previousTokenExpiresAt !== null) return { key, matchedToken: 'previous' }
+  }
+  const key = match?.key ?? await storage.findApiKeyByIssuedToken(hash)
+  return key === undefined ? undefined : { key: view(key, now), matchedToken: 'former' }
 }
 
 /** One UTC day of a key's requests. */
@@ -174,9 +222,6 @@ export interface DayUsage {
 
 /** The days a usage report covers when none are given, today included. */
 const DEFAULT_USAGE_DAYS = 30
-/** The most days one report covers. */
-export const MAX_USAGE_DAYS = 366
-const DAY_MS = 86_400_000
 
 /**
  * A key's requests per UTC day, from `from` to `to` (`YYYY-MM-DD`, both
@@ -195,8 +240,8 @@ export function usageSpan (range: { from?: string, to?: string }, now: number): 
   const today = Math.floor(now / DAY_MS)
   const to = range.to === undefined ? today : dayOf('to', range.to)
   const from = range.from === undefined ? to - DEFAULT_USAGE_DAYS + 1 : dayOf('from', range.from)
-  if (from > to) throw new KeyRuleError('from', 'must not be after the last day')
-  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before the last day`)
+  if (from > to) throw new KeyRuleError('from', 'must not be after the last day', 'query')
+  if (to - from + 1 > MAX_USAGE_DAYS) throw new KeyRuleError('from', `must be at most ${MAX_USAGE_DAYS} days before the last day`, 'query')
   return { from, to }
 }
 
@@ -213,10 +258,9 @@ export function everyDay (from: number, to: number, stored: ReadonlyArray<{ day:
 
 /** A `YYYY-MM-DD` date that exists, as days since 1970-01-01. */
 function dayOf (field: string, text: string): number {
-  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text)
-  const ms = match === null ? NaN : Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]))
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== text) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD')
-  return ms / DAY_MS
+  const reading = readInstant(text, 'date')
+  if (!reading.ok) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD', 'query')
+  return reading.at / DAY_MS
 }
 
 /** The rules every key keeps, whichever door made or changed it. */
@@ -225,9 +269,14 @@ function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number
     throw new KeyRuleError(key.perMinute === null ? 'perMinute' : 'perDay', 'is required for an enterprise key (with perDay and perMinute)')
   }
   if (key.scopes.length === 0) throw new KeyRuleError('scopes', `must name at least one of ${SCOPES.join(', ')}`)
-  if (key.expiresAt !== null && key.expiresAt <= now) throw new KeyRuleError('expiresAt', 'must be in the future')
+  if (key.expiresAt !== null) checkExpiry(key.expiresAt, now)
+}
+
+/** Refuses an expiry to give a key (KeyRuleError): it must lie ahead, and be one every answer can write. */
+export function checkExpiry (expiresAt: number, now: number): void {
+  if (expiresAt <= now) throw new KeyRuleError('expiresAt', 'must be in the future')
   // Stored, it would be written by every answer that shows the key: one no answer can write would break them all.
-  if (key.expiresAt !== null && !isWritableInstant(key.expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
+  if (!isWritableInstant(expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
 }
 
 /** A stored key as operators see it at `now`. */

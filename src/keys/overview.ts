@@ -5,21 +5,19 @@
 // a key may take). Plain functions over the storage, as keys/manage.ts.
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 import type { DayTotals, KeyState, Storage } from '../db/storage.js'
-import { PLANS, SCOPES, type Plan, type Scope } from '../domain.js'
+import {
+  DEFAULT_OVERLAP_SECONDS, KEY_SORTS, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS, type Plan, type Scope
+} from '../domain.js'
+import { DAY_MS } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
-import { KeyRuleError, MAX_OVERLAP_SECONDS, everyDay, usageSpan, view, type DayUsage, type KeyView } from './manage.js'
+import { KeyRuleError, everyDay, usageSpan, view, type DayUsage, type KeyView } from './manage.js'
 
-export const KEY_STATES = ['active', 'expired', 'revoked'] as const satisfies readonly KeyState[]
-export const KEY_SORTS = ['id', 'lastUsed'] as const
+// The storage's states and the listed ones are the same words.
+KEY_STATES satisfies readonly KeyState[]
 type KeySort = typeof KEY_SORTS[number]
 
 /** How many of the busiest keys the overview names. */
 const BUSIEST_KEYS = 10
-const DAY_MS = 86_400_000
-/** The overlap the console offers first when rolling: a day, time enough to deploy the new token. */
-const DEFAULT_OVERLAP_SECONDS = 86_400
-/** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
-export const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
 
 export interface KeyQuery {
   /** A substring of the name or token hint, case ignored, or a key's id. */
@@ -95,7 +93,7 @@ function decodeCursor (secret: KeyObject, sort: KeySort, cursor: string): { id: 
   const signed = bytes.length > MAC_BYTES && bytes.toString('base64url') === cursor && timingSafeEqual(bytes.subarray(payload.length), mac(secret, payload))
   const match = signed ? CURSOR_PAYLOAD.exec(payload.toString()) : null
   if (match === null || match[1] !== sort) {
-    throw new KeyRuleError('cursor', `is not one this list made for sort=${sort}: copy it from the Link header of the previous page, with the same sort`)
+    throw new KeyRuleError('cursor', `is not one this list made for sort=${sort}: copy it from the Link header of the previous page, with the same sort`, 'query')
   }
   return { id: Number(match[3]), lastUsedAt: match[2] === 'never' ? null : Number(match[2]) }
 }

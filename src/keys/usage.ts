@@ -4,12 +4,12 @@
 // (docs/INTERNALS.md, section "Usage").
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
+import { DAY_MS } from '../instant.js'
 
 /** How often counts are written, at most (docs/OPERATING.md: Usage): at most this much is lost to a `kill -9`. */
 export const FLUSH_MS = 10_000
 /** Keys and days waiting to be written, at most. */
 export const MAX_USAGE_ENTRIES = 100_000
-const DAY_MS = 86_400_000
 
 type UsageOutcome = 'admitted' | 'refused'
 

@@ -7,12 +7,12 @@ import { ADMIN_REQUESTS_PER_MINUTE } from './admin-auth.js'
 import swagger from '@fastify/swagger'
 import { AdminErrorBody } from '../schemas/error.js'
 import type { JsonSchema } from '../schemas/kinds.js'
-import { Key, KeyChanges, KeyUsageDays, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
+import { FoundKey, Key, KeyChanges, KeyUsageDays, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
 import { REQUEST_ID_PARAMETER } from '../schemas/responses.js'
 import { headerObject, plain, referToComponents, referToRootSchemas } from './openapi.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
-const SCHEMAS: JsonSchema[] = [Key, KeyWithToken, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays, AdminErrorBody]
+const SCHEMAS: JsonSchema[] = [Key, KeyWithToken, FoundKey, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays, AdminErrorBody]
 
 export const ADMIN_PREFIX = '/admin/v1'
 

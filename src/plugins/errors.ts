@@ -6,6 +6,7 @@ import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, Errors, StorageUnavailableError, errorBody } from '../errors.js'
 import { JsonBodyError } from '../json.js'
+import { KeyRevokedError, KeyRuleError, NoSuchKeyError, UnknownTokenError } from '../keys/manage.js'
 import { toDetails, type ValidationIssue } from '../schemas/validator.js'
 
 /**
@@ -37,6 +38,8 @@ export function toApiError (error: FastifyError | Error): ApiError | undefined {
   if (error instanceof ApiError) return error
   if (error instanceof JsonBodyError) return Errors.invalidJson(error.message)
   if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()
+  const ofKeys = keyError(error)
+  if (ofKeys !== undefined) return ofKeys
   const fastifyError = error as FastifyError
   if (fastifyError.validation !== undefined) {
     const part = PARTS[fastifyError.validationContext ?? 'body'] ?? 'body'
@@ -48,6 +51,17 @@ export function toApiError (error: FastifyError | Error): ApiError | undefined {
   if (known !== undefined) return known()
   const byStatus = fastifyError.statusCode === undefined ? undefined : STATUS_ERRORS[fastifyError.statusCode]
   return byStatus?.()
+}
+
+/** The refusals of keys/manage.ts, the same for the admin API and the CLI, in the catalogue's terms. */
+function keyError (error: Error): ApiError | undefined {
+  if (error instanceof KeyRuleError) {
+    const field = `${error.where}.${error.field}`
+    return Errors.invalidRequest(`${field} ${error.reason}`, [{ field, reason: error.reason }])
+  }
+  if (error instanceof KeyRevokedError) return Errors.keyRevoked(error.message)
+  if (error instanceof NoSuchKeyError || error instanceof UnknownTokenError) return Errors.noSuchKey(error.message)
+  return undefined
 }
 
 declare module 'fastify' {

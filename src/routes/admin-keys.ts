@@ -1,18 +1,19 @@
 // The admin API's operations on keys (docs/KEYS.md: The admin API). The admin
 // token has been checked (plugins/admin-auth.ts) and the request validated
 // before a handler runs; handlers call keys/manage.ts, the same functions
-// as the `petstore keys` commands, and shape the answer.
+// as the `petstore keys` commands, and shape the answer; their refusals
+// become the admin API's errors in plugins/errors.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
-import { Errors } from '../errors.js'
 import {
-  KeyRevokedError, KeyRuleError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
+  UnknownTokenError, existing, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
-  DEFAULT_KEY_PAGE_SIZE, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery, parseDateTime
+  DEFAULT_KEY_PAGE_SIZE, FoundKey, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
 } from '../schemas/key.js'
 import { searchKeys } from '../keys/overview.js'
+import { readInstant } from '../instant.js'
 import { Type } from 'typebox'
 import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
@@ -34,12 +35,6 @@ const NEXT_KEYS = {
 }
 
 const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (app, { storage, environment, now }) => {
-  /** A key that must exist: 404 otherwise. */
-  const found = <T>(id: number, key: T | undefined): T => {
-    if (key === undefined) throw Errors.noSuchKey(id)
-    return key
-  }
-
   app.post('/keys', {
     schema: {
       operationId: 'createKey',
@@ -51,9 +46,9 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request, reply) => {
     const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
-    const key = await asApiErrors(async () => await issueKey(storage, {
+    const key = await issueKey(storage, {
       plan, name: name ?? '', perMinute: number(perMinute), perDay: number(perDay), scopes, expiresAt: expiresAt === undefined ? null : instant(expiresAt), environment, now: now()
-    }))
+    })
     return reply.code(201).send(key)
   })
 
@@ -68,7 +63,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_KEY_PAGE_SIZE, cursor, q, state, plan, sort } = request.query
-    const { keys, next } = await asApiErrors(async () => await searchKeys(storage, now(), { limit, cursor, search: q, state, plan, sort }), 'query')
+    const { keys, next } = await searchKeys(storage, now(), { limit, cursor, search: q, state, plan, sort })
     if (next !== undefined) {
       const query = new URLSearchParams({ limit: String(limit) })
       for (const [name, value] of Object.entries({ q, state, plan, sort })) if (value !== undefined) query.set(name, value)
@@ -86,7 +81,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       params: KeyIdParams,
       response: { 200: withHeaders(Key, 'The key.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
-  }, async (request) => found(request.params.id, await showKey(storage, request.params.id, now())))
+  }, async (request) => existing(request.params.id, await showKey(storage, request.params.id, now())))
 
   app.patch('/keys/:id', {
     schema: {
@@ -108,7 +103,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       perDay: perDay === null ? null : number(perDay),
       expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : instant(expiresAt)
     }
-    return found(request.params.id, await asApiErrors(async () => await updateKey(storage, request.params.id, update, now())))
+    return existing(request.params.id, await updateKey(storage, request.params.id, update, now()))
   })
 
   app.post('/keys/:id/roll', {
@@ -122,8 +117,8 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       response: { 201: withHeaders(KeyWithToken, 'The key, and its new token.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404, 409], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request, reply) => {
-    const key = await asApiErrors(async () => await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now()))
-    return reply.code(201).send(found(request.params.id, key))
+    const key = await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())
+    return reply.code(201).send(existing(request.params.id, key))
   })
 
   app.delete('/keys/:id', {
@@ -136,7 +131,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       // Content sent with a DELETE is read as any body (400, 413, 415), then ignored.
       response: { 200: withHeaders(Key, 'The key, revoked.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
-  }, async (request) => found(request.params.id, await revokeKey(storage, request.params.id, now())))
+  }, async (request) => existing(request.params.id, await revokeKey(storage, request.params.id, now())))
 
   app.get('/keys/:id/usage', {
     schema: {
@@ -149,8 +144,8 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       response: { 200: withHeaders(KeyUsageDays, 'The key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
-    const days = await asApiErrors(async () => await keyUsage(storage, request.params.id, request.query, now()), 'query')
-    return found(request.params.id, days)
+    const days = await keyUsage(storage, request.params.id, request.query, now())
+    return existing(request.params.id, days)
   })
 
   app.post('/keys/lookup', {
@@ -160,12 +155,12 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'The key a token belongs to, whatever the key\'s state: by its current token, its previous one, or any it was rolled away from (an alert may come after the roll). The step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
       tags: ['keys'],
       body: TokenLookup,
-      response: { 200: withHeaders(Key, 'The key the token belongs to.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: { 200: withHeaders(FoundKey, 'The key the token belongs to, and which of its tokens it is.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
   }, async (request) => {
-    const key = await findKey(storage, request.body.token, now())
-    if (key === undefined) throw Errors.noKeyForToken()
-    return key
+    const found = await findKey(storage, request.body.token, now())
+    if (found === undefined) throw new UnknownTokenError()
+    return { ...found.key, matchedToken: found.matchedToken }
   })
 }
 
@@ -176,20 +171,9 @@ function number (value: bigint | undefined): number | undefined {
 
 /** The schema has checked the text; this is its instant. */
 function instant (text: string): number {
-  const at = parseDateTime(text)
-  if (at === undefined) throw new Error(`a validated time does not parse: ${text}`)
-  return at
-}
-
-/** The rules of keys/manage.ts, answered as the admin API's errors. */
-export async function asApiErrors<T> (work: () => Promise<T>, part: 'body' | 'query' = 'body'): Promise<T> {
-  try {
-    return await work()
-  } catch (error) {
-    if (error instanceof KeyRuleError) throw Errors.invalidRequest(`${part}.${error.field} ${error.reason}`, [{ field: `${part}.${error.field}`, reason: error.reason }])
-    if (error instanceof KeyRevokedError) throw Errors.keyRevoked(error.id)
-    throw error
-  }
+  const reading = readInstant(text)
+  if (!reading.ok) throw new Error(`a validated time does not parse: ${text}`)
+  return reading.at
 }
 
 export default adminKeyRoutes

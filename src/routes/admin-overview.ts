@@ -8,7 +8,7 @@ import { overview, totalUsage } from '../keys/overview.js'
 import { KeyUsageDays, UsageQuery } from '../schemas/key.js'
 import { Overview } from '../schemas/overview.js'
 import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
-import { ALWAYS, asApiErrors } from './admin-keys.js'
+import { ALWAYS } from './admin-keys.js'
 
 interface AdminOverviewRoutesOptions {
   storage: Storage
@@ -37,7 +37,7 @@ const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions>
       querystring: UsageQuery,
       response: { 200: withHeaders(KeyUsageDays, 'Every key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
     }
-  }, async (request) => await asApiErrors(async () => await totalUsage(storage, request.query, now()), 'query'))
+  }, async (request) => await totalUsage(storage, request.query, now()))
 }
 
 export default adminOverviewRoutes

@@ -2,11 +2,9 @@
 // it, and what each operation takes. Written once: they validate requests,
 // serialize answers, type the handlers and make the admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
-import { PLANS, SCOPES, type Scope } from '../domain.js'
-import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../keys/instant.js'
-import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS } from '../keys/manage.js'
+import { KEY_SORTS, KEY_STATES, MATCHED_TOKENS, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, PLANS, SCOPES, type Scope } from '../domain.js'
+import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../instant.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'
-import { KEY_SORTS, KEY_STATES } from '../keys/overview.js'
 
 export const DEFAULT_KEY_PAGE_SIZE = 20
 const MAX_KEY_PAGE_SIZE = 100
@@ -14,12 +12,6 @@ const MAX_KEY_PAGE_SIZE = 100
 export const MAX_LIMIT = 9_999_999_999
 /** Ids fit in a JavaScript number: keys are made one by one by operators. */
 const MAX_KEY_ID = Number.MAX_SAFE_INTEGER
-
-/** The instant an RFC 3339 date-time names, in Unix milliseconds; undefined for any other text, a date that does not exist (30 February), or one no answer can write (keys/instant.ts). */
-export function parseDateTime (text: string): number | undefined {
-  const reading = readInstant(text)
-  return reading.ok ? reading.at : undefined
-}
 
 const DATE_TIME_RULE = `${INSTANT_FORMAT}, and ${INSTANT_RANGE.replace(/^must /, '')}`
 
@@ -31,7 +23,7 @@ function DateTime (options: { description: string, nullable?: boolean }): TUnsaf
     format: 'date-time',
     maxLength: 40,
     description: options.description,
-    [Check]: (value: unknown) => (nullable && value === null) || (typeof value === 'string' && value.length <= 40 && parseDateTime(value) !== undefined),
+    [Check]: (value: unknown) => (nullable && value === null) || (typeof value === 'string' && value.length <= 40 && readInstant(value).ok),
     [Rule]: nullable ? `${DATE_TIME_RULE}, or null` : DATE_TIME_RULE
   })
 }
@@ -105,6 +97,13 @@ export const KeyWithToken = Type.Object({
   ...Key.properties,
   token: Type.String({ minLength: 45, maxLength: 45, pattern: '^pet_(live|test)_[0-9A-Za-z]{36}$', description: 'The key\'s new token, shown only in this answer: store it now. Send it as `Authorization: Bearer <token>`.' })
 }, { $id: 'KeyWithToken', additionalProperties: false, title: 'KeyWithToken', description: 'An API key and its new token.' })
+
+export const FoundKey = Type.Object({
+  ...Key.properties,
+  matchedToken: StringEnum(MATCHED_TOKENS, {
+    description: 'Which of the key\'s tokens was sent: `current`; `previous`, the one the last roll replaced, accepted until `previousTokenExpiresAt`; or `former`, one the key no longer accepts (rolled away from, or its overlap ended by revoking the key).'
+  })
+}, { $id: 'FoundKey', additionalProperties: false, title: 'FoundKey', description: 'An API key found by one of its tokens, never the token, and which of its tokens that is.' })
 
 export const Keys = Type.Array(Key, { $id: 'Keys', maxItems: MAX_KEY_PAGE_SIZE, title: 'Keys', description: 'A page of keys, ordered by id.' })
 

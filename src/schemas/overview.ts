@@ -2,9 +2,7 @@
 // overview the operator console opens on. No `$id`: each is written out
 // where its one operation uses it in the admin OpenAPI document.
 import { Type } from 'typebox'
-import { PLANS, SCOPES } from '../domain.js'
-import { KEY_STATES, SUGGESTED_OVERLAPS } from '../keys/overview.js'
-import { MAX_OVERLAP_SECONDS } from '../keys/manage.js'
+import { KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS } from '../domain.js'
 import { Key, MAX_LIMIT } from './key.js'
 import { StringEnum } from './kinds.js'
 

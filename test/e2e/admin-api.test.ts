@@ -100,6 +100,7 @@ describe('the admin API of petstore serve, over real HTTP', { timeout: 60_000 },
     const found = await admin('POST', '/keys/lookup', { token: next.token })
     assert.equal(found.status, 200, 'a revoked key\'s token still names its key')
     assert.equal((found.json as KeyBody).id, key.id)
+    assert.equal((found.json as { matchedToken: string }).matchedToken, 'current')
   })
 })
 

@@ -148,7 +148,7 @@ describe('petstore serve, as a process over real HTTP', { timeout: 60_000 }, () 
 
     // Assert
     assert.equal(result.code, 2, result.stdout + result.stderr)
-    assert.match(result.stderr, /enterprise key needs --per-minute and --per-day/)
+    assert.match(result.stderr, /--per-day is required for an enterprise key/)
     assert.doesNotMatch(result.stdout, /pet_live_/)
     const keys = JSON.parse(listed.stdout) as Array<{ name: string }>
     assert.ok(keys.length > 0, 'keys list --json listed no key at all')

@@ -1,13 +1,20 @@
-// The instants a key may be given (its expiry), read one way by every door:
-// the admin API's schemas and the `petstore keys` options. Every answer
+// Instants and days, read one way by every door: a key's expiry in the
+// admin API's schemas and the `petstore keys` options, and the days of a
+// usage report. Every answer
 // writes a time as RFC 3339 in UTC with a four-digit year
 // (Date#toISOString), so an instant is accepted only if its UTC year is
 // 0100 to 9999; an offset can push a year-9999 time into 10000, which no
 // answer could write.
 
-/** RFC 3339 §5.6 date-time; with `dateOnly` allowed, also a bare date or a space for the `T`. */
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/
-const DATE_OR_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2}))?$/
+/** A UTC day in milliseconds: usage is counted per UTC day. */
+export const DAY_MS = 86_400_000
+
+/** What `readInstant` accepts: RFC 3339 §5.6 date-time; also a bare date or a space for the `T`; or a bare date alone. */
+const FORMS = {
+  time: /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/,
+  timeOrDate: /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2}))?$/,
+  date: /^(\d{4})-(\d{2})-(\d{2})$/
+} as const
 
 /** The first and last instants an answer can write. */
 const EARLIEST_INSTANT = Date.UTC(100, 0, 1)
@@ -20,14 +27,15 @@ export type InstantReading = { ok: true, at: number } | { ok: false, reason: str
 
 /**
  * The instant `text` names, in Unix milliseconds (fractions past the
- * millisecond dropped), or why it names none. With `dateOnly`, a bare date
- * `2027-03-10` is its first instant, UTC.
+ * millisecond dropped), or why it names none. A bare date `2027-03-10`
+ * (form `timeOrDate` or `date`) is its first instant, UTC.
  */
-export function readInstant (text: string, options: { dateOnly?: boolean } = {}): InstantReading {
-  const match = (options.dateOnly === true ? DATE_OR_TIME : DATE_TIME).exec(text)
+export function readInstant (text: string, form: keyof typeof FORMS = 'time'): InstantReading {
+  const match = FORMS[form].exec(text)
   if (match === null) return { ok: false, reason: INSTANT_FORMAT }
   const [year, month, day] = match.slice(1, 4).map(Number) as [number, number, number]
-  const [hour, minute, second] = match.slice(4, 7).map((part) => part === undefined ? 0 : Number(part)) as [number, number, number]
+  // A bare date has no groups past the day: its time is midnight.
+  const [hour, minute, second] = [4, 5, 6].map((group) => Number(match[group] ?? 0)) as [number, number, number]
   // Date.UTC maps years 0-99 to 1900-1999 and rolls 30 February into March: set and read back.
   const date = new Date(0)
   date.setUTCFullYear(year, month - 1, day)

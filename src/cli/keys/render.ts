@@ -1,0 +1,104 @@
+// What `petstore keys` writes: keys for people (a table, or a field a
+// line) or for scripts (JSON), and the refusals of keys/manage.ts in the
+// admin API's words, naming the option rather than the field.
+import { KeyRuleError, type DayUsage, type KeyView, type KeyWithToken } from '../../keys/manage.js'
+import { CommandFailure } from '../errors.js'
+import { formatTable, printable, type Column } from '../table.js'
+
+/** Names are the one free-text column: past this many columns they are cut in the table (`--json` has them whole). */
+const NAME_COLUMNS = 40
+
+function write (text: string): void {
+  process.stdout.write(text)
+}
+
+export function writeJson (value: unknown): void {
+  write(JSON.stringify(value) + '\n')
+}
+
+const KEY_COLUMNS: readonly Column[] = [
+  { title: 'ID', align: 'right' },
+  { title: 'NAME', maxWidth: NAME_COLUMNS },
+  { title: 'PLAN' },
+  { title: 'PER MINUTE', align: 'right' },
+  { title: 'PER DAY', align: 'right' },
+  { title: 'SCOPES' },
+  { title: 'ENVIRONMENT' },
+  { title: 'TOKEN' },
+  { title: 'CREATED' },
+  { title: 'EXPIRES' },
+  { title: 'REVOKED' }
+]
+
+const USAGE_COLUMNS: readonly Column[] = [
+  { title: 'DATE' },
+  { title: 'ADMITTED', align: 'right' },
+  { title: 'REFUSED', align: 'right' }
+]
+
+function keyRow (key: KeyView): string[] {
+  return [
+    String(key.id), key.name, key.plan, String(key.perMinute), String(key.perDay), key.scopes.join(','), key.environment,
+    key.tokenHint, key.createdAt, key.expiresAt ?? 'never', key.revokedAt ?? 'no'
+  ]
+}
+
+/** One key for people, a field a line, as `keys show` prints it; for scripts, one JSON object. */
+export function writeKey (key: KeyView, json: boolean | undefined): void {
+  if (json === true) {
+    writeJson(key)
+    return
+  }
+  const row = keyRow(key)
+  const fields: Array<[string, string]> = KEY_COLUMNS.map((column, i) => [column.title.toLowerCase(), row[i] ?? ''])
+  fields.push(['last used', key.lastUsedAt ?? 'never'])
+  if (key.previousTokenExpiresAt !== null) fields.push(['previous token until', key.previousTokenExpiresAt])
+  write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
+}
+
+/** Keys for people, as an aligned table; `empty`, a line, when there are none. */
+export function writeKeyTable (keys: readonly KeyView[], empty: string): void {
+  write(keys.length === 0 ? `${empty}\n` : formatTable(KEY_COLUMNS, keys.map(keyRow)))
+}
+
+export function writeUsageTable (days: readonly DayUsage[]): void {
+  write(formatTable(USAGE_COLUMNS, days.map((day) => [day.date, String(day.admitted), String(day.refused)])))
+}
+
+/** A line for people, then the new token alone on the last line, which `| tail -n 1` takes. */
+export function writeWithToken (key: KeyWithToken, line: string): void {
+  write(`${line}\nThe token below is shown only this once; store it now.\n${key.token}\n`)
+}
+
+export function writeLine (line: string): void {
+  write(`${line}\n`)
+}
+
+/** ` (name)`, printable, or nothing for a key without one. */
+export function nameOf (key: KeyView): string {
+  return key.name === '' ? '' : ` (${printable(key.name)})`
+}
+
+/** The option of each field a rule of keys names, as the admin API has it. */
+const OPTION_OF_FIELD: Readonly<Record<string, string>> = {
+  name: '--name',
+  plan: '--plan',
+  perMinute: '--per-minute',
+  perDay: '--per-day',
+  scopes: '--scopes',
+  expiresAt: '--expires-at',
+  expireCurrentInSeconds: '--expire-current-in',
+  from: '--from',
+  to: '--to'
+}
+
+/** A rule of keys broken, as one line naming the options. */
+export function ruleBroken (error: KeyRuleError): string {
+  const reason = error.reason.replace(/\b(?:perMinute|perDay|expiresAt|expireCurrentInSeconds)\b/g, (field) => OPTION_OF_FIELD[field] ?? field)
+  return `${OPTION_OF_FIELD[error.field] ?? error.field} ${reason}`
+}
+
+/** A rule of keys broken as a failure of one line (status 1), else `error` itself: keys/manage.ts's other refusals are worded for both doors already. */
+export function asKeyFailure (error: unknown): unknown {
+  return error instanceof KeyRuleError ? new CommandFailure(ruleBroken(error), { cause: error }) : error
+}
