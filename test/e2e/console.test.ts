@@ -8,7 +8,7 @@ import { after, afterEach, before, beforeEach, describe, it, type TestContext } 
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
 import {
   PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type CreatedKey, type ServerProcess
 } from '../support/process.js'
@@ -483,6 +483,45 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.equal(await page.locator('#edit-plan').inputValue(), 'pro')
     assert.deepEqual(await page.locator('#edit-scopes [data-scope]').evaluateAll((boxes) => boxes.map((box) => [box.getAttribute('value'), (box as unknown as { checked: boolean }).checked])),
       [['pets:read', true], ['pets:write', false]])
+    await page.close()
+  })
+
+  it('When the list is searched while the first page is still on its way, then the search\'s keys stay listed once the first page arrives (regression: a drawing since replaced overwrote the newer one)', async () => {
+    // Arrange: two keys, only one of them found by the search; the first page's answer is held until the search is drawn.
+    const loser = await adminApi<{ id: number }>('POST', '/keys', { plan: 'free', name: 'race loser' })
+    const winner = await adminApi<{ id: number }>('POST', '/keys', { plan: 'free', name: 'race winner' })
+    const { page } = await openConsole('search while drawing')
+    let held: Request | undefined
+    let arrived!: () => void
+    const firstPageAsked = new Promise<void>((resolve) => { arrived = resolve })
+    let release!: () => void
+    const released = new Promise<void>((resolve) => { release = resolve })
+    await page.route((url) => url.pathname === '/admin/v1/keys' && !url.searchParams.has('q'), async (route) => {
+      if (held !== undefined) { await route.continue(); return }
+      held = route.request()
+      arrived()
+      await released
+      await route.continue()
+    })
+    await page.locator('#admin-token').fill(ADMIN_TOKEN)
+    await page.locator('#sign-in button[type=submit]').click()
+    await firstPageAsked
+    const shown = async (): Promise<string[]> => await page.locator('#keys tr[data-key]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-key') ?? ''))
+
+    // Act: the search is drawn, then the first page's answer arrives.
+    await page.locator('#search').fill('race winner')
+    await page.locator('#filters button[type=submit]').click()
+    await pollUntil(async () => (await shown()).includes(String(winner.id)) ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the search drawn' })
+    const finished = page.waitForEvent('requestfinished', (request) => request === held)
+    release()
+    await finished
+    // The key's page is asked only once the first page's answer is in: its drawing comes after that answer was read.
+    await page.locator(`#keys tr[data-key="${winner.id}"] a`).click()
+    await keyDrawn(page, winner.id)
+
+    // Assert
+    assert.deepEqual(await shown(), [String(winner.id)], `the key ${loser.id} was listed too`)
+    await page.unrouteAll({ behavior: 'ignoreErrors' })
     await page.close()
   })
 
