@@ -2,18 +2,23 @@
 // Runs every compiled test file with Node's test runner, with the servers
 // the tests need (scripts/test-services.js) started first and stopped after,
 // then scans the logs the tests produced for secrets (scripts/log-scan.js):
-// a token or an Authorization value in any of them fails the run.
+// a token or an Authorization value in any of them fails the run. Its last
+// line counts the tests, `N passed, N failed` (then skipped and todo, when
+// any), on success and failure alike (test/support/test-summary.ts).
 // The files are listed here because `node --test` reads directory and glob
 // arguments differently from one Node version to the next.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describeScan, scanLogs } from './log-scan.js'
 import { startServices } from './test-services.js'
 
 // The service's tests, and the client library's (client/, its own package).
 const roots = ['dist/test', 'client/dist/test']
+/** The reporter that writes the last line, compiled with the tests. */
+const summaryReporter = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'dist/test/support/test-summary.js')
 // `node scripts/run-tests.js [node --test flags] [files…]`: the files named,
 // else every compiled test file.
 const args = process.argv.slice(2)
@@ -30,6 +35,10 @@ if (files.length === 0) {
   console.error(`no test files under ${roots.join(' or ')}: run \`npm run build\` first`)
   process.exit(1)
 }
+if (!existsSync(summaryReporter)) {
+  console.error('no dist/test/support/test-summary.js, the reporter that counts the tests: run `npm run build` first')
+  process.exit(1)
+}
 
 const services = await startServices()
 let stopping
@@ -37,7 +46,13 @@ const stop = () => { stopping ??= services.stop(); return stopping }
 
 // One folder per run, so that a scan reads this run's logs and no other's.
 const logDir = mkdtempSync(join(tmpdir(), 'petstore-test-logs-'))
-const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', ...flags, ...files], {
+const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
+const summaryFile = join(summaryDir, 'summary.txt')
+const reporters = [
+  '--test-reporter=spec', '--test-reporter-destination=stdout',
+  `--test-reporter=${summaryReporter}`, `--test-reporter-destination=${summaryFile}`
+]
+const runner = spawn(process.execPath, ['--test', ...reporters, ...flags, ...files], {
   stdio: 'inherit',
   env: { ...process.env, ...services.env, PETSTORE_TEST_LOG_DIR: logDir }
 })
@@ -45,7 +60,21 @@ const runner = spawn(process.execPath, ['--test', '--test-reporter=spec', ...fla
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner.kill(signal))
 const code = await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128))))
 await stop()
-process.exit(Math.max(code, scan()))
+const scanned = scan()
+console.log(summary(code, scanned))
+process.exit(Math.max(code, scanned))
+
+/** The run's last line: the reporter's counts, and why the run failed when they do not say. */
+function summary (code, scanned) {
+  const counts = existsSync(summaryFile) ? readFileSync(summaryFile, 'utf8').trim() : ''
+  rmSync(summaryDir, { recursive: true, force: true })
+  if (counts === '') return `no test results: the test runner ended with code ${code} before it counted them`
+  const failedToo = [
+    ...(code !== 0 && /\b0 failed\b/.test(counts) ? [`the test runner ended with code ${code}`] : []),
+    ...(scanned !== 0 ? ['the log scan failed'] : [])
+  ]
+  return failedToo.length === 0 ? counts : `${counts} (${failedToo.join('; ')})`
+}
 
 /** 1 when the logs hold a secret, or when a whole run left no server log to scan (the capture itself broke). */
 function scan () {
@@ -62,7 +91,7 @@ function scan () {
     console.error('log scan: FAILED: the whole suite ran but no server log was kept: test/support/test-logs.ts no longer receives them')
     return 1
   }
-  // On stderr: stdout ends with the test runner's own summary.
+  // On stderr: stdout ends with the line that counts the tests.
   console.error(`${report}: ${servers} from servers, ${result.files.length - servers} from in-process loggers`)
   return 0
 }

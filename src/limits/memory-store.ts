@@ -51,6 +51,13 @@ export class MemoryStore implements RateLimitStore {
   readonly #subjects: LRUCache<string, SubjectState>
   /** Start of the UTC minute of the last purge made to find room: no window ends between two minute boundaries. */
   #purgedMinute = Number.NaN
+  /**
+   * When each banned subject's ban ends, by the ban's length, so that each
+   * inner map is in the order the bans end (a subject banned again moves to
+   * its end): a ban, unlike a window, ends within a minute, and the subject
+   * may then no longer count. Read from the front, only ended bans are read.
+   */
+  readonly #banEnds = new Map<number, Map<string, number>>()
   readonly #purger: NodeJS.Timeout
 
   constructor (readonly clock: () => number = Date.now, { maxSubjects = DEFAULT_MAX_SUBJECTS }: MemoryStoreOptions = {}) {
@@ -64,7 +71,10 @@ export class MemoryStore implements RateLimitStore {
       perf: { now: clock },
       ttlResolution: 0
     })
-    this.#purger = setInterval(() => { this.#subjects.purgeStale() }, PURGE_EVERY_MS)
+    this.#purger = setInterval(() => {
+      this.#subjects.purgeStale()
+      this.#dropEndedBans(clock())
+    }, PURGE_EVERY_MS)
     this.#purger.unref()
   }
 
@@ -102,6 +112,7 @@ export class MemoryStore implements RateLimitStore {
         if (state.refusals.count >= ban.threshold) {
           state.bannedUntil = now + ban.seconds * 1000
           banEarnedUntil = state.bannedUntil
+          this.#noteBan(subject, ban.seconds, state.bannedUntil)
           // A new ban needs as many new refusals: one right after this ban ends does not renew it.
           state.refusals = { start: minute, count: 0 }
         }
@@ -120,8 +131,10 @@ export class MemoryStore implements RateLimitStore {
    * Makes room for one more subject when the store is full. Forgetting a
    * subject that still counts is a trade: its windows start again from zero
    * and its refusals towards a ban are lost. So, first, the subjects that no
-   * longer count go (a purge, at most once a UTC minute, since only a minute
-   * boundary or a ban's end makes more of them). Then the least recently
+   * longer count go: those whose ban has ended, and a purge at most once a
+   * UTC minute, since only a minute boundary or a ban's end makes more of
+   * them (lru-cache's rkeys(), below, skips them without freeing their
+   * room). Then the least recently
    * seen subject that is not banned goes: evicting a ban would let a banned
    * client lift it by flooding. What is left to lose is the counts of a
    * subject seen before `maxSubjects` others that all still count. A client
@@ -138,6 +151,7 @@ export class MemoryStore implements RateLimitStore {
   #makeRoom (now: number): void {
     const subjects = this.#subjects
     if (subjects.size < subjects.max) return
+    this.#dropEndedBans(now)
     if (windowStart('minute', now) !== this.#purgedMinute) {
       this.#purgedMinute = windowStart('minute', now)
       subjects.purgeStale()
@@ -154,6 +168,24 @@ export class MemoryStore implements RateLimitStore {
       }
     }
     // Every subject is banned: the set() that follows evicts the least recently used, the oldest ban.
+  }
+
+  #noteBan (subject: string, seconds: number, bannedUntil: number): void {
+    let ends = this.#banEnds.get(seconds)
+    if (ends === undefined) this.#banEnds.set(seconds, ends = new Map())
+    ends.delete(subject)
+    ends.set(subject, bannedUntil)
+  }
+
+  /** Forgets each subject whose ban has ended and that no longer counts otherwise (lru-cache reads it as past its ttl once the clock is beyond its end). */
+  #dropEndedBans (now: number): void {
+    for (const ends of this.#banEnds.values()) {
+      for (const [subject, bannedUntil] of ends) {
+        if (bannedUntil >= now) break
+        ends.delete(subject)
+        if (!this.#subjects.has(subject)) this.#subjects.delete(subject)
+      }
+    }
   }
 
   /** Nothing outside the process to lose: always ok, even when full, since it then forgets the oldest subjects and goes on limiting. */

@@ -4,11 +4,11 @@
 // does checked where it matters: on the public port. Usage is written every
 // 100 ms here (USAGE_FLUSH_MS), so that the counts show at once. A
 // screenshot of the page is saved under test-results/ for a person to look at.
-import { after, before, describe, it, type TestContext } from 'node:test'
+import { after, afterEach, before, beforeEach, describe, it, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
 import {
   PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type CreatedKey, type ServerProcess
 } from '../support/process.js'
@@ -40,6 +40,8 @@ interface Opened {
   page: Page
   /** What went wrong on this page: console errors (CSP violations among them), uncaught exceptions, failed loads, HTTP errors. */
   problems: string[]
+  /** Every URL this page requested. */
+  requested: string[]
   /** The answer to GET /admin/. */
   headers: Record<string, string>
 }
@@ -52,10 +54,8 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
   let env: Record<string, string> = {}
   /** http://127.0.0.1:ADMIN_PORT, as the started line reports it. */
   let adminOrigin = ''
-  /** Every page's problems, by what the page was opened for. */
-  const problemsByPage = new Map<string, string[]>()
-  /** Every URL any page requested. */
-  const requested: string[] = []
+  /** The pages the running test opened, by what each was opened for. */
+  let pagesOfTest = new Map<string, Opened>()
 
   const running = (): ServerProcess => {
     assert.ok(server !== undefined, 'the server was not started')
@@ -88,7 +88,7 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.ok(context !== undefined, 'the browser was not started')
     const page = await context.newPage()
     const problems: string[] = []
-    problemsByPage.set(label, problems)
+    const requested: string[] = []
     page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
     page.on('pageerror', (error) => { problems.push(`uncaught: ${error.message}`) })
     page.on('request', (request) => { requested.push(request.url()) })
@@ -97,8 +97,13 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     const response = await page.goto(`${adminOrigin}/admin/`)
     assert.ok(response !== null)
     assert.equal(response.status(), 200)
-    return { page, problems, headers: response.headers() }
+    const opened = { page, problems, requested, headers: response.headers() }
+    pagesOfTest.set(label, opened)
+    return opened
   }
+
+  /** What `requested` asked of anything but the admin listener. */
+  const elsewhere = (requested: string[]): string[] => requested.filter((url) => !url.startsWith(`${adminOrigin}/`) && !url.startsWith('data:'))
 
   /** An admin API call with the admin token: its JSON body. */
   async function adminApi<T> (method: string, path: string, body?: unknown): Promise<T> {
@@ -191,6 +196,14 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
         console.error('CSP violation: ' + event.violatedDirective + ' blocked ' + (event.blockedURI || 'inline'))
       })`
     })
+  })
+
+  beforeEach(() => { pagesOfTest = new Map() })
+  // Every page any test opens is held to the same: no error or CSP violation, no failed load, nothing asked of another origin.
+  // (A test that expects a refusal empties its page's problems once it has checked them.)
+  afterEach(() => {
+    const pages = [...pagesOfTest].map(([label, { problems, requested }]) => [label, { problems, elsewhere: elsewhere(requested) }] as const)
+    assert.deepEqual(Object.fromEntries(pages.filter(([, page]) => page.problems.length > 0 || page.elsewhere.length > 0)), {})
   })
 
   after(async () => {
@@ -473,6 +486,45 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await page.close()
   })
 
+  it('When the list is searched while the first page is still on its way, then the search\'s keys stay listed once the first page arrives (regression: a drawing since replaced overwrote the newer one)', async () => {
+    // Arrange: two keys, only one of them found by the search; the first page's answer is held until the search is drawn.
+    const loser = await adminApi<{ id: number }>('POST', '/keys', { plan: 'free', name: 'race loser' })
+    const winner = await adminApi<{ id: number }>('POST', '/keys', { plan: 'free', name: 'race winner' })
+    const { page } = await openConsole('search while drawing')
+    let held: Request | undefined
+    let arrived!: () => void
+    const firstPageAsked = new Promise<void>((resolve) => { arrived = resolve })
+    let release!: () => void
+    const released = new Promise<void>((resolve) => { release = resolve })
+    await page.route((url) => url.pathname === '/admin/v1/keys' && !url.searchParams.has('q'), async (route) => {
+      if (held !== undefined) { await route.continue(); return }
+      held = route.request()
+      arrived()
+      await released
+      await route.continue()
+    })
+    await page.locator('#admin-token').fill(ADMIN_TOKEN)
+    await page.locator('#sign-in button[type=submit]').click()
+    await firstPageAsked
+    const shown = async (): Promise<string[]> => await page.locator('#keys tr[data-key]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-key') ?? ''))
+
+    // Act: the search is drawn, then the first page's answer arrives.
+    await page.locator('#search').fill('race winner')
+    await page.locator('#filters button[type=submit]').click()
+    await pollUntil(async () => (await shown()).includes(String(winner.id)) ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the search drawn' })
+    const finished = page.waitForEvent('requestfinished', (request) => request === held)
+    release()
+    await finished
+    // The key's page is asked only once the first page's answer is in: its drawing comes after that answer was read.
+    await page.locator(`#keys tr[data-key="${winner.id}"] a`).click()
+    await keyDrawn(page, winner.id)
+
+    // Assert
+    assert.deepEqual(await shown(), [String(winner.id)], `the key ${loser.id} was listed too`)
+    await page.unrouteAll({ behavior: 'ignoreErrors' })
+    await page.close()
+  })
+
   it('When the operator signs out, then the token leaves session storage, and a reload asks for it again', async () => {
     // Arrange
     const { page } = await openConsole('sign out')
@@ -516,10 +568,19 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await page.close()
   })
 
-  it('When the console has been used, then it logged no error or CSP violation, failed no load, and requested nothing but the admin listener', () => {
+  it('When the operator signs in and opens a key\'s page, then the page takes uPlot from the admin listener, logs no error or CSP violation, fails no load and asks nothing of another origin', async () => {
+    // Arrange
+    const key = await adminApi<{ id: number }>('POST', '/keys', { plan: 'free', name: 'clean page' })
+    const { page, problems, requested } = await openConsole('clean page')
+
+    // Act
+    await signIn(page)
+    await openKey(page, key.id)
+    await page.close()
+
     // Assert
-    assert.ok(requested.some((url) => url === `${adminOrigin}/admin/console/uPlot.esm.js`), requested.join('\n'))
-    assert.deepEqual(Object.fromEntries([...problemsByPage].filter(([, problems]) => problems.length > 0)), {})
-    assert.deepEqual(requested.filter((url) => !url.startsWith(`${adminOrigin}/`) && !url.startsWith('data:')), [])
+    assert.ok(requested.includes(`${adminOrigin}/admin/console/uPlot.esm.js`), requested.join('\n'))
+    assert.deepEqual(problems, [])
+    assert.deepEqual(elsewhere(requested), [])
   })
 })
