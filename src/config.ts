@@ -6,7 +6,7 @@ import { ENVIRONMENTS, type Environment } from './domain.js'
 import { inspectToken } from './keys/tokens.js'
 import { FLUSH_MS } from './keys/usage.js'
 import { parseRedisUrl } from './limits/redis-url.js'
-import type { LogFormat } from './log.js'
+import type { LogFormat } from './telemetry/log.js'
 
 export interface Config {
   readonly host: string

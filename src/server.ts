@@ -3,9 +3,9 @@
 import closeWithGrace from 'close-with-grace'
 import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import type { Logger } from 'pino'
-import { buildAdminApp, type AdminOptions } from './admin.js'
+import { buildAdminApp, type AdminOptions } from './http/admin.js'
 import { DeadlineError, within as withDeadline } from './deadline.js'
-import { buildApp } from './app.js'
+import { buildApp } from './http/app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
 import type { Storage } from './db/storage.js'
@@ -13,8 +13,8 @@ import type { WriteTurn } from './db/write-turns.js'
 import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
 import type { RateLimitStore } from './limits/store.js'
-import type { Metrics } from './metrics.js'
-import { createLog, type ServiceLog } from './log.js'
+import type { Metrics } from './telemetry/metrics.js'
+import { createLog, type ServiceLog } from './telemetry/log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 import { shutdownTracing, tracingStarted } from './tracing/hooks.js'
 
@@ -111,7 +111,7 @@ export async function openPublicService (
     // prom-client is loaded only when metrics are served.
     const metrics = config.adminPort === undefined
       ? undefined
-      : (await import('./metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped, processMetrics })
+      : (await import('./telemetry/metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped, processMetrics })
     const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
     const app = await buildApp({ config, storage, limiter, logger, metrics })
     return { app, storage, metrics, rateLimitStore: limiter.name, closeStores: async () => { await Promise.all([storage.close(), limiter.close()]) } }

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildAdminApp } from '../src/admin.js'
+import { buildAdminApp } from '../src/http/admin.js'
 import type { KeyView } from '../src/keys/manage.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from './support/app.js'
 import { bearer } from './support/fixtures.js'

@@ -7,7 +7,7 @@ import type { FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import { LRUCache } from 'lru-cache'
 import { Errors } from '../errors.js'
-import { BEARER, authorizationHeaders } from '../access/identify.js'
+import { BEARER, authorizationHeaders } from '../keys/identify.js'
 
 /** Wrong tokens an address may send in one minute. */
 const FAILURES_PER_MINUTE = 10

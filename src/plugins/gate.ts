@@ -6,8 +6,8 @@ import fp from 'fastify-plugin'
 import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
 import { FRAMING_ANSWERS } from './framing.js'
-import { authorizationHeaders, type Caller, type Identify } from '../access/identify.js'
-import type { Limit, Standing } from '../access/limit.js'
+import { authorizationHeaders, type Caller, type Identify } from '../keys/identify.js'
+import type { Limit, Standing } from '../limits/limit.js'
 import type { Scope } from '../domain.js'
 import type { UsageCounter } from '../keys/usage.js'
 
@@ -15,7 +15,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The scope a key needs for this route; every API operation declares one, but GET /v1/rate_limit, which any key may call. */
     scope?: Scope
-    /** False: a request with a valid key spends none of its quota; the gate only looks where the key stands (access/limit.ts `standing`). */
+    /** False: a request with a valid key spends none of its quota; the gate only looks where the key stands (limits/limit.ts `standing`). */
     spendsQuota?: boolean
   }
   interface FastifyRequest {

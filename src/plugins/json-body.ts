@@ -2,7 +2,7 @@
 // losing a digit.
 import fp from 'fastify-plugin'
 import { Errors } from '../errors.js'
-import { JsonBodyError, parseJsonBody } from '../json.js'
+import { JsonBodyError, parseJsonBody } from '../http/json.js'
 
 export const BODY_LIMIT = 16 * 1024
 

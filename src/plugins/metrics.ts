@@ -1,6 +1,6 @@
 // Counts every answered request, by route template and status (metrics.ts).
 import fp from 'fastify-plugin'
-import type { Metrics } from '../metrics.js'
+import type { Metrics } from '../telemetry/metrics.js'
 
 export default fp<{ metrics: Metrics }>(async function requestMetrics (app, { metrics }) {
   app.addHook('onResponse', (request, reply, done) => {

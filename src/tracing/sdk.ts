@@ -18,7 +18,7 @@ import {
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import type { FastifyRequest } from 'fastify'
 import type { TraceSampler, TracingConfig } from '../config.js'
-import { loggableUrl } from '../loggable-url.js'
+import { loggableUrl } from '../telemetry/loggable-url.js'
 import { installTracingHooks } from './hooks.js'
 
 /** `secrets`: values never to be written into a span (ADMIN_TOKEN), as the request log has them. */

@@ -2,7 +2,7 @@
 // lines written by several threads to one pipe could interleave. Lines are
 // sent in one message per turn of the event loop, not one each.
 import type { MessagePort } from 'node:worker_threads'
-import type { LogSink } from '../log.js'
+import type { LogSink } from '../telemetry/log.js'
 import type { FromWorker } from './messages.js'
 
 /** As stdout's own buffer (log.ts): past this much unsent, lines are dropped and counted. */

@@ -4,7 +4,7 @@
 import { parentPort, threadId, workerData } from 'node:worker_threads'
 import { WriteTurn } from '../db/write-turns.js'
 import { SharedMemoryStore } from '../limits/shared-memory-store.js'
-import { createLog } from '../log.js'
+import { createLog } from '../telemetry/log.js'
 import { listenOn, openPublicService } from '../server.js'
 import { shutdownTracing } from '../tracing/hooks.js'
 import { relaySink } from './log-relay.js'

@@ -7,7 +7,7 @@
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { AddressInfo } from 'node:net'
-import { buildApp } from '../../src/app.js'
+import { buildApp } from '../../src/http/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'

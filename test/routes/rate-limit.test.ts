@@ -4,7 +4,7 @@
 // configurations.
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { STANDING_PER_MINUTE } from '../../src/access/limit.js'
+import { STANDING_PER_MINUTE } from '../../src/limits/limit.js'
 import { issueKey } from '../../src/keys/manage.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'

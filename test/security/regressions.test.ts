@@ -8,7 +8,7 @@ import pino from 'pino'
 import { ConfigError, loadConfig } from '../../src/config.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { check } from 'recheck'
-import { BEARER, createIdentify } from '../../src/access/identify.js'
+import { BEARER, createIdentify } from '../../src/keys/identify.js'
 import { ApiError } from '../../src/errors.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 

@@ -5,10 +5,10 @@
 // reply. The counting itself is the store's.
 import { LRUCache } from 'lru-cache'
 import { type ApiError, Errors } from '../errors.js'
-import { ANONYMOUS_PER_MINUTE } from '../limits/plans.js'
-import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from '../limits/store.js'
-import { addressSubject } from '../limits/subject.js'
-import type { Caller } from './identify.js'
+import { ANONYMOUS_PER_MINUTE } from './plans.js'
+import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from './store.js'
+import { addressSubject } from './subject.js'
+import type { Caller } from '../keys/identify.js'
 
 /** What the limiter tells the rest of the service: metrics count it, the log records bans. */
 export interface LimitEvents {

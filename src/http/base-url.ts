@@ -4,7 +4,7 @@
 // and no address configured, the port is known only once listening: it is
 // worked out on the first call after that, once.
 import type { AddressInfo } from 'node:net'
-import type { Config } from './config.js'
+import type { Config } from '../config.js'
 
 export function selfBaseUrl (
   config: Pick<Config, 'selfBaseUrl' | 'selfBaseUrlIsLocal' | 'port'>,

@@ -3,8 +3,8 @@
 // fixed set of values: route templates (never raw paths), methods, statuses,
 // error codes and storage operation names; never key ids or addresses.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import type { RateLimitStore } from './limits/store.js'
-import type { PoolUse } from './db/storage.js'
+import type { RateLimitStore } from '../limits/store.js'
+import type { PoolUse } from '../db/storage.js'
 
 export interface MetricSources {
   /** The rate-limit store this thread decides with; the main thread of several workers has none. */

@@ -3,7 +3,7 @@
 // of `secrets` (ADMIN_TOKEN), plain, percent-, base64- or hex-encoded, is
 // redacted. Apart from request-log.ts so that tracing can use it without
 // importing Fastify before its instrumentation is registered.
-import { findTokens } from './keys/tokens.js'
+import { findTokens } from '../keys/tokens.js'
 
 /** Whether `text` holds a token, with or without its prefix, or a secret; each part of a URL between its separators is read as written, then decoded both ways. */
 export function holdsSecret (text: string, secrets: readonly string[]): boolean {

@@ -5,7 +5,7 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ANSWER_HEADERS, JSON_ANSWER_HEADERS, bodyUnread } from './edge.js'
-import { compileValidator, type HttpPart } from './schemas/validator.js'
+import { compileValidator, type HttpPart } from '../schemas/validator.js'
 
 /** `closesConnection`: whether an answer ends its keep-alive connection for another reason (the public listener's, while closing). */
 export function setUpAnswers (app: FastifyInstance, closesConnection: (request: FastifyRequest) => boolean = () => false): void {

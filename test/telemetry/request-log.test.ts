@@ -2,11 +2,11 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { setImmediate as tick } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { buildAdminApp } from '../src/admin.js'
-import { openSqlite } from '../src/db/sqlite.js'
-import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry, type TestApp } from './support/app.js'
-import { bearer, buildPet } from './support/fixtures.js'
-import { generateToken } from '../src/keys/tokens.js'
+import { buildAdminApp } from '../../src/http/admin.js'
+import { openSqlite } from '../../src/db/sqlite.js'
+import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry, type TestApp } from '../support/app.js'
+import { bearer, buildPet } from '../support/fixtures.js'
+import { generateToken } from '../../src/keys/tokens.js'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 

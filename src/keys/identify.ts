@@ -6,8 +6,8 @@
 import { Errors, StorageUnavailableError, type ApiError } from '../errors.js'
 import type { Environment } from '../domain.js'
 import type { ApiKeyRecord } from '../db/storage.js'
-import type { KeyLookup } from '../keys/lookup.js'
-import { hashToken, inspectToken } from '../keys/tokens.js'
+import type { KeyLookup } from './lookup.js'
+import { hashToken, inspectToken } from './tokens.js'
 import { limitsFor, type Limits } from '../limits/plans.js'
 
 /** A request's valid API key, and the limits it is counted against. */

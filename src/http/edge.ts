@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto'
 import { METHODS, Server, STATUS_CODES, type IncomingMessage, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { Errors, errorBody, type ApiError } from './errors.js'
-import type { CountAddress } from './access/limit.js'
-import { addressSubject } from './limits/subject.js'
+import { Errors, errorBody, type ApiError } from '../errors.js'
+import type { CountAddress } from '../limits/limit.js'
+import { addressSubject } from '../limits/subject.js'
 
 /**
  * A slow client cannot hold a connection: headers within `headersMs`, the
