@@ -4,9 +4,11 @@ import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
 import { inspectToken } from './keys/tokens.js'
-import { FLUSH_MS } from './keys/usage.js'
 import { parseRedisUrl } from './limits/redis-url.js'
 import type { LogFormat } from './telemetry/log.js'
+
+/** How often usage counts are written, at most (docs/OPERATING.md: Usage): at most this much is lost to a `kill -9`. */
+export const USAGE_FLUSH_MS = 10_000
 
 export interface Config {
   readonly host: string
@@ -111,7 +113,7 @@ export function loadConfig (env: Env = process.env): Config {
     adminPort: adminPort(env, port),
     adminHost: nonEmpty(env, 'ADMIN_HOST') ?? '127.0.0.1',
     adminToken: adminToken(env),
-    usageFlushMs: integer(env, 'USAGE_FLUSH_MS', FLUSH_MS, 100, FLUSH_MS),
+    usageFlushMs: integer(env, 'USAGE_FLUSH_MS', USAGE_FLUSH_MS, 100, USAGE_FLUSH_MS),
     tracing: tracingConfig(env),
     workers: workers(env)
   })

@@ -73,7 +73,7 @@ export interface ApiKeyRecord {
   createdAt: number
   /** From this instant on the key is refused; null: never. */
   expiresAt: number | null
-  /** Not written yet: null. */
+  /** The last admitted request, written with the usage counts (up to USAGE_FLUSH_MS late); null: none yet. */
   lastUsedAt: number | null
   revokedAt: number | null
   /** While a roll's overlap runs, when the token before the current one stops working; else null. */
@@ -105,17 +105,9 @@ export interface ApiKeyChanges {
   token?: { hash: string, hint: string, previousValidUntil: number | null }
 }
 
-export interface NewApiKeyRecord {
-  name: string
-  plan: Plan
-  perMinute: number | null
-  perDay: number | null
-  environment: Environment
-  scopes: Scope[]
+/** A key as it is made: its first token's hash, and what the record starts with. */
+export type NewApiKeyRecord = Pick<ApiKeyRecord, 'name' | 'plan' | 'perMinute' | 'perDay' | 'environment' | 'scopes' | 'tokenHint' | 'createdAt' | 'expiresAt'> & {
   tokenHash: string
-  tokenHint: string
-  createdAt: number
-  expiresAt: number | null
 }
 
 /** A token as issued, numbered in the order tokens were issued: what an in-memory index of every token that may be valid is built from. */

@@ -1,13 +1,12 @@
 // What each key used (docs/OPERATING.md: Usage): admitted and refused requests per key
-// and UTC day, counted in memory and added to the database every FLUSH_MS,
+// and UTC day, counted in memory and added to the database every USAGE_FLUSH_MS,
 // with bounded memory whatever the number of keys or the length of an outage
 // (docs/INTERNALS.md, section "Usage").
+import { USAGE_FLUSH_MS } from '../config.js'
 import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 
-/** How often counts are written, at most (docs/OPERATING.md: Usage): at most this much is lost to a `kill -9`. */
-export const FLUSH_MS = 10_000
 /** Keys and days waiting to be written, at most. */
 export const MAX_USAGE_ENTRIES = 100_000
 
@@ -38,7 +37,7 @@ export interface UsageCounter {
   close: () => Promise<void>
 }
 
-export function createUsageCounter ({ storage, now: clock, flushMs = FLUSH_MS, onError = () => {}, onDropped = () => {}, onCounted }: UsageCounterOptions): UsageCounter {
+export function createUsageCounter ({ storage, now: clock, flushMs = USAGE_FLUSH_MS, onError = () => {}, onDropped = () => {}, onCounted }: UsageCounterOptions): UsageCounter {
   /** Keyed `keyId:day`. */
   let pending = new Map<string, KeyUsage>()
   let lastUsed = new Map<number, number>()
