@@ -5,8 +5,8 @@ const MAX_LIMIT = MAX_PAGE_SIZE + 1
 
 /**
  * One prepared statement per size (a page's, or a group commit's rows), written
- * into its SQL: SQLite prepares a `LIMIT ?` again on every run, which doubled a
- * page's cost (docs/INTERNALS.md, section "SQLite"). Sizes are 1 to `max`, validated before.
+ * into its SQL: SQLite prepares a `LIMIT ?` again on every run, which cost a page
+ * half as much again (docs/INTERNALS.md, section "SQLite"). Sizes are 1 to `max`, validated before.
  */
 export class StatementPerLimit<S> {
   readonly #made: Array<S | undefined> = []
