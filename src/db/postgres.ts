@@ -1,7 +1,7 @@
 // The shared backend: PostgreSQL through a node-postgres pool, one database
 // for any number of instances. Ids come back as bigint, a 201 means the commit
-// is on disk, and an unreachable database is a 503 (docs/INTERNALS.md,
-// section "PostgreSQL", also for how creates are grouped and made idempotent).
+// is on disk, and an unreachable database is a 503; how creates are batched and
+// kept idempotent: docs/INTERNALS.md, section "PostgreSQL".
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { StorageUnavailableError } from '../errors.js'

@@ -15,10 +15,10 @@ import {
 const EXPIRY_MARGIN_MS = 1000
 
 /**
- * KEYS: ban, refusals, one per window. ARGV: ban threshold (0: none), ban ms,
- * minute ms, charge (0: look only), then each window's ms and limit. Returns
- * {now (Redis's TIME), outcome (0 allowed, 1 limited, 2 banned), the end of a ban under or just earned, else 0,
- * each window's count before}. Keys, expiries, clock: docs/INTERNALS.md, section "Redis store".
+ * KEYS: ban, refusals, one per window. ARGV: ban threshold (0: none), ban ms, minute ms,
+ * charge (0: look only), then each window's ms and limit. Returns {now (Redis's TIME),
+ * outcome (0 allowed, 1 limited, 2 banned), the end of the ban it is under or just earned
+ * or 0, each window's count before}. Keys, expiries: docs/INTERNALS.md, section "Redis store".
  */
 const HIT_SCRIPT = `
 local time = redis.call('TIME')

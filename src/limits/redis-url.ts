@@ -1,7 +1,7 @@
 // REDIS_URL: `redis://` (`rediss://`) for one server, or `redis+cluster://` with
 // HOST:PORT,HOST:PORT,… seed nodes for a Redis Cluster (docs/CONFIGURATION.md): one
 // variable stays the one switch, the scheme naming the client as `redis+sentinel://`
-// does elsewhere. URL cannot hold several hosts, so the cluster form is parsed here.
+// does elsewhere. `URL` cannot hold several hosts, so the cluster form is parsed here.
 
 interface RedisNode {
   host: string
