@@ -54,11 +54,9 @@ export interface Config {
 }
 
 /**
- * OpenTelemetry's standard variables, as far as the service reads them
- * itself (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/);
- * the exporter reads its own (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, …_HEADERS,
- * …_TIMEOUT, …_COMPRESSION) and the resource OTEL_SERVICE_NAME and
- * OTEL_RESOURCE_ATTRIBUTES.
+ * The OpenTelemetry variables the service reads itself (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/);
+ * the exporter reads its own (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, …_HEADERS, …_TIMEOUT,
+ * …_COMPRESSION) and the resource OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
  */
 export interface TracingConfig {
   /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; spans go to its /v1/traces. */

@@ -1,10 +1,7 @@
-// Instants and days, read one way by every door: a key's expiry in the
-// admin API's schemas and the `petstore keys` options, and the days of a
-// usage report. Every answer
-// writes a time as RFC 3339 in UTC with a four-digit year
-// (Date#toISOString), so an instant is accepted only if its UTC year is
-// 0100 to 9999; an offset can push a year-9999 time into 10000, which no
-// answer could write.
+// Instants and days, read one way by the admin API's schemas, the `petstore keys`
+// options and usage reports. Answers write RFC 3339 in UTC with a four-digit year
+// (Date#toISOString), so an instant is accepted only if its UTC year is 0100 to 9999:
+// an offset can push a year-9999 time into 10000, which no answer could write.
 
 /** A UTC day in milliseconds: usage is counted per UTC day. */
 export const DAY_MS = 86_400_000

@@ -92,12 +92,10 @@ export interface PublicService {
 }
 
 /**
- * The stores and the app of the public port. `limiter`: the counters every
- * worker shares (workers/), used without Redis, and while Redis is
- * unreachable; by default this thread's own. `writeTurn`: the workers'
- * turns at writing one SQLite file. `processMetrics`:
- * whether this thread reports the process's own figures (CPU, memory),
- * which one thread must do for all.
+ * The stores and the app of the public port. `limiter`: the counters all workers
+ * share, used without Redis or while it is unreachable (default: this thread's).
+ * `writeTurn`: the workers' turns at the SQLite file. `processMetrics`: whether
+ * this thread reports the process's CPU and memory, which one thread does for all.
  */
 export async function openPublicService (
   config: Config, log: ServiceLog, { limiter: shared, writeTurn, processMetrics }: { limiter?: RateLimitStore, writeTurn?: WriteTurn, processMetrics: boolean }

@@ -1,12 +1,7 @@
-// The database the `keys` commands work on, and one-line descriptions of
-// why it could not be opened.
-//
-// A key is useful only in the database the server reads. So `keys` refuses
-// a SQLite database that cannot be the server's: `sqlite::memory:` (it ends
-// with the command), and a path whose folder does not exist (a mistyped path
-// would otherwise become a new, empty database). A path whose folder exists
-// but whose file does not yet is accepted: the database is created there, as
-// the server does at its first start, so keys can be made before it.
+// The database the `keys` commands work on, and one-line descriptions of why it
+// could not be opened. A key is useful only in the server's database, so
+// `sqlite::memory:` and a path whose folder does not exist are refused; a
+// missing file is created (docs/INTERNALS.md, section "Keys command's database").
 import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { redactUrl, type Config } from '../config.js'

@@ -1,10 +1,7 @@
 // A copy of a SQLite store taken while a service writes to it (docs/OPERATING.md:
-// Backups). `VACUUM INTO` reads the whole database in one read transaction,
-// so the copy is one consistent snapshot, and in WAL mode that reader never
-// blocks the service's writers. The copy is written to a file of its own
-// beside the target, checked, flushed to disk and only then renamed over it:
-// a backup that is interrupted at any point leaves the target as it was.
-// https://www.sqlite.org/lang_vacuum.html#vacuuminto
+// Backups): `VACUUM INTO` is one read transaction, a consistent snapshot that in WAL
+// mode never blocks writers (https://www.sqlite.org/lang_vacuum.html#vacuuminto). Written beside
+// the target, checked, fsynced, then renamed over it, so an interrupted backup leaves the target as it was.
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { Database } from './sqlite-driver.js'

@@ -1,11 +1,7 @@
-// better-sqlite3 is synchronous, so a commit blocks the event loop for one
-// fsync. Inserts that arrive together are therefore grouped: each is queued,
-// and one transaction (one fsync) commits the whole queue on the next turn of
-// the loop. Every caller's promise resolves only after that commit. An
-// insert the database refuses fails only its own request: the group is then
-// committed again with each insert in its own savepoint. A group that finds
-// another connection's write lock is tried again off the event loop, and
-// an insert queued longer than the busy budget fails as unavailable (503).
+// A commit blocks the event loop for one fsync (better-sqlite3 is synchronous),
+// so inserts that arrive together share one transaction on the next turn of the
+// loop, each answered only after it. A refused insert fails alone; a group that
+// meets another's lock retries off the event loop, failing past the busy budget (503).
 import { StorageUnavailableError } from '../errors.js'
 import { classifySqliteError, isBusy, isUnavailable } from './sqlite-errors.js'
 import type { CreateOnceResult, IdempotencyRecord, NewPetRecord } from './storage.js'

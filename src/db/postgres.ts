@@ -1,19 +1,7 @@
 // The shared backend: PostgreSQL through a node-postgres pool, one database
-// for any number of instances.
-//
-// - int8 comes back as bigint, through this pool's own type parser (not the
-//   process-wide one), so no id or categoryId is ever rounded.
-// - Every session has synchronous_commit=on: a 201 means the commit is on disk.
-// - Plain creates that arrive together are one multi-row INSERT: one
-//   statement, one commit, one WAL flush, as SQLite's group commit.
-// - A create with an Idempotency-Key is one transaction that inserts the
-//   key's row first. Its primary key (api key, key) makes a concurrent
-//   duplicate, on this instance or another, wait for the first transaction
-//   and then replay its animal. A crashed instance's transaction is rolled
-//   back by PostgreSQL with its connection, so nothing is left in flight.
-// - A database that cannot be reached, or does not answer within the
-//   timeout, is StorageUnavailableError (503); any other error is thrown as
-//   it is (500).
+// for any number of instances. Ids come back as bigint, a 201 means the commit
+// is on disk, and an unreachable database is a 503; how creates are batched and
+// kept idempotent: docs/INTERNALS.md, section "PostgreSQL".
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { StorageUnavailableError } from '../errors.js'
@@ -370,11 +358,9 @@ async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) =>
 }
 
 /**
- * SQLSTATE classes and codes that mean the database cannot be reached or
- * written now: connection exceptions (08), insufficient resources (53: disk
- * full, too many connections), shutdowns and startups (57P01–57P03), a
- * statement cancelled by its timeout (57014), a read-only server (25006).
- * https://www.postgresql.org/docs/current/errcodes-appendix.html
+ * SQLSTATE codes, beyond classes 08 and 53, that mean the database cannot be
+ * reached or written now: shutdowns and startups, a statement cancelled by its
+ * timeout, a read-only server (https://www.postgresql.org/docs/current/errcodes-appendix.html).
  */
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '25006'])
 /** Socket errors on the way to the server. */

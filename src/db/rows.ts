@@ -62,11 +62,9 @@ export function toApiKey (row: ApiKeyRow): ApiKeyRecord {
 }
 
 /**
- * The SET list of an UPDATE making these changes, in the order of its
- * values; `param(n)` writes the n-th placeholder (`?` or `$n`). Column
- * names come from this function alone, never from the caller.
- * Right-hand sides read the row as it was, so the current token becomes
- * the previous one in the same statement.
+ * The SET list of an UPDATE making these changes, in the order of its values;
+ * `param(n)` writes the n-th placeholder (`?` or `$n`). Column names come from
+ * here alone, and right-hand sides read the row as it was, so the current token becomes the previous one.
  */
 export function keyChangeSql (changes: ApiKeyChanges, param: (n: number) => string): { set: string, values: unknown[] } {
   const set: string[] = []

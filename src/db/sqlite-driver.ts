@@ -1,18 +1,7 @@
-// The SQLite driver for the running Node.js: better-sqlite3, in the one major
-// version that works on it. Both have the same API, so everything else
-// imports the driver from here and never names a version.
-//
-// - better-sqlite3 12 aborts the process on Node 24 and later: Node 24's
-//   `node::ObjectWrap` destructor removes an environment cleanup hook, and a
-//   Statement collected by the GC then fails `(env) != nullptr`
-//   (https://github.com/WiseLibs/better-sqlite3/issues/1515, closed without a
-//   fix for 12.x; https://github.com/nodejs/node/issues/65446).
-// - better-sqlite3 13 moved to Node-API and ships prebuilt binaries, but
-//   declares Node >= 22, and its binary crashes when loaded on Node 20.
-//
-// So Node 22 and later load 13, and Node 20 loads 12 through the npm alias
-// `better-sqlite3-node20` (an optional dependency: if it cannot be built on
-// a newer Node, the install still succeeds).
+// The SQLite driver for the running Node.js: better-sqlite3 13 on Node 22 and
+// later, 12 (the npm alias `better-sqlite3-node20`) on Node 20, since each
+// crashes on the other's Node (docs/INTERNALS.md, section "SQLite driver").
+// Both have the same API, so everything else imports the driver from here.
 import { createRequire } from 'node:module'
 import type BetterSqlite3 from 'better-sqlite3'
 

@@ -1,10 +1,7 @@
-// The embedded backend: one SQLite file, WAL mode, every commit fsynced.
-// New animals go through a group commit (group-commit.ts); other writes
-// retry off the event loop while another process (more instances, the
-// `petstore` command) holds the write lock, for up to 5 s, then fail as
-// unavailable (503). Only errors that mean the database cannot be reached or
-// written are StorageUnavailableError (sqlite-errors.ts); any other is a
-// fault on our side (500), and readiness does not change.
+// The embedded backend: one SQLite file, WAL mode, every commit fsynced, new
+// animals through a group commit (group-commit.ts). Writes that meet another
+// process's lock retry for up to 5 s, then fail as unavailable (503); other
+// errors are ours (500) (docs/INTERNALS.md, section "SQLite").
 import { randomBytes } from 'node:crypto'
 import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
@@ -31,11 +28,9 @@ type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus
 type PageTuple = [json: string, count: bigint]
 
 /**
- * A page's JSON, written by SQLite in the order and form of the response
- * schema's serializer: the same four keys in the schema's order, integers
- * as their digits (int64 exact), strings escaped as JSON.stringify does
- * (https://www.sqlite.org/json1.html#jobj). The rows are ordered inside the
- * aggregate, where SQLite guarantees the order.
+ * A page's JSON, written by SQLite as the response schema's serializer would:
+ * its keys in order, int64 exact, strings escaped as JSON.stringify does
+ * (https://www.sqlite.org/json1.html#jobj); rows ordered inside the aggregate, where SQLite keeps the order.
  */
 const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
 const PAGE_JSON = `json_group_array(${PET_JSON} ORDER BY id)`
@@ -96,14 +91,9 @@ export class SqliteStorage implements Storage {
   readonly #db: Database
   readonly #busyBudgetMs: number
   /**
-   * Full pages, as sent. Animals are never changed or deleted, and on
-   * SQLite ids are taken and committed under the one write lock that every
-   * connection to the file shares, above every id already in the table: an
-   * animal committed later always has a higher id than every animal
-   * visible before it. So a page read with one animal after it can never
-   * change. On PostgreSQL it can: identities are taken outside the
-   * transaction and committed in any order, so id 7 may become visible
-   * after id 8 was listed, inside a page already sent.
+   * Full pages, as sent: on SQLite an animal committed later always has a
+   * higher id than every one visible before it, so a page read with one animal
+   * after it never changes (not so on PostgreSQL: docs/INTERNALS.md, section "SQLite").
    */
   readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
   /** Animals found, as sent: once visible, an animal never changes. One not found is asked again, since it may be added. */
@@ -220,17 +210,10 @@ export class SqliteStorage implements Storage {
     }
     this.#insertRows = new StatementPerLimit((rows) => db.prepare<[values: Array<string | bigint>]>(
       `INSERT INTO pets (name, category_id, status) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`), INSERT_ROWS)
-    // The usual case: every insert of a validated animal succeeds, and the
-    // group commits without a savepoint each (a SAVEPOINT and a RELEASE cost
-    // an insert 1.4 µs, a quarter of it; docs/PERFORMANCE.md). If one fails,
-    // the whole transaction is rolled back and commitEach does it again.
-    // Animals without an Idempotency-Key are added by one statement for up to
-    // INSERT_ROWS of them: about half the CPU of a statement for each
-    // (docs/PERFORMANCE.md). SQLite adds a VALUES list's rows in the order
-    // written, and AUTOINCREMENT gives each the id after the one before, so
-    // the ids are the statement's last id and those just below it. A row that
-    // was not added (a trigger's RAISE(IGNORE)) would shift them: the group
-    // is then done again the savepoints' way, where it fails alone.
+    // No savepoint each, since a validated animal's insert rarely fails: if one
+    // does, commitEach does the group again. Plain animals go INSERT_ROWS to a
+    // statement, their ids the last id and those just below it; a row not added
+    // would shift them, so that too falls back (docs/INTERNALS.md, section "SQLite").
     const commitAll = db.transaction((group: PendingInsert[]): InsertOutcome[] => {
       const outcomes: InsertOutcome[] = new Array<InsertOutcome>(group.length)
       const plain: number[] = []

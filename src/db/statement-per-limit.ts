@@ -4,12 +4,9 @@ import { MAX_PAGE_SIZE } from '../schemas/pet.js'
 const MAX_LIMIT = MAX_PAGE_SIZE + 1
 
 /**
- * One prepared statement per page size, the size written into its SQL.
- * With `LIMIT ?`, SQLite prepares the statement again on every run, since
- * the planner takes a bound LIMIT into account: that doubled the cost of a
- * page. Sizes are whole numbers from 1 to `max` (validated before they get
- * here), so at most that many statements are ever made. A group commit's
- * INSERT takes one per number of rows, likewise.
+ * One prepared statement per size (a page's, or a group commit's rows), written
+ * into its SQL: SQLite prepares a `LIMIT ?` again on every run, which cost a page
+ * half as much again (docs/INTERNALS.md, section "SQLite"). Sizes are 1 to `max`, validated before.
  */
 export class StatementPerLimit<S> {
   readonly #made: Array<S | undefined> = []

@@ -1,10 +1,7 @@
-// The storage contract. Each backend (SQLite, PostgreSQL) implements it in
-// full; one test suite runs against each. Nothing here knows about HTTP.
-//
-// A call that fails for want of the database (unreachable, locked by
-// another client, out of disk: a retry later may succeed) rejects with
-// StorageUnavailableError, which the clients see as 503; any other failure
-// is a fault on our side and rejects with the error as it is (500).
+// The storage contract, implemented in full by each backend (SQLite, PostgreSQL)
+// and tested against each; nothing here knows about HTTP. A call that fails for
+// want of the database (a retry later may succeed) rejects with
+// StorageUnavailableError (503); any other failure rejects as it is (500).
 import type { Environment, PetStatus, Plan, Scope } from '../domain.js'
 
 export interface PetRecord {

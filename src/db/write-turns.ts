@@ -1,11 +1,7 @@
-// Worker threads of one process (docs/WORKERS.md) each have their own
-// connection to the SQLite file, and SQLite lets one write at a time. Left
-// to SQLite, a worker whose group commit finds another's lock fails at once
-// and tries again 20 ms later, which halved the creates answered with two
-// workers. So they take turns here first: a lock word in shared memory,
-// waited on without blocking the event loop, and handed on as soon as the
-// other's commit ends. Other processes on the file (the `petstore` command)
-// still meet SQLite's lock, and the busy retries that go with it.
+// The worker threads of one process take turns at writing the SQLite file: a
+// lock word in shared memory, waited on without blocking the event loop, handed
+// on as a commit ends. Left to SQLite's lock, creates halved (docs/WORKERS.md,
+// "Writes"); other processes on the file still meet that lock and its retries.
 
 /** Made once by the main thread and given to every worker. */
 export function createWriteTurns (): SharedArrayBuffer {

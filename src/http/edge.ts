@@ -11,10 +11,9 @@ import type { CountAddress } from '../limits/limit.js'
 import { addressSubject } from '../limits/subject.js'
 
 /**
- * A slow client cannot hold a connection: headers within `headersMs`, the
- * whole request within `requestMs` (checked every `checkEveryMs`); idle
- * keep-alive connections close after `keepAliveMs`, longer than common load
- * balancers' 60 s so they close first; `closeGraceMs`: EdgeServer.close.
+ * A slow client cannot hold a connection: headers within `headersMs`, the whole request
+ * within `requestMs` (checked every `checkEveryMs`); idle keep-alive ones close after `keepAliveMs`,
+ * longer than load balancers' usual 60 s so they close first; `closeGraceMs`: EdgeServer.close.
  * https://nodejs.org/api/http.html#serverheaderstimeout
  */
 export interface Timeouts {

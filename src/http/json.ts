@@ -13,11 +13,9 @@ export class JsonBodyError extends Error {
 }
 
 /**
- * Parses a request body. A number whose exact value is an integer (`7`,
- * `7.0`, `7e0`, `70e-1`) becomes that `bigint`; a fraction becomes the
- * nearest double; what neither holds (1e400, or an integer too long to
- * build) is left as a `LosslessNumber`, which no schema accepts: a value is
- * refused, never changed.
+ * Parses a request body. A number whose exact value is an integer (`7`, `7.0`, `70e-1`)
+ * becomes that `bigint`, a fraction the nearest double; what neither holds (1e400, an
+ * integer too long to build) stays a `LosslessNumber`, which no schema accepts: refused, never changed.
  */
 export function parseJsonBody (text: string): unknown {
   try {

@@ -192,11 +192,9 @@ export interface FoundKey {
 }
 
 /**
- * The key a token belongs to, in any state: by its current token, its
- * previous one, or any it had before and was rolled away from, since a
- * secret-scanning alert may come after the roll. What the alert needs
- * before the key is revoked. Undefined for a token no key was ever given,
- * or that is not a petstore token.
+ * The key a token belongs to, in any state, by its current, previous or any
+ * earlier token, since a secret-scanning alert may come after a roll. Undefined
+ * for a token no key was ever given, or that is not a petstore token.
  */
 export async function findKey (storage: Storage, token: string, now: number): Promise<FoundKey | undefined> {
   if (!inspectToken(token).ok) return undefined

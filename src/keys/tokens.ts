@@ -87,12 +87,10 @@ export interface TokenSighting {
 }
 
 /**
- * Every token, or part of one, in a client's text (a URL, a header) or a log
- * line: `pet_live_…`/`pet_test_…`, however short, and a 36-character base62
- * run whose last 6 are the checksum of either prefix and its first 30 (the
- * secret without its prefix). Any part of either may be percent-encoded,
- * twice or three times over: the text is decoded first, and a malformed `%`
- * sequence is kept as it is. Linear in the text's length.
+ * Every token, or part of one, in a client's text or a log line: `pet_live_…`/`pet_test_…`,
+ * however short, and a 36-character base62 secret whose checksum holds without its
+ * prefix. The text is percent-decoded first, up to three times over, a malformed `%`
+ * sequence kept as it is. Linear in the text's length.
  */
 export function findTokens (text: string): TokenSighting[] {
   let decoded = text
@@ -119,11 +117,9 @@ export function findTokens (text: string): TokenSighting[] {
 }
 
 /**
- * Where a secret with a valid checksum starts: a base62 run of 36, or the
- * first or last 36 of a longer run. A secret pasted into a URL or a header
- * sits next to a separator or an end; trying every window of a long run
- * instead would let one long URL cost milliseconds of checksums.
- * Written as a loop, not a regular expression: the checksum is no pattern.
+ * Where a secret with a valid checksum starts: a base62 run of 36, or the first
+ * or last 36 of a longer run, since a pasted secret sits next to a separator or an
+ * end, and every window of a long run would cost milliseconds. A loop: a checksum is no pattern.
  */
 function checksummedSecrets (text: string): number[] {
   const starts: number[] = []

@@ -21,16 +21,9 @@ interface SubjectState {
 const PURGE_EVERY_MS = 60_000
 
 /**
- * Subjects kept at most. With TRUST_PROXY on, a client can name a new address
- * with every request, so without a cap memory would grow with its sending
- * rate until the next purge. 100,000 subjects take about 45 MB (measured on
- * Node 20 with IPv6 subjects, the largest: some 450 bytes each, of which
- * lru-cache reserves 3 MB for the whole cap when the store is made), a bound
- * any host can afford. An address is forgotten a minute or two after
- * its last request (keys, kept for their day window, are only as many as
- * the database holds), so reaching the cap takes 100,000 distinct clients in
- * about a minute: far more than one instance serves, so ordinary traffic
- * stays below it and only a flood of made-up subjects reaches it.
+ * Subjects kept at most: with TRUST_PROXY on a client can name a new address
+ * with every request. About 45 MB; only a flood of made-up subjects reaches
+ * it (docs/INTERNALS.md, section "In-process store").
  */
 const DEFAULT_MAX_SUBJECTS = 100_000
 
@@ -42,11 +35,9 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements RateLimitStore {
   readonly name = 'memory'
   /**
-   * Each subject lives until its last window or its ban ends (its `ttl`,
-   * counted on the store's clock), and at most `maxSubjects` are kept, in
-   * least-recently-used order. A subject past its ttl no longer counts, so
-   * forgetting it early loses nothing; hit() still reads every count against
-   * its window's start, so one kept late does not count either.
+   * At most `maxSubjects`, least recently used first; each lives until its
+   * last window or ban ends (its `ttl`, on the store's clock). hit() reads
+   * every count against its window's start, so one kept late counts for nothing.
    */
   readonly #subjects: LRUCache<string, SubjectState>
   /** Start of the UTC minute of the last purge made to find room: no window ends between two minute boundaries. */
@@ -128,25 +119,10 @@ export class MemoryStore implements RateLimitStore {
   }
 
   /**
-   * Makes room for one more subject when the store is full. Forgetting a
-   * subject that still counts is a trade: its windows start again from zero
-   * and its refusals towards a ban are lost. So, first, the subjects that no
-   * longer count go: those whose ban has ended, and a purge at most once a
-   * UTC minute, since only a minute boundary or a ban's end makes more of
-   * them (lru-cache's rkeys(), below, skips them without freeing their
-   * room). Then the least recently
-   * seen subject that is not banned goes: evicting a ban would let a banned
-   * client lift it by flooding. What is left to lose is the counts of a
-   * subject seen before `maxSubjects` others that all still count. A client
-   * can reset its own counts that way only by sending that many requests
-   * under other subjects, each of them counted, while it sends nothing under
-   * its own: it gains no more than an instance restart would give it, since
-   * a restart empties this store too. Only when every subject is banned does
-   * the oldest ban go, so that memory stays bounded however many are banned.
-   *
-   * lru-cache evicts the least recently used entry, banned or not, so the
-   * banned ones are stepped over here; each is made the most recently used
-   * (get), so that it is not looked at again until the others have been.
+   * Makes room for one more subject when the store is full: first those that
+   * no longer count, then the least recently seen that is not banned (evicting
+   * a ban would let a client lift it by flooding), the oldest ban only when all
+   * are banned. Why: docs/INTERNALS.md, section "In-process store".
    */
   #makeRoom (now: number): void {
     const subjects = this.#subjects
@@ -161,6 +137,7 @@ export class MemoryStore implements RateLimitStore {
       const oldest = subjects.rkeys().next().value
       if (oldest === undefined) return
       if ((subjects.peek(oldest)?.bannedUntil ?? 0) > now) {
+        // lru-cache would evict it, banned or not: made the most recently used, it is stepped over until the others have been.
         subjects.get(oldest)
         bannedToSkip--
       } else {

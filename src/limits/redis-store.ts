@@ -1,9 +1,7 @@
 // The Redis store: the state every instance shares, so that limits and bans
 // hold across all of them (docs/OPERATING.md: Rate limits in Redis). One Lua script
-// decides and charges each request in one round trip, atomically, on Redis's
-// clock; the in-process store's rules (memory-store.ts) are the reference it
-// follows. It fails fast when Redis is away; resilient-store.ts decides what
-// then.
+// decides and charges each request atomically, on Redis's clock (docs/INTERNALS.md,
+// section "Redis store"). It fails fast when Redis is away; resilient-store.ts decides what then.
 import { performance } from 'node:perf_hooks'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { within } from '../deadline.js'
@@ -13,37 +11,14 @@ import {
   type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowState
 } from './store.js'
 
-/** See HIT_SCRIPT: how much longer than its content a key is kept. */
+/** How much longer than its content a key is kept: an expiry only frees memory, so it errs late. */
 const EXPIRY_MARGIN_MS = 1000
 
 /**
- * Keys, per subject: `petstore:DEPLOYMENT:{SUBJECT}:minute` and `…:day` (hashes: the
- * window's start and its count), `…:refusals` (a hash: the minute's start and
- * the refusals in it that count towards a ban) and `…:ban` (the ban's end).
- * Their names hold no time, so the script is given every key it touches, as
- * Redis asks of scripts (https://redis.io/docs/latest/develop/programmability/eval-intro/),
- * and the start stored with each count says which window it is. The braces
- * make SUBJECT the hash tag: a subject's keys share one cluster slot, so one
- * script can reach them all on Redis Cluster
- * (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags).
- *
- * Every write sets an expiry, so memory stays bounded however many subjects
- * come: a window's key lives to the window's end, refusals to the minute's
- * end, a ban to its end, each plus EXPIRY_MARGIN_MS. The stored start and
- * end are what count; the expiry only frees memory, so it errs late: a key
- * that lasted 1 ms short of its window would forget its count in that 1 ms.
- *
- * Time is Redis's TIME, read inside the script (allowed since Redis 5 with
- * effects replication, the only mode from Redis 7), so instances whose
- * clocks differ still agree on every window edge.
- *
- * KEYS: ban, refusals, then one per window, in the request's order.
- * ARGV: ban threshold (0: no ban policy) | ban length | minute length |
- *       charge (0: only look, write nothing) |
- *       then per window: its length, its limit (ms, counts).
- * Returns {now, outcome (0 allowed, 1 limited, 2 banned), end of the ban it
- * is under or (limited) has just earned, else 0,
- * then each window's count before this request}.
+ * KEYS: ban, refusals, one per window. ARGV: ban threshold (0: none), ban ms, minute ms,
+ * charge (0: look only), then each window's ms and limit. Returns {now (Redis's TIME),
+ * outcome (0 allowed, 1 limited, 2 banned), the end of the ban it is under or just earned
+ * or 0, each window's count before}. Keys, expiries: docs/INTERNALS.md, section "Redis store".
  */
 const HIT_SCRIPT = `
 local time = redis.call('TIME')
@@ -109,11 +84,9 @@ return result
 `
 
 /**
- * How long a command may go unanswered before it fails: an instance stops
- * waiting for Redis after 500 ms (docs/OPERATING.md: When Redis is unreachable). A
- * connection attempt gets a second: no request waits for one (none is sent
- * before the client is ready), and a server that accepts but never answers
- * is still given up.
+ * An instance stops waiting for Redis after 500 ms (docs/OPERATING.md: When
+ * Redis is unreachable); a connection attempt, which no request waits for,
+ * gets a second, so a server that accepts but never answers is given up.
  */
 const COMMAND_TIMEOUT_MS = 500
 const CONNECT_TIMEOUT_MS = 1000

@@ -1,12 +1,7 @@
-// REDIS_URL → where Redis is. Two forms:
-//   redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]   one server (rediss:// for TLS)
-//   redis+cluster://[[USER]:PASSWORD@]HOST:PORT,HOST:PORT,…   a Redis Cluster
-//     (rediss+cluster:// for TLS): seed nodes, of which any one that answers
-//     is enough; the client learns the others from it.
-// One variable keeps REDIS_URL the one switch (docs/CONFIGURATION.md); the scheme
-// says which client to use, as `redis+sentinel://` does for Sentinel in other
-// clients. A URL cannot hold several hosts, so the cluster form is parsed
-// here rather than by URL.
+// REDIS_URL: `redis://` (`rediss://`) for one server, or `redis+cluster://` with
+// HOST:PORT,HOST:PORT,… seed nodes for a Redis Cluster (docs/CONFIGURATION.md): one
+// variable stays the one switch, the scheme naming the client as `redis+sentinel://`
+// does elsewhere. `URL` cannot hold several hosts, so the cluster form is parsed here.
 
 interface RedisNode {
   host: string

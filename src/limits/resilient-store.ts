@@ -1,11 +1,7 @@
-// A shared store with an in-process fallback (docs/OPERATING.md:
-// When Redis is unreachable): when the shared store (Redis) fails or does not answer within
-// 500 ms, each instance goes on limiting with its own in-process store, says
-// so once, reports itself degraded, and goes back to the shared store once it
-// answers again.
-// While degraded, requests do not try the shared store at all: a frozen
-// Redis would otherwise cost every request the full wait. A probe in the
-// background finds out when it is back.
+// A shared store (Redis) with an in-process fallback (docs/OPERATING.md: When Redis
+// is unreachable): past a failure or 500 ms without an answer, the instance limits on
+// its own, reports itself degraded, and leaves the shared store to a background probe
+// until it answers, so that a frozen Redis does not cost every request the full wait.
 import { within } from '../deadline.js'
 import type { Decision, HitRequest, RateLimitStore, StoreHealth } from './store.js'
 

@@ -1,15 +1,7 @@
 // The in-process store's rules over memory that every worker thread of one
 // process shares, so that limits and bans hold exactly across workers without
-// Redis. Written by hand because no maintained library keeps a bounded,
-// thread-safe table with these eviction rules in a SharedArrayBuffer (the few
-// shared-map packages take one global lock and never evict).
-//
-// The table is split into shards, each with its own lock word, so that
-// threads hitting different subjects rarely wait on one another; a subject's
-// shard comes from a hash seeded at random when the buffer is made, so that
-// nobody can work out offline a set of addresses that all fall into a key's
-// shard and push it out. A message to a central thread would cost 10-200 µs a
-// hit; a lock and a few reads of shared memory cost well under one.
+// Redis: shards with a lock each, a subject's shard by a randomly seeded hash.
+// Why by hand, and why so: docs/INTERNALS.md, section "Shared-memory store".
 import { createHash, randomInt } from 'node:crypto'
 import { threadId } from 'node:worker_threads'
 import {
@@ -18,14 +10,9 @@ import {
 } from './store.js'
 
 /**
- * Subjects kept at most, by default: twice the in-process store's 100,000,
- * since a subject can only live in its own shard, and one shard fills before
- * the whole table does. At 100,000 subjects a shard of 64 slots holds 32 on
- * average, and the chance that any of the 3,125 gets more than 64, and so
- * forgets one that still counts, is about 1 in 1,600 (binomial tail; 1 in 6
- * million at 80,000; at 120,000, 0.2 shards). The buffer takes
- * 25.8 MB (129 bytes a slot), made once for the process, whatever the number
- * of workers.
+ * Subjects kept at most, by default: twice the in-process store's, since a
+ * subject lives only in its own shard and one shard fills before the table
+ * does. 25.8 MB for the process; the odds: docs/INTERNALS.md, section "Shared-memory store".
  */
 const DEFAULT_MAX_SUBJECTS = 200_000
 /** Slots per shard: a miss scans every tag of its shard, 256 bytes. */
@@ -126,13 +113,9 @@ export function sharedLimitsCapacity ({ buffer }: SharedLimits): number {
 }
 
 /**
- * Frees every shard lock that the thread `threadId` holds. The main thread
- * calls it when a worker exits: a worker can be terminated, or crash, at any
- * instruction, and a lock it held would otherwise stop every thread that
- * needs that shard. Read the worker's `threadId` while it runs: Node reads it
- * as -1 once the worker has exited. What the dead thread was writing may be
- * half written: one subject's counts off by one hit, never a slot that
- * stands for the wrong subject (a slot's subject is written last).
+ * Frees every shard lock that the thread `threadId` holds, for the main thread
+ * to call when a worker exits, however it ended. Pass the `threadId` read while
+ * the worker ran: Node reads it as -1 once the worker has exited.
  */
 export function releaseLocksHeldBy ({ buffer }: SharedLimits, threadId: number): number {
   const header = new Int32Array(buffer, 0, HEADER_BYTES / 4)
@@ -273,13 +256,9 @@ export class SharedMemoryStore implements RateLimitStore {
   }
 
   /**
-   * A slot for a subject the shard does not hold, as the in-process store
-   * makes room (its #makeRoom says why in full): an empty slot, else one
-   * whose subject no longer counts, else the least recently used subject
-   * that is not banned, and only when every one is banned, the oldest ban.
-   * All within the subject's shard: pushing out a subject that still counts
-   * takes as many new subjects in its shard, about as many in all as the
-   * table holds, since nobody knows which subjects share a shard.
+   * A slot for a subject the shard does not hold, chosen as the in-process
+   * store makes room: empty, else no longer counting, else the least recently
+   * used not banned, else the oldest ban (docs/INTERNALS.md, section "Shared-memory store").
    */
   #makeRoom (base: number, clock: number, now: number): number {
     const words = this.#words

@@ -50,12 +50,10 @@ export type Decision =
   | { outcome: 'banned', windows: WindowState[], bannedUntil: number }
 
 /**
- * What a store can say of itself. `degraded`: it still decides every
- * request, but not as designed (a Redis store that cannot reach Redis limits
- * in-process, per instance), so the instance should keep its traffic while
- * someone looks. `down`: it cannot decide, so the instance should get none.
- * The reason is a short phrase for people, e.g. "redis unreachable, limiting
- * in-process".
+ * `degraded`: still deciding every request, but not as designed (Redis away,
+ * limiting in-process), so the instance keeps its traffic while someone looks.
+ * `down`: it cannot decide, so the instance should get none. `reason`: a short
+ * phrase for people, e.g. "redis unreachable, limiting in-process".
  */
 export type StoreHealth =
   | { status: 'ok' }

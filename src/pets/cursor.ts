@@ -21,11 +21,9 @@ export class CursorCodec {
   /** Imported once: a raw key would be imported again for every cursor. */
   readonly #secret: KeyObject
   /**
-   * Signing was the dearest step of a page after the query. A cursor depends
-   * only on its position, and the one a client sends is most often one just
-   * made (the next page) or one many clients share (the first page of a
-   * filter), so both directions are remembered: the cursor of a position,
-   * and the position of a cursor whose signature was checked.
+   * Both directions remembered, since signing was a page's dearest step after the
+   * query and a cursor sent is most often one just made or one many clients share
+   * (docs/PERFORMANCE.md, "What each change bought").
    */
   readonly #cursors = new LRUCache<string, string>({ max: REMEMBERED })
   readonly #positions = new LRUCache<string, CursorPosition>({ max: REMEMBERED })

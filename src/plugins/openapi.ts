@@ -33,11 +33,9 @@ interface DocsPageGlobals {
 type SwaggerUiPlugin = NonNullable<NonNullable<Parameters<typeof swaggerUi>[1]['uiConfig']>['plugins']>[number]
 
 /**
- * Swagger UI plugins, sent to the browser as source text (so they may use
- * nothing from this module), that make the page load and link
- * /v1/openapi.json, the address docs/API.md gives, rather than @fastify/swagger-ui's
- * copy; relative to the page, so that it holds behind a proxy's path prefix
- * (docs/INTERNALS.md, section "OpenAPI").
+ * Swagger UI plugins, sent to the browser as source text (so they use nothing
+ * from this module), that make the page load and link /v1/openapi.json, relative
+ * to the page so it holds behind a proxy's path prefix (docs/INTERNALS.md, section "OpenAPI").
  */
 const DOCS_PAGE_PLUGINS: SwaggerUiPlugin[] = [
   function downloadUrl (system) {

@@ -19,12 +19,9 @@ import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)
 /**
- * The port the workers will share, once a listen without reusePort has
- * made sure nothing holds it (PORT=0: any free one). The workers' sockets
- * share it (reusePort), and the kernel would let another process of this
- * user that does the same join them, silently splitting the traffic and
- * the limits between two services; so the port is first had alone, as one
- * worker would have it.
+ * The port the workers will share (PORT=0: any free one), once a listen without
+ * reusePort has made sure nothing holds it: else another process of this user could
+ * join them and split the traffic and limits (docs/WORKERS.md, "One port, one service").
  */
 async function freePort (host: string, port: number): Promise<number> {
   const probe = createServer()

@@ -5,11 +5,9 @@ import { hash } from 'node:crypto'
 const SHA256_HEX = /^[0-9a-f]{64}$/
 
 /**
- * A Bloom filter over SHA-256 hex digests: its k bit positions come from
- * the digest's first 64 bits by enhanced double hashing (Dillinger and
- * Manolios), which needs no further hashing. Any other string is hashed
- * first, so that the filter never says no for an item it was given.
- * https://en.wikipedia.org/wiki/Double_hashing#Enhanced_double_hashing
+ * A Bloom filter over SHA-256 hex digests, its k bit positions from the digest's first
+ * 64 bits by enhanced double hashing (https://en.wikipedia.org/wiki/Double_hashing#Enhanced_double_hashing).
+ * Any other string is hashed first, so the filter never says no for an item it was given.
  */
 export class BloomFilter {
   readonly capacity: number
