@@ -28,6 +28,8 @@ const files = named.length > 0
   ? named
   : roots.flatMap((root) => readdirSync(root, { recursive: true, encoding: 'utf8' })
     .filter((file) => file.endsWith('.test.js'))
+    // tsc leaves the output of a moved or removed test behind: only a file whose source is still there runs.
+    .filter((file) => existsSync(join(root.replace(/dist\/test$/, 'test'), file.replace(/\.js$/, '.ts'))))
     .map((file) => join(root, file))
     .sort())
 

@@ -19,7 +19,7 @@ interface Asset {
   body: Buffer
 }
 
-const CONSOLE = new URL('../../../console', import.meta.url)
+const CONSOLE = new URL('../../../console/', import.meta.url)
 const resolve = createRequire(import.meta.url).resolve
 
 /** Read at start: a file missing from an install is found then, not at the first visit. */
