@@ -8,8 +8,7 @@ import swagger from '@fastify/swagger'
 import { AdminErrorBody } from '../schemas/error.js'
 import type { JsonSchema } from '../schemas/kinds.js'
 import { FoundKey, Key, KeyChanges, KeyUsageDays, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
-import { REQUEST_ID_PARAMETER } from '../schemas/responses.js'
-import { headerObject, plain, referToComponents, referToRootSchemas } from './openapi.js'
+import { documentOptions } from './openapi.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
 const SCHEMAS: JsonSchema[] = [Key, KeyWithToken, FoundKey, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays, AdminErrorBody]
@@ -29,35 +28,14 @@ const serversOf = (environment: Environment): Array<{ url: string, description: 
 }]
 
 export default fp<{ environment: Environment }>(async function adminOpenapi (app, { environment }) {
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Animal Adoption Store: admin API',
-        version: '1.0.0',
-        description: `Make, change, roll, revoke and trace the API keys of the Animal Adoption Store. Served on the operators' admin listener only, never on the public port. Every operation needs the admin token, sent as \`Authorization: Bearer <ADMIN_TOKEN>\`; wrong tokens are limited per address. Requests with the admin token are rate limited too, generously (${ADMIN_REQUESTS_PER_MINUTE} a minute per address): see the \`X-RateLimit-*\` headers, and wait for \`Retry-After\` after a 429.`,
-        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
-      },
-      servers: serversOf(environment),
-      tags: [{ name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' }],
-      components: {
-        securitySchemes: {
-          adminToken: { type: 'http', scheme: 'bearer', description: 'The service\'s `ADMIN_TOKEN`, at least 32 characters.' }
-        },
-        // Copies: @fastify/swagger rewrites the schemas it is given here.
-        schemas: Object.fromEntries(SCHEMAS.map((schema) => [schema.$id, plain(schema)])),
-        parameters: { [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) } }
-      },
-      security: [{ adminToken: [] }]
-    },
-    // Paths are written relative to the server, which ends in /admin/v1.
-    stripBasePath: true,
-    refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
-    },
-    transform: ({ schema, url }) => ({ schema: referToRootSchemas(schema), url }),
-    transformObject: (document) => 'openapiObject' in document ? referToComponents(document.openapiObject) : document.swaggerObject
-  })
+  await app.register(swagger, documentOptions({
+    title: 'Animal Adoption Store: admin API',
+    description: `Make, change, roll, revoke and trace the API keys of the Animal Adoption Store. Served on the operators' admin listener only, never on the public port. Every operation needs the admin token, sent as \`Authorization: Bearer <ADMIN_TOKEN>\`; wrong tokens are limited per address. Requests with the admin token are rate limited too, generously (${ADMIN_REQUESTS_PER_MINUTE} a minute per address): see the \`X-RateLimit-*\` headers, and wait for \`Retry-After\` after a 429.`,
+    servers: serversOf(environment),
+    tags: [{ name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' }],
+    security: { name: 'adminToken', description: 'The service\'s `ADMIN_TOKEN`, at least 32 characters.' },
+    schemas: SCHEMAS
+  }))
 
   let text: string | undefined
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {

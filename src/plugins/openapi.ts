@@ -5,7 +5,7 @@
 import { STATUS_CODES } from 'node:http'
 import { isDeepStrictEqual } from 'node:util'
 import fp from 'fastify-plugin'
-import swagger from '@fastify/swagger'
+import swagger, { type SwaggerOptions } from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifySchema } from 'fastify'
 import { stringify } from 'lossless-json'
@@ -70,38 +70,14 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     return list
   }
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Animal Adoption Store',
-        version: '1.0.0',
-        description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429.',
-        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' }
-      },
-      servers: servers(),
-      tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }],
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' }
-        },
-        // Copies: @fastify/swagger rewrites the schemas it is given here, and
-        // the routes serialize with the originals.
-        schemas: Object.fromEntries(SCHEMAS.map((schema) => [schema.$id, plain(schema)])),
-        parameters: { [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) } }
-      },
-      security: [{ bearerAuth: [] }]
-    },
-    // Paths are written relative to the servers, which end in /v1.
-    stripBasePath: true,
-    // A schema with an `$id` nested in another is written as a reference to
-    // `#/components/schemas/<$id>` (the default name is `def-N`).
-    refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
-    },
-    transform: ({ schema, url }) => ({ schema: referToRootSchemas(schema), url }),
-    transformObject: (document) => 'openapiObject' in document ? referToComponents(document.openapiObject) : document.swaggerObject
-  })
+  await app.register(swagger, documentOptions({
+    title: 'Animal Adoption Store',
+    description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429.',
+    servers: servers(),
+    tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }],
+    security: { name: 'bearerAuth', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' },
+    schemas: SCHEMAS
+  }))
 
   let document: unknown
   let documentJson: string | undefined
@@ -176,12 +152,57 @@ interface OpenApiDocument {
 const OPERATION_KEYS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
 /** The document's own values, without TypeBox's symbols. */
-export const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
+const plain = (value: unknown): unknown => JSON.parse(JSON.stringify(value))
 
 const same = (a: unknown, b: unknown): boolean => isDeepStrictEqual(plain(a), plain(b))
 
+interface Server { url: string, description: string, 'x-internal': boolean }
+
+/** What the public and the admin documents differ in; the rest of their options is documentOptions'. */
+export interface DocumentParts {
+  title: string
+  description: string
+  servers: Server[]
+  tags: Array<{ name: string, description: string }>
+  /** The bearer scheme every operation needs. */
+  security: { name: string, description: string }
+  /** The named schemas; each one's `$id` is its name under `components.schemas`. */
+  schemas: TSchema[]
+}
+
+/**
+ * @fastify/swagger's options for a document: the schemas and the request-id
+ * parameter written once under `components`, paths relative to the server,
+ * and a schema with an `$id` nested in another written as a reference to
+ * `#/components/schemas/<$id>` (the default name is `def-N`).
+ */
+export function documentOptions ({ title, description, servers, tags, security, schemas }: DocumentParts): SwaggerOptions {
+  return {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title, version: '1.0.0', description, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+      servers,
+      tags,
+      components: {
+        securitySchemes: { [security.name]: { type: 'http', scheme: 'bearer', description: security.description } },
+        // Copies: @fastify/swagger rewrites the schemas it is given here, and
+        // the routes serialize with the originals.
+        schemas: Object.fromEntries(schemas.map((schema) => [schema.$id, plain(schema)])),
+        parameters: { [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) } }
+      },
+      security: [{ [security.name]: [] }]
+    },
+    stripBasePath: true,
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => typeof json.$id === 'string' ? json.$id : `def-${i}`
+    },
+    transform: ({ schema, url }) => ({ schema: referToRootSchemas(schema), url }),
+    transformObject: (document) => 'openapiObject' in document ? referToComponents(document.openapiObject) : document.swaggerObject
+  }
+}
+
 /** A header or parameter as OpenAPI writes it: the description beside the schema, not in it (as @fastify/swagger writes a route's headers). */
-export function headerObject ({ description, ...schema }: TSchema): { description?: string, schema: Json } {
+function headerObject ({ description, ...schema }: TSchema): { description?: string, schema: Json } {
   return { ...(typeof description === 'string' ? { description } : {}), schema }
 }
 
@@ -190,7 +211,7 @@ export function headerObject ({ description, ...schema }: TSchema): { descriptio
  * writes a request body's or a response's own schema in full; those become
  * references here. A response keeps its description and headers.
  */
-export function referToRootSchemas (schema: FastifySchema): FastifySchema {
+function referToRootSchemas (schema: FastifySchema): FastifySchema {
   // Swagger calls this for every route, with or without a schema.
   if ((schema as FastifySchema | undefined) === undefined) return schema
   const ref = (node: Json): Json => ({ $ref: `#/components/schemas/${String(node.$id)}` })
@@ -214,7 +235,7 @@ export function referToRootSchemas (schema: FastifySchema): FastifySchema {
  * refers to them; only what is equal is replaced, so the document says
  * exactly what it said before. @fastify/swagger does so for schemas only.
  */
-export function referToComponents<T extends object> (openapiObject: T): T {
+function referToComponents<T extends object> (openapiObject: T): T {
   const document = openapiObject as OpenApiDocument
   const headers = Object.entries(HEADERS).map(([key, { name, schema }]) => ({ key, name: name.toLowerCase(), value: headerObject(schema) }))
   const operations: Operation[] = []
