@@ -31,6 +31,11 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES
 
+/** The statuses of these codes, once each, in ascending order: what an operation documents for them. */
+export function statusesOf (codes: readonly ErrorCode[]): number[] {
+  return [...new Set(codes.map((code) => ERROR_CODES[code].status))].sort((a, b) => a - b)
+}
+
 /** Who may be answered a code: the admin API's own codes are never answered on /v1, and its OpenAPI document alone lists them. */
 export type Audience = 'api' | 'admin'
 const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_revoked'])

@@ -6,13 +6,15 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import { LRUCache } from 'lru-cache'
-import { Errors } from '../errors.js'
+import { Errors, type ErrorCode } from '../errors.js'
 import { BEARER, authorizationHeaders } from '../keys/identify.js'
 
 /** Wrong tokens an address may send in one minute. */
 const FAILURES_PER_MINUTE = 10
 /** Requests with the admin token an address may send in one minute (docs/KEYS.md: The admin API). */
 export const ADMIN_REQUESTS_PER_MINUTE = 6000
+/** Every error the token check can answer, so that every admin operation documents their statuses. */
+export const ADMIN_AUTH_ANSWERS = ['invalid_admin_token', 'rate_limited'] as const satisfies readonly ErrorCode[]
 /** Addresses remembered at once by each count; the least recently used go first. */
 const ADDRESSES = 10_000
 const MINUTE_MS = 60_000

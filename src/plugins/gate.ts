@@ -4,7 +4,7 @@
 // preParsing hook, before the body is read (docs/INTERNALS.md, section "Gate").
 import fp from 'fastify-plugin'
 import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
-import { ApiError, ERROR_CODES, Errors, type ErrorCode } from '../errors.js'
+import { ApiError, Errors, statusesOf, type ErrorCode } from '../errors.js'
 import { FRAMING_ANSWERS } from './framing.js'
 import { authorizationHeaders, type Caller, type Identify } from '../keys/identify.js'
 import type { Limit, Standing } from '../limits/limit.js'
@@ -42,8 +42,7 @@ const GATE_ANSWERS = [
  * 403 only where the route declares a scope (`config.scope`).
  */
 export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
-  const codes = GATE_ANSWERS.filter((code) => scoped || code !== 'insufficient_scope')
-  return [...new Set(codes.map((code) => ERROR_CODES[code].status))].sort((a, b) => a - b)
+  return statusesOf(GATE_ANSWERS.filter((code) => scoped || code !== 'insufficient_scope'))
 }
 
 export function createGate ({ identify, limit, usage }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'> }): Gate {

@@ -17,6 +17,9 @@ import { readInstant } from '../instant.js'
 import { Type } from 'typebox'
 import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
+import { ADMIN_AUTH_ANSWERS } from '../plugins/admin-auth.js'
+import { FRAMING_ANSWERS } from '../plugins/framing.js'
+import { statusesOf } from '../errors.js'
 
 interface AdminKeyRoutesOptions {
   storage: Storage
@@ -24,8 +27,8 @@ interface AdminKeyRoutesOptions {
   now: () => number
 }
 
-/** Statuses every operation may answer besides its own: no or a wrong token, an Expect it cannot meet (plugins/framing.ts: answered after the token is checked), too many wrong tokens, faults. */
-export const ALWAYS = [401, 417, 429, 500, 503]
+/** Statuses every operation may answer besides its own: the token check's, the framing check's after it (no Host, an Expect it cannot meet), faults. */
+export const ALWAYS = statusesOf([...ADMIN_AUTH_ANSWERS, ...FRAMING_ANSWERS, 'internal_error', 'service_unavailable'])
 /** And those with a body: bad JSON or fields, a body too large or not JSON. */
 const WITH_BODY = [...ALWAYS, 400, 413, 415]
 
