@@ -35,7 +35,7 @@ describe('tracing at start', () => {
 
   it('When the request log is imported, then Fastify is loaded (the check above can see it)', async () => {
     // Act
-    const loaded = await fastifyLoadedAfter(['../src/request-log.js'], false)
+    const loaded = await fastifyLoadedAfter(['../src/telemetry/request-log.js'], false)
 
     // Assert
     assert.equal(loaded, true)
