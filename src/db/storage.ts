@@ -133,8 +133,8 @@ export interface PoolUse {
   max: number
 }
 
-export interface Storage {
-  readonly backend: 'sqlite' | 'postgres'
+/** The animals: added durably, and read. */
+export interface PetStore {
   /** Resolves only once the animal is durably committed. */
   createPet (pet: NewPetRecord): Promise<PetRecord>
   /**
@@ -159,7 +159,10 @@ export interface Storage {
   listPetsJson?: (query: PetPageQuery) => Promise<PetPageJson>
   /** Forgets idempotency records made before this instant; says how many. */
   purgeIdempotentRequests (createdBefore: number): Promise<number>
+}
 
+/** The API keys and every token they were issued. */
+export interface KeyStore {
   createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
   /** The key whose current or previous token has this hash, whatever its state. */
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined>
@@ -184,7 +187,14 @@ export interface Storage {
   listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]>
   /** How many tokens were ever issued. */
   countTokens (): Promise<number>
+  /** A page of the keys that match, in the order asked for: the operator console's list. */
+  searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]>
+  /** The number of keys of each plan and state at `now`; pairs without keys are left out. */
+  countApiKeys (now: number): Promise<KeyCount[]>
+}
 
+/** What each key used, per UTC day. */
+export interface UsageStore {
   /**
    * Adds counts to what is stored, in one transaction: each row to its
    * key and day (one additive upsert each, so that every instance's counts
@@ -194,7 +204,15 @@ export interface Storage {
   addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void>
   /** A key's stored counts for the days from `fromDay` to `toDay`, oldest first; days without any are left out. */
   usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]>
+  /** Every key's counts added up per day, from `fromDay` to `toDay`, oldest first; days without any are left out. */
+  usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]>
+  /** The `limit` keys with the most requests (admitted and refused) on `day`, most first, then by id. */
+  busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]>
+}
 
+/** The database itself. */
+export interface StoreConnection {
+  readonly backend: 'sqlite' | 'postgres'
   /** The connection pool's use, for metrics; undefined where there is no pool (SQLite). */
   poolUse (): PoolUse | undefined
 
@@ -202,16 +220,10 @@ export interface Storage {
   secret (name: string): Promise<Buffer>
   ping (): Promise<void>
   close (): Promise<void>
-
-  /** A page of the keys that match, in the order asked for: the operator console's list. */
-  searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]>
-  /** Every key's counts added up per day, from `fromDay` to `toDay`, oldest first; days without any are left out. */
-  usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]>
-  /** The `limit` keys with the most requests (admitted and refused) on `day`, most first, then by id. */
-  busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]>
-  /** The number of keys of each plan and state at `now`; pairs without keys are left out. */
-  countApiKeys (now: number): Promise<KeyCount[]>
 }
+
+/** What the service keeps, on SQLite or PostgreSQL (db/sqlite.ts, db/postgres.ts): each part is named for those who need only it. */
+export interface Storage extends PetStore, KeyStore, UsageStore, StoreConnection {}
 
 /** Where a key stands at an instant: revoked, else expired once its expiry has passed, else active. */
 export type KeyState = 'active' | 'expired' | 'revoked'

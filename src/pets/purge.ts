@@ -1,7 +1,7 @@
 // Idempotency records are read for 24 hours only (docs/API.md: Safe
 // retries); forgetting the older ones every hour keeps the
 // table at about a day of writes.
-import type { Storage } from '../db/storage.js'
+import type { PetStore } from '../db/storage.js'
 import { IDEMPOTENCY_WINDOW_MS } from './service.js'
 
 const PURGE_EVERY_MS = 60 * 60 * 1000
@@ -12,7 +12,7 @@ interface PurgeLog {
 }
 
 /** Starts the hourly purge; the function returned stops it. */
-export function purgeExpiredIdempotencyKeys (storage: Storage, now: () => number, log: PurgeLog): () => void {
+export function purgeExpiredIdempotencyKeys (storage: Pick<PetStore, 'purgeIdempotentRequests'>, now: () => number, log: PurgeLog): () => void {
   const timer = setInterval(() => {
     storage.purgeIdempotentRequests(now() - IDEMPOTENCY_WINDOW_MS)
       .then((count) => { if (count > 0) log.info({ count }, 'forgot expired idempotency keys') })

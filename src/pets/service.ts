@@ -2,7 +2,7 @@
 // and add one at most once per Idempotency-Key.
 import { hash } from 'node:crypto'
 import { Errors } from '../errors.js'
-import type { PetRecord, Storage } from '../db/storage.js'
+import type { PetRecord, PetStore } from '../db/storage.js'
 import type { PetStatus } from '../domain.js'
 import { DEFAULT_PAGE_SIZE, type NewPet } from '../schemas/pet.js'
 import type { CursorCodec } from './cursor.js'
@@ -23,7 +23,7 @@ export interface CreateOutcome {
 }
 
 export class PetService {
-  readonly #storage: Storage
+  readonly #storage: PetStore
   readonly #cursors: CursorCodec
   readonly #now: () => number
   /**
@@ -33,7 +33,7 @@ export class PetService {
    */
   readonly #inFlight = new Set<string>()
 
-  constructor (storage: Storage, cursors: CursorCodec, now: () => number) {
+  constructor (storage: PetStore, cursors: CursorCodec, now: () => number) {
     this.#storage = storage
     this.#cursors = cursors
     this.#now = now
