@@ -15,7 +15,7 @@ import {
 import { searchKeys } from '../keys/overview.js'
 import { readInstant } from '../instant.js'
 import { Type } from 'typebox'
-import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
+import { adminAnswers } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 import { ADMIN_AUTH_ANSWERS } from '../plugins/admin-auth.js'
 import { FRAMING_ANSWERS } from '../plugins/framing.js'
@@ -45,7 +45,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'Makes an API key of this service\'s environment. Its token is in this answer only: store it now.',
       tags: ['keys'],
       body: NewKey,
-      response: { 201: withHeaders(KeyWithToken, 'The key, and its token.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses(WITH_BODY, ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(201, KeyWithToken, 'The key, and its token.', WITH_BODY)
     }
   }, async (request, reply) => {
     const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
@@ -62,7 +62,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'Every key, revoked and expired ones too, ordered by id, or by last use with `sort=lastUsed`; `q`, `state` and `plan` keep only the keys that match. When more follow, the `Link` header has the URL of the next page.',
       tags: ['keys'],
       querystring: ListKeysQuery,
-      response: { 200: withHeaders(Keys, 'A page of keys.', { ...ADMIN_RATE_LIMIT_HEADERS, ...NEXT_KEYS }), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, Keys, 'A page of keys.', [...ALWAYS, 400], NEXT_KEYS)
     }
   }, async (request, reply) => {
     const { limit = DEFAULT_KEY_PAGE_SIZE, cursor, q, state, plan, sort } = request.query
@@ -82,7 +82,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       summary: 'Get a key',
       tags: ['keys'],
       params: KeyIdParams,
-      response: { 200: withHeaders(Key, 'The key.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, Key, 'The key.', [...ALWAYS, 400, 404])
     }
   }, async (request) => existing(request.params.id, await showKey(storage, request.params.id, now())))
 
@@ -94,7 +94,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       body: KeyChanges,
-      response: { 200: withHeaders(Key, 'The key as changed.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404, 409], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, Key, 'The key as changed.', [...WITH_BODY, 404, 409])
     }
   }, async (request) => {
     const { name, plan, perMinute, perDay, scopes, expiresAt } = request.body
@@ -117,7 +117,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       body: RollRequest,
-      response: { 201: withHeaders(KeyWithToken, 'The key, and its new token.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404, 409], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(201, KeyWithToken, 'The key, and its new token.', [...WITH_BODY, 404, 409])
     }
   }, async (request, reply) => {
     const key = await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())
@@ -132,7 +132,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       // Content sent with a DELETE is read as any body (400, 413, 415), then ignored.
-      response: { 200: withHeaders(Key, 'The key, revoked.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, Key, 'The key, revoked.', [...WITH_BODY, 404])
     }
   }, async (request) => existing(request.params.id, await revokeKey(storage, request.params.id, now())))
 
@@ -144,7 +144,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       tags: ['keys'],
       params: KeyIdParams,
       querystring: UsageQuery,
-      response: { 200: withHeaders(KeyUsageDays, 'The key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, KeyUsageDays, 'The key\'s requests per day.', [...ALWAYS, 400, 404])
     }
   }, async (request) => {
     const days = await keyUsage(storage, request.params.id, request.query, now())
@@ -158,7 +158,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       description: 'The key a token belongs to, whatever the key\'s state: by its current token, its previous one, or any it was rolled away from (an alert may come after the roll). The step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
       tags: ['keys'],
       body: TokenLookup,
-      response: { 200: withHeaders(FoundKey, 'The key the token belongs to, and which of its tokens it is.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...WITH_BODY, 404], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, FoundKey, 'The key the token belongs to, and which of its tokens it is.', [...WITH_BODY, 404])
     }
   }, async (request) => {
     const found = await findKey(storage, request.body.token, now())

@@ -7,7 +7,7 @@ import type { Storage } from '../db/storage.js'
 import { overview, totalUsage } from '../keys/overview.js'
 import { KeyUsageDays, UsageQuery } from '../schemas/key.js'
 import { Overview } from '../schemas/overview.js'
-import { ADMIN_RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
+import { adminAnswers } from '../schemas/responses.js'
 import { ALWAYS } from './admin-keys.js'
 
 interface AdminOverviewRoutesOptions {
@@ -24,7 +24,7 @@ const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions>
       tags: ['keys'],
       // It takes no parameters: one sent is refused (400), as on every operation.
       querystring: Type.Object({}, { additionalProperties: false }),
-      response: { 200: withHeaders(Overview, 'Every key at a glance.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, Overview, 'Every key at a glance.', [...ALWAYS, 400])
     }
   }, async () => await overview(storage, now()))
 
@@ -35,7 +35,7 @@ const adminOverviewRoutes: FastifyPluginAsyncTypebox<AdminOverviewRoutesOptions>
       description: 'The requests of every key added up per UTC day, from `from` to `to`, both included (default: the last 30 days), one row per day, zeros included, oldest first.',
       tags: ['keys'],
       querystring: UsageQuery,
-      response: { 200: withHeaders(KeyUsageDays, 'Every key\'s requests per day.', ADMIN_RATE_LIMIT_HEADERS), ...errorResponses([...ALWAYS, 400], ADMIN_RATE_LIMIT_HEADERS, 'admin') }
+      response: adminAnswers(200, KeyUsageDays, 'Every key\'s requests per day.', [...ALWAYS, 400])
     }
   }, async (request) => await totalUsage(storage, request.query, now()))
 }

@@ -172,6 +172,14 @@ function errorBodyFor (status: number, audience: Audience): TSchema {
 }
 
 /** Error responses of an operation, each with the Error body and its headers. */
+/** An admin operation's answers: its success and its refusals, each with the admin API's rate-limit headers (plugins/admin-auth.ts). */
+export function adminAnswers<S extends 200 | 201, T extends TSchema> (
+  status: S, schema: T, description: string, refusals: readonly number[], headers: Headers = {}
+): Record<S, T> & Record<number, TSchema> {
+  const success = { [status]: withHeaders(schema, description, { ...ADMIN_RATE_LIMIT_HEADERS, ...headers }) } as Record<S, T>
+  return { ...errorResponses(refusals, ADMIN_RATE_LIMIT_HEADERS, 'admin'), ...success }
+}
+
 export function errorResponses (statuses: readonly number[], common: Headers, audience: Audience = 'api'): Record<number, TSchema> {
   const responses: Record<number, TSchema> = {}
   for (const status of statuses) {
