@@ -3,7 +3,7 @@
 // storage. The `petstore keys` commands and the admin API call these and
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
-import type { ApiKeyChanges, ApiKeyRecord, Storage } from '../db/storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, KeyStore, UsageStore } from '../db/storage.js'
 import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type MatchedToken, type Plan, type Scope } from '../domain.js'
 import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
@@ -92,7 +92,7 @@ export function checkNewKey (input: Omit<IssueKeyInput, 'name' | 'environment'>)
   checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt: input.expiresAt ?? null }, input.now)
 }
 
-export async function issueKey (storage: Storage, input: IssueKeyInput): Promise<KeyWithToken> {
+export async function issueKey (storage: KeyStore, input: IssueKeyInput): Promise<KeyWithToken> {
   checkNewKey(input)
   const scopes = inScopeOrder(input.scopes ?? SCOPES)
   const expiresAt = input.expiresAt ?? null
@@ -113,12 +113,12 @@ export async function issueKey (storage: Storage, input: IssueKeyInput): Promise
 }
 
 /** Keys by id, from the one after `afterId`, at most `limit` (default: all). */
-export async function listKeys (storage: Storage, now: number, page: { afterId?: number, limit?: number } = {}): Promise<KeyView[]> {
+export async function listKeys (storage: KeyStore, now: number, page: { afterId?: number, limit?: number } = {}): Promise<KeyView[]> {
   return (await storage.listApiKeys(page.afterId, page.limit)).map((key) => view(key, now))
 }
 
 /** One key, revoked or expired ones too; undefined when no key has this id. */
-export async function showKey (storage: Storage, id: number, now: number): Promise<KeyView | undefined> {
+export async function showKey (storage: KeyStore, id: number, now: number): Promise<KeyView | undefined> {
   const key = await storage.getApiKey(id)
   return key === undefined ? undefined : view(key, now)
 }
@@ -136,7 +136,7 @@ export interface KeyUpdate {
 }
 
 /** Changes a key, checking the rules on the key as it will be; undefined when no key has this id. */
-export async function updateKey (storage: Storage, id: number, update: KeyUpdate, now: number): Promise<KeyView | undefined> {
+export async function updateKey (storage: KeyStore, id: number, update: KeyUpdate, now: number): Promise<KeyView | undefined> {
   const changed = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
     // A field present but undefined is left out, as the type says: spread as it is, it would hide the stored value from the rules.
@@ -155,7 +155,7 @@ export async function updateKey (storage: Storage, id: number, update: KeyUpdate
  * `expireCurrentInSeconds` (0: it stops at once); a previous token still
  * in its overlap stops at once. Same key: same id, limits, counters, ban.
  */
-export async function rollKey (storage: Storage, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken | undefined> {
+export async function rollKey (storage: KeyStore, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken | undefined> {
   checkOverlap(expireCurrentInSeconds)
   let token: string | undefined
   const rolled = await storage.changeApiKey(id, (key) => {
@@ -180,7 +180,7 @@ export function checkOverlap (expireCurrentInSeconds: number): void {
 }
 
 /** Revokes a key, both its tokens; a key revoked before stays as it was. Undefined when no key has this id. */
-export async function revokeKey (storage: Storage, id: number, now: number): Promise<KeyView | undefined> {
+export async function revokeKey (storage: KeyStore, id: number, now: number): Promise<KeyView | undefined> {
   const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {})
   return key === undefined ? undefined : view(key, now)
 }
@@ -196,7 +196,7 @@ export interface FoundKey {
  * earlier token, since a secret-scanning alert may come after a roll. Undefined
  * for a token no key was ever given, or that is not a petstore token.
  */
-export async function findKey (storage: Storage, token: string, now: number): Promise<FoundKey | undefined> {
+export async function findKey (storage: KeyStore, token: string, now: number): Promise<FoundKey | undefined> {
   if (!inspectToken(token).ok) return undefined
   const hash = hashToken(token)
   const match = await storage.findApiKeyByTokenHash(hash)
@@ -227,7 +227,7 @@ const DEFAULT_USAGE_DAYS = 30
  * zeros included, oldest first. What instances counted in the last few
  * seconds is not in it yet (keys/usage.ts). Undefined when no key has this id.
  */
-export async function keyUsage (storage: Storage, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[] | undefined> {
+export async function keyUsage (storage: KeyStore & UsageStore, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[] | undefined> {
   const { from, to } = usageSpan(range, now)
   if (await storage.getApiKey(id) === undefined) return undefined
   return everyDay(from, to, await storage.usageOf(id, from, to))

@@ -3,7 +3,7 @@
 // with bounded memory whatever the number of keys or the length of an outage
 // (docs/INTERNALS.md, section "Usage").
 import { USAGE_FLUSH_MS } from '../config.js'
-import type { ApiKeyRecord, KeyUsage, Storage } from '../db/storage.js'
+import type { ApiKeyRecord, KeyUsage, UsageStore } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 
@@ -13,7 +13,7 @@ export const MAX_USAGE_ENTRIES = 100_000
 type UsageOutcome = 'admitted' | 'refused'
 
 export interface UsageCounterOptions {
-  storage: Pick<Storage, 'addUsage'>
+  storage: Pick<UsageStore, 'addUsage'>
   /** Unix milliseconds; injected so that tests control the day. */
   now: () => number
   /** How often to write; tests shorten it. */

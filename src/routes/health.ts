@@ -6,11 +6,11 @@
 // database that does not answer or a store that is down makes it 503.
 import type { FastifyPluginAsync } from 'fastify'
 import { DeadlineError, within } from '../deadline.js'
-import type { Storage } from '../db/storage.js'
+import type { StoreConnection } from '../db/storage.js'
 import type { RateLimitStore, StoreHealth } from '../limits/store.js'
 
 interface HealthOptions {
-  storage: Storage
+  storage: StoreConnection
   limiter: RateLimitStore
 }
 
@@ -65,7 +65,7 @@ const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, l
   })
 }
 
-async function probe (storage: Storage, limiter: RateLimitStore): Promise<Readiness> {
+async function probe (storage: StoreConnection, limiter: RateLimitStore): Promise<Readiness> {
   const [database, store] = await Promise.all([
     check(async () => { await storage.ping(); return 'ok' }, 'timeout', 'unreachable'),
     check<StoreHealth>(async () => await limiter.health(),

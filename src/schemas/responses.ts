@@ -114,7 +114,7 @@ export const RATE_LIMIT_HEADERS = sent(
   HEADERS['X-RateLimit-Limit'], HEADERS['X-RateLimit-Remaining'], HEADERS['X-RateLimit-Reset'], HEADERS['RateLimit-Policy'], HEADERS.RateLimit
 )
 
-export const ADMIN_RATE_LIMIT_HEADERS = sent(HEADERS['X-RateLimit-Limit-Admin'], HEADERS['X-RateLimit-Remaining-Admin'], HEADERS['X-RateLimit-Reset-Admin'])
+const ADMIN_RATE_LIMIT_HEADERS = sent(HEADERS['X-RateLimit-Limit-Admin'], HEADERS['X-RateLimit-Remaining-Admin'], HEADERS['X-RateLimit-Reset-Admin'])
 
 const RETRY_AFTER = sent(HEADERS['Retry-After'])
 
