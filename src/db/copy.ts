@@ -221,7 +221,12 @@ function sqliteTarget (url: string): Target {
 // ---------------------------------------------------------------------------
 // PostgreSQL
 
-async function postgresClient (url: string): Promise<pg.Client> {
+/**
+ * Connects, opens a transaction and applies the migrations, then hands the
+ * client to `setUp`; the client is ended if any of it fails, so a refused
+ * side leaves no connection behind.
+ */
+async function onMigrated<T> (url: string, setUp: (client: pg.Client) => Promise<T>): Promise<T> {
   // Loaded only when a side is PostgreSQL, as the service loads it (db/open.ts).
   const { default: pgModule } = await import('pg')
   const client = new pgModule.Client({
@@ -233,14 +238,18 @@ async function postgresClient (url: string): Promise<pg.Client> {
     }
   })
   await client.connect()
-  return client
-}
-
-async function postgresSnapshot (url: string): Promise<Snapshot> {
-  const client = await postgresClient(url)
   try {
     await client.query('BEGIN')
     await migratePostgres(client)
+    return await setUp(client)
+  } catch (error) {
+    await client.end()
+    throw error
+  }
+}
+
+async function postgresSnapshot (url: string): Promise<Snapshot> {
+  return await onMigrated(url, async (client) => {
     await client.query('COMMIT')
     // Every statement of a REPEATABLE READ transaction sees the snapshot taken at its first.
     // https://www.postgresql.org/docs/current/transaction-iso.html#XACT-REPEATABLE-READ
@@ -277,24 +286,16 @@ async function postgresSnapshot (url: string): Promise<Snapshot> {
         await client.end()
       }
     }
-  } catch (error) {
-    await client.end()
-    throw error
-  }
+  })
 }
 
 async function postgresTarget (url: string): Promise<Target> {
-  const client = await postgresClient(url)
-  try {
-    // One transaction from the migrations to the last row, as on SQLite.
-    await client.query('BEGIN')
-    await migratePostgres(client)
+  // One transaction from the migrations to the last row, as on SQLite.
+  const client = await onMigrated(url, async (migrated) => {
     // No service on the target may add a key or an animal while it is found empty and filled.
-    await client.query(`LOCK TABLE ${COPIED_TABLES.map((table) => table.name).join(', ')} IN SHARE ROW EXCLUSIVE MODE`)
-  } catch (error) {
-    await client.end()
-    throw error
-  }
+    await migrated.query(`LOCK TABLE ${COPIED_TABLES.map((table) => table.name).join(', ')} IN SHARE ROW EXCLUSIVE MODE`)
+    return migrated
+  })
   const toParameter = (value: Value): string | Buffer | null => (typeof value === 'bigint' ? value.toString() : value)
   return {
     async occupied () {

@@ -24,9 +24,6 @@ const GET_PET_DEPRECATION = {
   successor: '/pets'
 }
 
-/** What Fastify's serializer labels its JSON with. */
-const JSON_TYPE = 'application/json; charset=utf-8'
-
 /** Statuses every operation may answer besides its own: the gate's, and a fault of ours. */
 const ALWAYS = [...gateStatuses({ scoped: true }), 500]
 
@@ -53,9 +50,7 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
       next.set('cursor', page.nextCursor)
       reply.header('link', `<${baseUrl()}/pets?${next.toString()}>; rel="next"`)
     }
-    // Already JSON, written as the serializer would: Fastify sends a Buffer
-    // as it is, which the schema-typed reply does not foresee.
-    if (Buffer.isBuffer(page.pets)) return await (reply as FastifyReply).type(JSON_TYPE).send(page.pets)
+    if (Buffer.isBuffer(page.pets)) return await sendWrittenJson(reply, page.pets)
     return page.pets
   })
 
@@ -104,9 +99,21 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
     }
   }, async (request, reply) => {
     const pet = await pets.get(request.params.petId)
-    if (Buffer.isBuffer(pet)) return await (reply as FastifyReply).type(JSON_TYPE).send(pet)
+    if (Buffer.isBuffer(pet)) return await sendWrittenJson(reply, pet)
     return pet
   })
+}
+
+/** What Fastify's serializer labels its JSON with. */
+const JSON_TYPE = 'application/json; charset=utf-8'
+
+/**
+ * Sends JSON the storage already wrote (a kept page or animal) as the
+ * serializer would have. Fastify sends a Buffer as it is, labelled as bytes;
+ * a plain reply takes one, where the schema-typed reply takes only the schema's type.
+ */
+function sendWrittenJson (reply: FastifyReply, json: Buffer): FastifyReply {
+  return reply.type(JSON_TYPE).send(json)
 }
 
 /**

@@ -98,30 +98,25 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
     buckets: QUERY_BUCKETS,
     registers: [registry]
   })
-  // Only a backend with a pool (PostgreSQL) has these.
+  // Only a backend with a pool (PostgreSQL) has these; each scrape reads the pool once per gauge.
+  const poolGauge = <Label extends string>(name: string, help: string, labelNames: readonly Label[], show: (gauge: Gauge<Label>, use: PoolUse) => void): Gauge<Label> =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect () {
+        const use = poolUse()
+        if (use !== undefined) show(this, use)
+      }
+    })
   if (poolUse() !== undefined) {
-    registry.registerMetric(new Gauge({
-      name: 'petstore_db_pool_connections',
-      help: 'PostgreSQL connections of this instance\'s pool: open, idle, and the most it may open (max).',
-      labelNames: ['state'] as const,
-      registers: [],
-      collect () {
-        const use = poolUse()
-        if (use === undefined) return
-        this.set({ state: 'open' }, use.open)
-        this.set({ state: 'idle' }, use.idle)
-        this.set({ state: 'max' }, use.max)
-      }
-    }))
-    registry.registerMetric(new Gauge({
-      name: 'petstore_db_pool_waiting',
-      help: 'Storage operations waiting for a PostgreSQL connection.',
-      registers: [],
-      collect () {
-        const use = poolUse()
-        if (use !== undefined) this.set(use.waiting)
-      }
-    }))
+    poolGauge('petstore_db_pool_connections', 'PostgreSQL connections of this instance\'s pool: open, idle, and the most it may open (max).', ['state'], (gauge, use) => {
+      gauge.set({ state: 'open' }, use.open)
+      gauge.set({ state: 'idle' }, use.idle)
+      gauge.set({ state: 'max' }, use.max)
+    })
+    poolGauge('petstore_db_pool_waiting', 'Storage operations waiting for a PostgreSQL connection.', [], (gauge, use) => { gauge.set(use.waiting) })
   }
   let droppedSoFar = 0
   registry.registerMetric(new Counter({
