@@ -7,7 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import {
-  UnknownTokenError, existing, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
+  UnknownTokenError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
   DEFAULT_KEY_PAGE_SIZE, FoundKey, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
@@ -84,7 +84,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       params: KeyIdParams,
       response: adminAnswers(200, Key, 'The key.', [...ALWAYS, 400, 404])
     }
-  }, async (request) => existing(request.params.id, await showKey(storage, request.params.id, now())))
+  }, async (request) => await showKey(storage, request.params.id, now()))
 
   app.patch('/keys/:id', {
     schema: {
@@ -106,7 +106,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       perDay: perDay === null ? null : number(perDay),
       expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : instant(expiresAt)
     }
-    return existing(request.params.id, await updateKey(storage, request.params.id, update, now()))
+    return await updateKey(storage, request.params.id, update, now())
   })
 
   app.post('/keys/:id/roll', {
@@ -121,7 +121,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     }
   }, async (request, reply) => {
     const key = await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())
-    return reply.code(201).send(existing(request.params.id, key))
+    return reply.code(201).send(key)
   })
 
   app.delete('/keys/:id', {
@@ -134,7 +134,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       // Content sent with a DELETE is read as any body (400, 413, 415), then ignored.
       response: adminAnswers(200, Key, 'The key, revoked.', [...WITH_BODY, 404])
     }
-  }, async (request) => existing(request.params.id, await revokeKey(storage, request.params.id, now())))
+  }, async (request) => await revokeKey(storage, request.params.id, now()))
 
   app.get('/keys/:id/usage', {
     schema: {
@@ -146,10 +146,7 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       querystring: UsageQuery,
       response: adminAnswers(200, KeyUsageDays, 'The key\'s requests per day.', [...ALWAYS, 400, 404])
     }
-  }, async (request) => {
-    const days = await keyUsage(storage, request.params.id, request.query, now())
-    return existing(request.params.id, days)
-  })
+  }, async (request) => await keyUsage(storage, request.params.id, request.query, now()))
 
   app.post('/keys/lookup', {
     schema: {
