@@ -53,6 +53,7 @@ export class KeyRevokedError extends Error {
   }
 }
 
+/** No key has this id: what every function here given an id throws, so both doors answer a missing key alike. */
 export class NoSuchKeyError extends Error {
   override name = 'NoSuchKeyError'
   constructor (readonly id: number) {
@@ -65,12 +66,6 @@ export class UnknownTokenError extends Error {
   constructor () {
     super('No API key was ever given this token.')
   }
-}
-
-/** What a read by `id` found, or NoSuchKeyError where it found nothing (undefined): both doors answer a missing key alike. */
-export function existing<T> (id: number, key: T | undefined): T {
-  if (key === undefined) throw new NoSuchKeyError(id)
-  return key
 }
 
 export interface IssueKeyInput {
@@ -117,10 +112,9 @@ export async function listKeys (storage: KeyStore, now: number, page: { afterId?
   return (await storage.listApiKeys(page.afterId, page.limit)).map((key) => view(key, now))
 }
 
-/** One key, revoked or expired ones too; undefined when no key has this id. */
-export async function showKey (storage: KeyStore, id: number, now: number): Promise<KeyView | undefined> {
-  const key = await storage.getApiKey(id)
-  return key === undefined ? undefined : view(key, now)
+/** One key, revoked or expired ones too. */
+export async function showKey (storage: KeyStore, id: number, now: number): Promise<KeyView> {
+  return view(found(id, await storage.getApiKey(id)), now)
 }
 
 /** What an operator may change on a key; a field left out keeps its value. */
@@ -135,8 +129,8 @@ export interface KeyUpdate {
   expiresAt?: number | null
 }
 
-/** Changes a key, checking the rules on the key as it will be; undefined when no key has this id. */
-export async function updateKey (storage: KeyStore, id: number, update: KeyUpdate, now: number): Promise<KeyView | undefined> {
+/** Changes a key, checking the rules on the key as it will be. */
+export async function updateKey (storage: KeyStore, id: number, update: KeyUpdate, now: number): Promise<KeyView> {
   const changed = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
     // A field present but undefined is left out, as the type says: spread as it is, it would hide the stored value from the rules.
@@ -147,7 +141,7 @@ export async function updateKey (storage: KeyStore, id: number, update: KeyUpdat
     checkRules({ ...after, expiresAt: update.expiresAt === undefined ? null : after.expiresAt }, now)
     return changes
   })
-  return changed === undefined ? undefined : view(changed, now)
+  return view(found(id, changed), now)
 }
 
 /**
@@ -155,9 +149,10 @@ export async function updateKey (storage: KeyStore, id: number, update: KeyUpdat
  * `expireCurrentInSeconds` (0: it stops at once); a previous token still
  * in its overlap stops at once. Same key: same id, limits, counters, ban.
  */
-export async function rollKey (storage: KeyStore, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken | undefined> {
+export async function rollKey (storage: KeyStore, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken> {
   checkOverlap(expireCurrentInSeconds)
-  let token: string | undefined
+  // Made by the change, which runs whenever the key exists.
+  let token = ''
   const rolled = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
     token = generateToken(key.environment)
@@ -169,7 +164,7 @@ export async function rollKey (storage: KeyStore, id: number, expireCurrentInSec
       }
     }
   })
-  return rolled === undefined || token === undefined ? undefined : { ...view(rolled, now), token }
+  return { ...view(found(id, rolled), now), token }
 }
 
 /** Refuses an overlap a roll may not give (KeyRuleError): 0 to 7 days, in whole seconds. */
@@ -179,10 +174,10 @@ export function checkOverlap (expireCurrentInSeconds: number): void {
   }
 }
 
-/** Revokes a key, both its tokens; a key revoked before stays as it was. Undefined when no key has this id. */
-export async function revokeKey (storage: KeyStore, id: number, now: number): Promise<KeyView | undefined> {
+/** Revokes a key, both its tokens; a key revoked before stays as it was. */
+export async function revokeKey (storage: KeyStore, id: number, now: number): Promise<KeyView> {
   const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {})
-  return key === undefined ? undefined : view(key, now)
+  return view(found(id, key), now)
 }
 
 /** A key found by a token, and which of its tokens that is. */
@@ -225,11 +220,11 @@ const DEFAULT_USAGE_DAYS = 30
  * A key's requests per UTC day, from `from` to `to` (`YYYY-MM-DD`, both
  * included; default: the last 30 days, today included), one row per day,
  * zeros included, oldest first. What instances counted in the last few
- * seconds is not in it yet (keys/usage.ts). Undefined when no key has this id.
+ * seconds is not in it yet (keys/usage.ts).
  */
-export async function keyUsage (storage: KeyStore & UsageStore, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[] | undefined> {
+export async function keyUsage (storage: KeyStore & UsageStore, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[]> {
   const { from, to } = usageSpan(range, now)
-  if (await storage.getApiKey(id) === undefined) return undefined
+  if (await storage.getApiKey(id) === undefined) throw new NoSuchKeyError(id)
   return everyDay(from, to, await storage.usageOf(id, from, to))
 }
 
@@ -259,6 +254,12 @@ function dayOf (field: string, text: string): number {
   const reading = readInstant(text, 'date')
   if (!reading.ok) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD', 'query')
   return reading.at / DAY_MS
+}
+
+/** The key the storage found by `id`; NoSuchKeyError where it found none. */
+function found (id: number, key: ApiKeyRecord | undefined): ApiKeyRecord {
+  if (key === undefined) throw new NoSuchKeyError(id)
+  return key
 }
 
 /** The rules every key keeps, whichever door made or changed it. */

@@ -4,10 +4,11 @@
 // as the `petstore keys` commands, and shape the answer; their refusals
 // become the admin API's errors in plugins/errors.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifySchema } from 'fastify'
 import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import {
-  UnknownTokenError, existing, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
+  UnknownTokenError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
   DEFAULT_KEY_PAGE_SIZE, FoundKey, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
@@ -37,16 +38,25 @@ const NEXT_KEYS = {
   Link: Type.String({ maxLength: 3000, pattern: '^<[^<>\\s]+>; *rel="next"$', description: 'Present when more keys follow: `</admin/v1/keys?limit=…&cursor=…>; rel="next"`, the next page, relative to this listener.' })
 }
 
+/** An operation of the admin API, listed under the `keys` tag of its document. */
+export function keysOperation<S extends FastifySchema> (schema: S): S & { tags: string[] } {
+  return { ...schema, tags: ['keys'] }
+}
+
+/** An operation on the one key whose id is in its path (`/keys/:id…`). */
+function oneKeyOperation<S extends FastifySchema> (schema: S): S & { tags: string[], params: typeof KeyIdParams } {
+  return { ...keysOperation(schema), params: KeyIdParams }
+}
+
 const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (app, { storage, environment, now }) => {
   app.post('/keys', {
-    schema: {
+    schema: keysOperation({
       operationId: 'createKey',
       summary: 'Make a key',
       description: 'Makes an API key of this service\'s environment. Its token is in this answer only: store it now.',
-      tags: ['keys'],
       body: NewKey,
       response: adminAnswers(201, KeyWithToken, 'The key, and its token.', WITH_BODY)
-    }
+    })
   }, async (request, reply) => {
     const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
     const key = await issueKey(storage, {
@@ -56,14 +66,13 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
   })
 
   app.get('/keys', {
-    schema: {
+    schema: keysOperation({
       operationId: 'listKeys',
       summary: 'List keys',
       description: 'Every key, revoked and expired ones too, ordered by id, or by last use with `sort=lastUsed`; `q`, `state` and `plan` keep only the keys that match. When more follow, the `Link` header has the URL of the next page.',
-      tags: ['keys'],
       querystring: ListKeysQuery,
       response: adminAnswers(200, Keys, 'A page of keys.', [...ALWAYS, 400], NEXT_KEYS)
-    }
+    })
   }, async (request, reply) => {
     const { limit = DEFAULT_KEY_PAGE_SIZE, cursor, q, state, plan, sort } = request.query
     const { keys, next } = await searchKeys(storage, now(), { limit, cursor, search: q, state, plan, sort })
@@ -77,25 +86,21 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
   })
 
   app.get('/keys/:id', {
-    schema: {
+    schema: oneKeyOperation({
       operationId: 'getKey',
       summary: 'Get a key',
-      tags: ['keys'],
-      params: KeyIdParams,
       response: adminAnswers(200, Key, 'The key.', [...ALWAYS, 400, 404])
-    }
-  }, async (request) => existing(request.params.id, await showKey(storage, request.params.id, now())))
+    })
+  }, async (request) => await showKey(storage, request.params.id, now()))
 
   app.patch('/keys/:id', {
-    schema: {
+    schema: oneKeyOperation({
       operationId: 'updateKey',
       summary: 'Change a key',
       description: 'Changes the fields sent; `expiresAt: null` takes the expiry away, and a limit set to null goes back to the plan\'s. Every instance applies the change within one second. A revoked key cannot be changed (409).',
-      tags: ['keys'],
-      params: KeyIdParams,
       body: KeyChanges,
       response: adminAnswers(200, Key, 'The key as changed.', [...WITH_BODY, 404, 409])
-    }
+    })
   }, async (request) => {
     const { name, plan, perMinute, perDay, scopes, expiresAt } = request.body
     const update: KeyUpdate = {
@@ -106,60 +111,50 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       perDay: perDay === null ? null : number(perDay),
       expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : instant(expiresAt)
     }
-    return existing(request.params.id, await updateKey(storage, request.params.id, update, now()))
+    return await updateKey(storage, request.params.id, update, now())
   })
 
   app.post('/keys/:id/roll', {
-    schema: {
+    schema: oneKeyOperation({
       operationId: 'rollKey',
       summary: 'Roll a key',
       description: 'Gives the key a new token, in this answer only. The current token keeps working for `expireCurrentInSeconds`; both are the same key (same id, limits, counters, ban, scopes), and rolling never resets a quota or lifts a ban. A revoked key cannot be rolled (409).',
-      tags: ['keys'],
-      params: KeyIdParams,
       body: RollRequest,
       response: adminAnswers(201, KeyWithToken, 'The key, and its new token.', [...WITH_BODY, 404, 409])
-    }
+    })
   }, async (request, reply) => {
     const key = await rollKey(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())
-    return reply.code(201).send(existing(request.params.id, key))
+    return reply.code(201).send(key)
   })
 
   app.delete('/keys/:id', {
-    schema: {
+    schema: oneKeyOperation({
       operationId: 'revokeKey',
       summary: 'Revoke a key',
       description: 'Both its tokens are refused by every instance within one second. Revoking a revoked key changes nothing and answers the same.',
-      tags: ['keys'],
-      params: KeyIdParams,
       // Content sent with a DELETE is read as any body (400, 413, 415), then ignored.
       response: adminAnswers(200, Key, 'The key, revoked.', [...WITH_BODY, 404])
-    }
-  }, async (request) => existing(request.params.id, await revokeKey(storage, request.params.id, now())))
+    })
+  }, async (request) => await revokeKey(storage, request.params.id, now()))
 
   app.get('/keys/:id/usage', {
-    schema: {
+    schema: oneKeyOperation({
       operationId: 'getKeyUsage',
       summary: 'A key\'s requests per day',
       description: 'The key\'s admitted and refused requests per UTC day, from `from` to `to`, both included (default: the last 30 days), one row per day, zeros included, oldest first.',
-      tags: ['keys'],
-      params: KeyIdParams,
       querystring: UsageQuery,
       response: adminAnswers(200, KeyUsageDays, 'The key\'s requests per day.', [...ALWAYS, 400, 404])
-    }
-  }, async (request) => {
-    const days = await keyUsage(storage, request.params.id, request.query, now())
-    return existing(request.params.id, days)
-  })
+    })
+  }, async (request) => await keyUsage(storage, request.params.id, request.query, now()))
 
   app.post('/keys/lookup', {
-    schema: {
+    schema: keysOperation({
       operationId: 'findKeyByToken',
       summary: 'Find the key of a token',
       description: 'The key a token belongs to, whatever the key\'s state: by its current token, its previous one, or any it was rolled away from (an alert may come after the roll). The step between a leaked-secret alert and revoking the key. The token is sent in the body, never in the URL, which logs keep.',
-      tags: ['keys'],
       body: TokenLookup,
       response: adminAnswers(200, FoundKey, 'The key the token belongs to, and which of its tokens it is.', [...WITH_BODY, 404])
-    }
+    })
   }, async (request) => {
     const found = await findKey(storage, request.body.token, now())
     if (found === undefined) throw new UnknownTokenError()

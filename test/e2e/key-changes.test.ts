@@ -190,7 +190,7 @@ describe('changes to a key, on three instances sharing one PostgreSQL database a
 
     // Act
     const answers = await watch(instances, probe, async () => {
-      current = (await rollKey(storage as Storage, id, 0, Date.now()))?.token
+      current = (await rollKey(storage as Storage, id, 0, Date.now())).token
       rolledAt = Date.now()
       return rolledAt + WITHIN_MS
     })
@@ -216,7 +216,7 @@ describe('changes to a key, on three instances sharing one PostgreSQL database a
     const answers = await watch(instances, probe, async () => {
       const rolled = await rollKey(storage as Storage, id, 2, Date.now())
       rolledAt = Date.now()
-      overlapEnd = Date.parse(rolled?.previousTokenExpiresAt ?? '')
+      overlapEnd = Date.parse(rolled.previousTokenExpiresAt ?? '')
       // The roll itself holds within a second; the overlap's end from then on.
       return Math.max(overlapEnd, rolledAt + WITHIN_MS)
     })

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite.js'
 import type { Storage } from '../../src/db/storage.js'
 import {
-  KeyRevokedError, KeyRuleError, findKey, issueKey, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
+  KeyRevokedError, KeyRuleError, NoSuchKeyError, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
 } from '../../src/keys/manage.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from '../../src/keys/tokens.js'
 import { MAX_OVERLAP_SECONDS } from '../../src/domain.js'
@@ -149,11 +149,21 @@ describe('a key stored with an expiry no answer can write', () => {
 
       // Assert
       assert.deepEqual(listed.map((key) => key.expiresAt), ['9999-12-31T23:59:59.999Z'])
-      assert.equal(shown?.expiresAt, '9999-12-31T23:59:59.999Z')
+      assert.equal(shown.expiresAt, '9999-12-31T23:59:59.999Z')
     } finally {
       await storage.close()
     }
   })
+})
+
+describe('reading a key', () => {
+  it('When no key has the id, then showing it is refused with NoSuchKeyError', () => withStorage(async (storage) => {
+    await assert.rejects(showKey(storage, 999, CLOCK_START), new NoSuchKeyError(999))
+  }))
+
+  it('When no key has the id, then its usage is refused with NoSuchKeyError', () => withStorage(async (storage) => {
+    await assert.rejects(keyUsage(storage, 999, {}, CLOCK_START), new NoSuchKeyError(999))
+  }))
 })
 
 describe('changing a key', () => {
@@ -171,8 +181,8 @@ describe('changing a key', () => {
     assert.equal(JSON.stringify(updated).includes(token), false)
   }))
 
-  it('When no key has the id, then an update gives undefined', () => withStorage(async (storage) => {
-    assert.equal(await updateKey(storage, 999, { name: 'x' }, CLOCK_START), undefined)
+  it('When no key has the id, then an update is refused with NoSuchKeyError', () => withStorage(async (storage) => {
+    await assert.rejects(updateKey(storage, 999, { name: 'x' }, CLOCK_START), new NoSuchKeyError(999))
   }))
 
   it('When a key becomes enterprise without its own limits, then it is refused, naming perMinute, and nothing changes', () => withStorage(async (storage) => {
@@ -182,7 +192,7 @@ describe('changing a key', () => {
     // Act, Assert
     await assertRuleBroken(updateKey(storage, key.id, { plan: 'enterprise' }, CLOCK_START), 'perMinute', /enterprise/)
     await assertRuleBroken(updateKey(storage, key.id, { plan: 'enterprise', perMinute: 10 }, CLOCK_START), 'perDay', /enterprise/)
-    assert.equal((await showKey(storage, key.id, CLOCK_START))?.plan, 'pro')
+    assert.equal((await showKey(storage, key.id, CLOCK_START)).plan, 'pro')
   }))
 
   it('When a key becomes enterprise with both limits, then it has them; when an enterprise key drops one, it is refused', () => withStorage(async (storage) => {
@@ -194,7 +204,7 @@ describe('changing a key', () => {
     const dropped = updateKey(storage, key.id, { perDay: null }, CLOCK_START)
 
     // Assert
-    assert.deepEqual([enterprise?.plan, enterprise?.perMinute, enterprise?.perDay], ['enterprise', 10, 100])
+    assert.deepEqual([enterprise.plan, enterprise.perMinute, enterprise.perDay], ['enterprise', 10, 100])
     await assertRuleBroken(dropped, 'perDay')
   }))
 
@@ -207,7 +217,7 @@ describe('changing a key', () => {
     const enterprise = updateKey(storage, key.id, { plan: 'enterprise', perMinute: undefined, perDay: undefined }, CLOCK_START)
 
     // Assert
-    assert.deepEqual([renamed?.name, renamed?.plan, renamed?.perMinute, renamed?.expiresAt, renamed?.scopes],
+    assert.deepEqual([renamed.name, renamed.plan, renamed.perMinute, renamed.expiresAt, renamed.scopes],
       ['kept', 'business', 5, key.expiresAt, ['pets:read', 'pets:write']])
     await assertRuleBroken(enterprise, 'perDay')
   }))
@@ -221,7 +231,7 @@ describe('changing a key', () => {
 
     // Assert
     assert.deepEqual([key.perMinute, key.perDay], [5, 50])
-    assert.deepEqual([back?.perMinute, back?.perDay], [300, 10_000])
+    assert.deepEqual([back.perMinute, back.perDay], [300, 10_000])
   }))
 
   it('When a new expiry is not in the future, then it is refused; null makes the key never expire', () => withStorage(async (storage) => {
@@ -232,7 +242,7 @@ describe('changing a key', () => {
     await assertRuleBroken(updateKey(storage, key.id, { expiresAt: CLOCK_START - 1 }, CLOCK_START), 'expiresAt', /future/)
     await assertRuleBroken(updateKey(storage, key.id, { expiresAt: CLOCK_START }, CLOCK_START), 'expiresAt', /future/)
     const never = await updateKey(storage, key.id, { expiresAt: null }, CLOCK_START)
-    assert.equal(never?.expiresAt, null)
+    assert.equal(never.expiresAt, null)
   }))
 
   it('When a key whose expiry has passed is changed without touching its expiry, then the change is made and the expiry kept', () => withStorage(async (storage) => {
@@ -244,13 +254,13 @@ describe('changing a key', () => {
     const renamed = await updateKey(storage, key.id, { name: 'after its expiry' }, later)
 
     // Assert
-    assert.deepEqual([renamed?.name, renamed?.expiresAt], ['after its expiry', key.expiresAt])
+    assert.deepEqual([renamed.name, renamed.expiresAt], ['after its expiry', key.expiresAt])
   }))
 
   it('When a key is left without scopes, then it is refused', () => withStorage(async (storage) => {
     const key = await issueKey(storage, buildKeyRequest())
     await assertRuleBroken(updateKey(storage, key.id, { scopes: [] }, CLOCK_START), 'scopes')
-    assert.deepEqual((await showKey(storage, key.id, CLOCK_START))?.scopes, ['pets:read', 'pets:write'])
+    assert.deepEqual((await showKey(storage, key.id, CLOCK_START)).scopes, ['pets:read', 'pets:write'])
   }))
 
   it('When a revoked key is updated, then it is refused with KeyRevokedError and stays as it was', () => withStorage(async (storage) => {
@@ -273,7 +283,7 @@ describe('rolling a key', () => {
       // Act, Assert
       await assertRuleBroken(rollKey(storage, key.id, overlap, CLOCK_START), 'expireCurrentInSeconds')
       assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.id, key.id)
-      assert.equal((await showKey(storage, key.id, CLOCK_START))?.tokenHint, key.tokenHint)
+      assert.equal((await showKey(storage, key.id, CLOCK_START)).tokenHint, key.tokenHint)
     }))
   }
 
@@ -297,7 +307,7 @@ describe('rolling a key', () => {
     assert.equal((await findKey(storage, rolled.token, CLOCK_START))?.key.id, key.id)
     assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.id, key.id)
     // Once the overlap has ended, the key no longer shows it.
-    assert.equal((await showKey(storage, key.id, CLOCK_START + MAX_OVERLAP_SECONDS * 1000))?.previousTokenExpiresAt, null)
+    assert.equal((await showKey(storage, key.id, CLOCK_START + MAX_OVERLAP_SECONDS * 1000)).previousTokenExpiresAt, null)
   }))
 
   it('When a key is rolled with no overlap, then it shows none, and its token before still names the key, so that a leak found after the roll is traced', () => withStorage(async (storage) => {
@@ -308,9 +318,9 @@ describe('rolling a key', () => {
     const rolled = await rollKey(storage, key.id, 0, CLOCK_START)
 
     // Assert
-    assert.equal(rolled?.previousTokenExpiresAt, null)
+    assert.equal(rolled.previousTokenExpiresAt, null)
     assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.id, key.id)
-    assert.equal((await findKey(storage, rolled?.token ?? '', CLOCK_START))?.key.id, key.id)
+    assert.equal((await findKey(storage, rolled.token, CLOCK_START))?.key.id, key.id)
   }))
 
   it('When a revoked key is rolled, then it is refused with KeyRevokedError and its token is kept', () => withStorage(async (storage) => {
@@ -323,8 +333,8 @@ describe('rolling a key', () => {
     assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.tokenHint, key.tokenHint)
   }))
 
-  it('When no key has the id, then a roll gives undefined', () => withStorage(async (storage) => {
-    assert.equal(await rollKey(storage, 999, 60, CLOCK_START), undefined)
+  it('When no key has the id, then a roll is refused with NoSuchKeyError', () => withStorage(async (storage) => {
+    await assert.rejects(rollKey(storage, 999, 60, CLOCK_START), new NoSuchKeyError(999))
   }))
 })
 
@@ -338,12 +348,12 @@ describe('revoking a key', () => {
     const second = await revokeKey(storage, key.id, CLOCK_START + HOUR_MS)
 
     // Assert
-    assert.deepEqual([first?.revoked, first?.revokedAt], [true, new Date(CLOCK_START).toISOString()])
+    assert.deepEqual([first.revoked, first.revokedAt], [true, new Date(CLOCK_START).toISOString()])
     assert.deepEqual(second, first)
   }))
 
-  it('When no key has the id, then revoking gives undefined', () => withStorage(async (storage) => {
-    assert.equal(await revokeKey(storage, 999, CLOCK_START), undefined)
+  it('When no key has the id, then revoking is refused with NoSuchKeyError', () => withStorage(async (storage) => {
+    await assert.rejects(revokeKey(storage, 999, CLOCK_START), new NoSuchKeyError(999))
   }))
 })
 
@@ -356,7 +366,7 @@ describe('finding the key of a token', () => {
     const mistyped = `${key.token.slice(0, -1)}${key.token.endsWith('a') ? 'b' : 'a'}`
 
     // Act, Assert
-    assert.deepEqual(await findKey(storage, rolled?.token ?? '', CLOCK_START), { key: revoked, matchedToken: 'current' })
+    assert.deepEqual(await findKey(storage, rolled.token, CLOCK_START), { key: revoked, matchedToken: 'current' })
     // Revoking ended the overlap: the token before is no longer accepted.
     assert.deepEqual(await findKey(storage, key.token, CLOCK_START), { key: revoked, matchedToken: 'former' })
     assert.equal(await findKey(storage, generateToken('production'), CLOCK_START), undefined)

@@ -204,8 +204,8 @@ for (const configuration of CONFIGURATIONS) {
 
         // Act
         const answers = [
-          await list((await rollKey(t.storage, minute.id, overlap, t.clock.now()))?.token ?? ''),
-          await list((await rollKey(t.storage, day.id, overlap, t.clock.now()))?.token ?? '')
+          await list((await rollKey(t.storage, minute.id, overlap, t.clock.now())).token),
+          await list((await rollKey(t.storage, day.id, overlap, t.clock.now())).token)
         ]
 
         // Assert
@@ -222,7 +222,7 @@ for (const configuration of CONFIGURATIONS) {
         assert.equal(errorOf(banned).code, 'api_key_banned')
 
         // Act
-        const current = (await rollKey(t.storage, id, overlap, t.clock.now()))?.token ?? ''
+        const current = (await rollKey(t.storage, id, overlap, t.clock.now())).token
         const onNew = await list(current)
 
         // Assert

@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../config.js'
 import type { Storage } from '../../db/storage.js'
 import { KEY_SORTS, KEY_STATES, PLANS, SCOPES } from '../../domain.js'
 import {
-  KeyRuleError, UnknownTokenError, checkExpiry, checkNewKey, checkOverlap, existing, findKey, issueKey, keyUsage, revokeKey, rollKey,
+  KeyRuleError, UnknownTokenError, checkExpiry, checkNewKey, checkOverlap, findKey, issueKey, keyUsage, revokeKey, rollKey,
   showKey, updateKey, type KeyView
 } from '../../keys/manage.js'
 import { searchKeys } from '../../keys/overview.js'
@@ -123,7 +123,7 @@ export function addKeysCommands (program: Command): void {
     .argument('<id>', ID_HELP, positiveInteger)
     .option('--json', 'print one JSON object, as one element of `keys list --json`')
     .action(async (id: number, options: { json?: boolean }) => {
-      writeKey(await withStorage(async (storage) => existing(id, await showKey(storage, id, Date.now()))), options.json)
+      writeKey(await withStorage(async (storage) => await showKey(storage, id, Date.now())), options.json)
     })
 
   keys.command('usage')
@@ -133,7 +133,7 @@ export function addKeysCommands (program: Command): void {
     .option('--to <date>', 'the last day, YYYY-MM-DD (UTC), included; default: today; at most 366 days after --from')
     .option('--json', 'print a JSON array of {date, admitted, refused}, as the admin API answers')
     .action(async (id: number, options: { from?: string, to?: string, json?: boolean }) => {
-      const days = await withStorage(async (storage) => existing(id, await keyUsage(storage, id, { from: options.from, to: options.to }, Date.now())))
+      const days = await withStorage(async (storage) => await keyUsage(storage, id, { from: options.from, to: options.to }, Date.now()))
       if (options.json === true) writeJson(days)
       else writeUsageTable(days)
     })
@@ -157,7 +157,7 @@ export function addKeysCommands (program: Command): void {
       // An expiry is the command line's own; the other rules need the key as stored, and a change that breaks them is a failure (status 1).
       const { expiresAt } = update
       if (expiresAt !== undefined && expiresAt !== null) checkUsage(command, () => checkExpiry(expiresAt, now))
-      const key = await withStorage(async (storage) => existing(id, await updateKey(storage, id, update, now)))
+      const key = await withStorage(async (storage) => await updateKey(storage, id, update, now))
       if (options.json !== true) writeLine(`Updated key ${id}.`)
       writeKey(key, options.json)
     })
@@ -170,7 +170,7 @@ export function addKeysCommands (program: Command): void {
     .option('--json', 'print one JSON object: the key, as `keys show --json` has it, and its new `token`')
     .action(async (id: number, options: { expireCurrentIn: number, json?: boolean }, command: Command) => {
       checkUsage(command, () => checkOverlap(options.expireCurrentIn))
-      const key = await withStorage(async (storage) => existing(id, await rollKey(storage, id, options.expireCurrentIn, Date.now())))
+      const key = await withStorage(async (storage) => await rollKey(storage, id, options.expireCurrentIn, Date.now()))
       if (options.json === true) {
         writeJson(key)
         return
@@ -203,7 +203,7 @@ export function addKeysCommands (program: Command): void {
     .description('revoke an API key: every instance refuses it within one second')
     .argument('<id>', ID_HELP, positiveInteger)
     .action(async (id: number) => {
-      await withStorage(async (storage) => existing(id, await revokeKey(storage, id, Date.now())))
+      await withStorage(async (storage) => await revokeKey(storage, id, Date.now()))
       writeLine(`Revoked key ${id}.`)
     })
 }
