@@ -188,11 +188,11 @@ export interface FoundKey {
 
 /**
  * The key a token belongs to, in any state, by its current, previous or any
- * earlier token, since a secret-scanning alert may come after a roll. Undefined
- * for a token no key was ever given, or that is not a petstore token.
+ * earlier token, since a secret-scanning alert may come after a roll. Throws
+ * UnknownTokenError for a token no key was ever given, or not a petstore token.
  */
-export async function findKey (storage: KeyStore, token: string, now: number): Promise<FoundKey | undefined> {
-  if (!inspectToken(token).ok) return undefined
+export async function findKey (storage: KeyStore, token: string, now: number): Promise<FoundKey> {
+  if (!inspectToken(token).ok) throw new UnknownTokenError()
   const hash = hashToken(token)
   const match = await storage.findApiKeyByTokenHash(hash)
   if (match !== undefined) {
@@ -202,7 +202,8 @@ export async function findKey (storage: KeyStore, token: string, now: number): P
     if (key.previousTokenExpiresAt !== null) return { key, matchedToken: 'previous' }
   }
   const key = match?.key ?? await storage.findApiKeyByIssuedToken(hash)
-  return key === undefined ? undefined : { key: view(key, now), matchedToken: 'former' }
+  if (key === undefined) throw new UnknownTokenError()
+  return { key: view(key, now), matchedToken: 'former' }
 }
 
 /** One UTC day of a key's requests. */

@@ -8,7 +8,7 @@ import type { FastifySchema } from 'fastify'
 import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import {
-  UnknownTokenError, findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
+  findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
 } from '../keys/manage.js'
 import {
   DEFAULT_KEY_PAGE_SIZE, FoundKey, Key, KeyChanges, KeyIdParams, KeyUsageDays, KeyWithToken, Keys, ListKeysQuery, NewKey, RollRequest, TokenLookup, UsageQuery
@@ -157,7 +157,6 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     })
   }, async (request) => {
     const found = await findKey(storage, request.body.token, now())
-    if (found === undefined) throw new UnknownTokenError()
     return { ...found.key, matchedToken: found.matchedToken }
   })
 }

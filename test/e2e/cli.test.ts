@@ -608,9 +608,9 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     assert.match(output[0] ?? '', /^Rolled key \d+ \(rolled\): the token before this one works until \d{4}-\d{2}-\d{2}T[\d:.]+Z\.$/)
     await untilStatus(token, 200, 'the new token to be accepted')
     assert.equal(await statusWith(key.token), 200, 'the token before it, during the overlap')
-    for (const held of [token, key.token]) {
-      const found = JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), `${held}\n`)).stdout) as { id: number, tokenHint: string, previousTokenExpiresAt: string | null }
-      assert.deepEqual([found.id, found.tokenHint], [key.id, `pet_live_…${token.slice(-4)}`])
+    for (const [held, matched] of [[token, 'current'], [key.token, 'previous']]) {
+      const found = JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), `${held}\n`)).stdout) as { id: number, tokenHint: string, previousTokenExpiresAt: string | null, matchedToken: string }
+      assert.deepEqual([found.id, found.tokenHint, found.matchedToken], [key.id, `pet_live_…${token.slice(-4)}`, matched])
       assert.ok(found.previousTokenExpiresAt !== null)
     }
     const shown = await runCliOk(['keys', 'show', String(key.id)], env())
@@ -632,7 +632,8 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     assert.match(object.token, TOKEN)
     await untilStatus(key.token, 401, 'the token before to be refused')
     await untilStatus(object.token, 200, 'the new token to be accepted')
-    assert.equal(JSON.parse((await find(key.token, '--json')).stdout).id, key.id, 'a rolled-away token is traced to its key')
+    const former = JSON.parse((await find(key.token, '--json')).stdout) as { id: number, matchedToken: string }
+    assert.deepEqual([former.id, former.matchedToken], [key.id, 'former'], 'a rolled-away token is traced to its key')
     assert.equal(JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), object.token)).stdout).id, key.id, 'without a line ending too')
   })
 
@@ -692,7 +693,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     }
   })
 
-  it('When `keys find` reads a token of a revoked key, then it prints that key, a field a line, as `keys show` does', async () => {
+  it('When `keys find` reads a token of a revoked key, then it prints that key, a field a line, as `keys show` does, and which token matched', async () => {
     // Arrange
     const key = await createKey(env(), ['--plan', 'business', '--name', 'leaked'])
     await runCliOk(['keys', 'revoke', String(key.id)], env())
@@ -702,7 +703,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     const shown = await runCliOk(['keys', 'show', String(key.id)], env())
 
     // Assert
-    assert.equal(found.stdout, shown.stdout)
+    assert.equal(found.stdout, `${shown.stdout}matched token: current\n`)
     assert.match(found.stdout, /^name: leaked$/m)
     assert.match(found.stdout, /^revoked: \d{4}-/m)
     assert.ok(!found.stdout.includes(key.token), 'the token is shown')

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite.js'
 import type { Storage } from '../../src/db/storage.js'
 import {
-  KeyRevokedError, KeyRuleError, NoSuchKeyError, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
+  KeyRevokedError, KeyRuleError, NoSuchKeyError, UnknownTokenError, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput
 } from '../../src/keys/manage.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from '../../src/keys/tokens.js'
 import { MAX_OVERLAP_SECONDS } from '../../src/domain.js'
@@ -282,7 +282,7 @@ describe('rolling a key', () => {
 
       // Act, Assert
       await assertRuleBroken(rollKey(storage, key.id, overlap, CLOCK_START), 'expireCurrentInSeconds')
-      assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.id, key.id)
+      assert.equal((await findKey(storage, key.token, CLOCK_START)).key.id, key.id)
       assert.equal((await showKey(storage, key.id, CLOCK_START)).tokenHint, key.tokenHint)
     }))
   }
@@ -304,8 +304,8 @@ describe('rolling a key', () => {
     const { token, ...shown } = rolled
     assert.deepEqual(await showKey(storage, key.id, CLOCK_START), shown)
     assert.ok(!JSON.stringify(await listKeys(storage, CLOCK_START)).includes(token), 'the token is listed')
-    assert.equal((await findKey(storage, rolled.token, CLOCK_START))?.key.id, key.id)
-    assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.id, key.id)
+    assert.equal((await findKey(storage, rolled.token, CLOCK_START)).key.id, key.id)
+    assert.equal((await findKey(storage, key.token, CLOCK_START)).key.id, key.id)
     // Once the overlap has ended, the key no longer shows it.
     assert.equal((await showKey(storage, key.id, CLOCK_START + MAX_OVERLAP_SECONDS * 1000)).previousTokenExpiresAt, null)
   }))
@@ -319,8 +319,8 @@ describe('rolling a key', () => {
 
     // Assert
     assert.equal(rolled.previousTokenExpiresAt, null)
-    assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.id, key.id)
-    assert.equal((await findKey(storage, rolled.token, CLOCK_START))?.key.id, key.id)
+    assert.equal((await findKey(storage, key.token, CLOCK_START)).key.id, key.id)
+    assert.equal((await findKey(storage, rolled.token, CLOCK_START)).key.id, key.id)
   }))
 
   it('When a revoked key is rolled, then it is refused with KeyRevokedError and its token is kept', () => withStorage(async (storage) => {
@@ -330,7 +330,7 @@ describe('rolling a key', () => {
 
     // Act, Assert
     await assert.rejects(rollKey(storage, key.id, 60, CLOCK_START), KeyRevokedError)
-    assert.equal((await findKey(storage, key.token, CLOCK_START))?.key.tokenHint, key.tokenHint)
+    assert.equal((await findKey(storage, key.token, CLOCK_START)).key.tokenHint, key.tokenHint)
   }))
 
   it('When no key has the id, then a roll is refused with NoSuchKeyError', () => withStorage(async (storage) => {
@@ -369,9 +369,9 @@ describe('finding the key of a token', () => {
     assert.deepEqual(await findKey(storage, rolled.token, CLOCK_START), { key: revoked, matchedToken: 'current' })
     // Revoking ended the overlap: the token before is no longer accepted.
     assert.deepEqual(await findKey(storage, key.token, CLOCK_START), { key: revoked, matchedToken: 'former' })
-    assert.equal(await findKey(storage, generateToken('production'), CLOCK_START), undefined)
-    assert.equal(await findKey(storage, mistyped, CLOCK_START), undefined)
-    assert.equal(await findKey(storage, 'not a token', CLOCK_START), undefined)
-    assert.equal(await findKey(storage, '', CLOCK_START), undefined)
+    await assert.rejects(findKey(storage, generateToken('production'), CLOCK_START), UnknownTokenError)
+    await assert.rejects(findKey(storage, mistyped, CLOCK_START), UnknownTokenError)
+    await assert.rejects(findKey(storage, 'not a token', CLOCK_START), UnknownTokenError)
+    await assert.rejects(findKey(storage, '', CLOCK_START), UnknownTokenError)
   }))
 })

@@ -8,7 +8,7 @@ import { loadConfig, type Config } from '../../config.js'
 import type { Storage } from '../../db/storage.js'
 import { KEY_SORTS, KEY_STATES, PLANS, SCOPES } from '../../domain.js'
 import {
-  KeyRuleError, UnknownTokenError, checkExpiry, checkNewKey, checkOverlap, findKey, issueKey, keyUsage, revokeKey, rollKey,
+  KeyRuleError, checkExpiry, checkNewKey, checkOverlap, findKey, issueKey, keyUsage, revokeKey, rollKey,
   showKey, updateKey, type KeyView
 } from '../../keys/manage.js'
 import { searchKeys } from '../../keys/overview.js'
@@ -19,7 +19,7 @@ import {
   asKeyUpdate, duration, instant, instantOrNever, limitOrPlan, overlap, positiveInteger, scopeList, searchText,
   type CreateOptions, type ListOptions, type UpdateOptions
 } from './parse.js'
-import { asKeyFailure, nameOf, ruleBroken, writeJson, writeKey, writeKeyTable, writeLine, writeUsageTable, writeWithToken } from './render.js'
+import { asKeyFailure, nameOf, ruleBroken, writeFoundKey, writeJson, writeKey, writeKeyTable, writeLine, writeUsageTable, writeWithToken } from './render.js'
 import { readToken } from './token-input.js'
 
 async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
@@ -195,8 +195,7 @@ export function addKeysCommands (program: Command): void {
         throw new CommandFailure('standard input does not hold a petstore token (pet_live_… or pet_test_…, with its checksum), alone on one line')
       }
       const found = await withStorage(async (storage) => await findKey(storage, token, Date.now()))
-      if (found === undefined) throw new UnknownTokenError()
-      writeKey(found.key, options.json)
+      writeFoundKey(found, options.json)
     })
 
   keys.command('revoke')

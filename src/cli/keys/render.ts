@@ -1,7 +1,7 @@
 // What `petstore keys` writes: keys for people (a table, or a field a
 // line) or for scripts (JSON), and the refusals of keys/manage.ts in the
 // admin API's words, naming the option rather than the field.
-import { KeyRuleError, type DayUsage, type KeyView, type KeyWithToken } from '../../keys/manage.js'
+import { KeyRuleError, type DayUsage, type FoundKey, type KeyView, type KeyWithToken } from '../../keys/manage.js'
 import { CommandFailure } from '../errors.js'
 import { formatTable, printable, type Column } from '../table.js'
 
@@ -54,6 +54,16 @@ export function writeKey (key: KeyView, json: boolean | undefined): void {
   fields.push(['last used', key.lastUsedAt ?? 'never'])
   if (key.previousTokenExpiresAt !== null) fields.push(['previous token until', key.previousTokenExpiresAt])
   write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
+}
+
+/** A key found by a token, and which of its tokens that is, as the admin lookup answers. */
+export function writeFoundKey ({ key, matchedToken }: FoundKey, json: boolean | undefined): void {
+  if (json === true) {
+    writeJson({ ...key, matchedToken })
+    return
+  }
+  writeKey(key, false)
+  write(`matched token: ${matchedToken}\n`)
 }
 
 /** Keys for people, as an aligned table; `empty`, a line, when there are none. */
