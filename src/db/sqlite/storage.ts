@@ -7,21 +7,21 @@ import { closeSync, mkdirSync, openSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import { LRUCache } from 'lru-cache'
-import { Database } from './sqlite-driver.js'
-import { StorageUnavailableError } from '../errors.js'
-import type { PetStatus } from '../domain.js'
-import { migrateSqlite } from './sqlite-schema.js'
+import { Database } from './driver.js'
+import { StorageUnavailableError } from '../../errors.js'
+import type { PetStatus } from '../../domain.js'
+import { migrateSqlite } from './schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
-} from './storage.js'
-import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
-import { keySearchSql, stateSql } from './key-search.js'
+} from '../storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import { keySearchSql, stateSql } from '../key-search.js'
 import { BUSY_RETRY_MS, GroupCommit, GroupRolledBack, type InsertOutcome, type PendingInsert } from './group-commit.js'
-import { classifySqliteError, isBusy, isUnavailable } from './sqlite-errors.js'
+import { classifySqliteError, isBusy, isUnavailable } from './errors.js'
 import { StatementPerLimit } from './statement-per-limit.js'
 import type { WriteTurn } from './write-turns.js'
-import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from '../rows.js'
 
 type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
 /** A page written by SQLite: its JSON array and how many animals it holds. */

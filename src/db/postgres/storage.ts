@@ -4,15 +4,15 @@
 // kept idempotent: docs/INTERNALS.md, section "PostgreSQL".
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { StorageUnavailableError } from '../errors.js'
-import { migratePostgres } from './postgres-schema.js'
+import { StorageUnavailableError } from '../../errors.js'
+import { migratePostgres } from './schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
-} from './storage.js'
-import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
-import { keySearchSql, stateSql } from './key-search.js'
-import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+} from '../storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import { keySearchSql, stateSql } from '../key-search.js'
+import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from '../rows.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
