@@ -72,10 +72,7 @@ export class PostgresStorage implements Storage {
     this.#pool = pool
   }
 
-  poolUse (): PoolUse {
-    return { open: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount, max: this.#pool.options.max }
-  }
-
+  // PetStore
   createPet (pet: NewPetRecord): Promise<PetRecord> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError('the database is closed'))
     return new Promise((resolve, reject) => {
@@ -158,6 +155,7 @@ export class PostgresStorage implements Storage {
     return result.rowCount ?? 0
   }
 
+  // KeyStore
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     const rows = await this.#query<ApiKeyRow>(KEY_SQL.create,
       [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
@@ -210,6 +208,17 @@ export class PostgresStorage implements Storage {
     return Number(rows[0]?.n ?? 0n)
   }
 
+  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
+    const { sql, values } = keySearchSql(search, (n) => `$${n}`)
+    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`, values)).map(toApiKey)
+  }
+
+  async countApiKeys (now: number): Promise<KeyCount[]> {
+    const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(KEY_SQL.countByState, [now])
+    return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
+  }
+
+  // UsageStore
   async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
     if (usage.length === 0 && lastUsed.size === 0) return
     await this.#transaction(async (client) => {
@@ -222,6 +231,21 @@ export class PostgresStorage implements Storage {
   async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {
     const rows = await this.#query<{ day: number, admitted: bigint, refused: bigint }>(USAGE_SQL.of, [keyId, fromDay, toDay])
     return rows.map((row) => ({ keyId, day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
+    const rows = await this.#query<{ day: number, admitted: string, refused: string }>(USAGE_SQL.totals, [fromDay, toDay])
+    return rows.map((row) => ({ day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
+    const rows = await this.#query<ApiKeyRow & { admitted: bigint, refused: bigint }>(USAGE_SQL.busiest, [day, limit])
+    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  // StoreConnection
+  poolUse (): PoolUse {
+    return { open: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount, max: this.#pool.options.max }
   }
 
   async secret (name: string): Promise<Buffer> {
@@ -261,26 +285,6 @@ export class PostgresStorage implements Storage {
   async #transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     return await inTransaction(this.#pool, work)
-  }
-
-  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
-    const { sql, values } = keySearchSql(search, (n) => `$${n}`)
-    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`, values)).map(toApiKey)
-  }
-
-  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
-    const rows = await this.#query<{ day: number, admitted: string, refused: string }>(USAGE_SQL.totals, [fromDay, toDay])
-    return rows.map((row) => ({ day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
-  }
-
-  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
-    const rows = await this.#query<ApiKeyRow & { admitted: bigint, refused: bigint }>(USAGE_SQL.busiest, [day, limit])
-    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
-  }
-
-  async countApiKeys (now: number): Promise<KeyCount[]> {
-    const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(KEY_SQL.countByState, [now])
-    return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
   }
 }
 

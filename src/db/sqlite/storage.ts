@@ -79,6 +79,7 @@ export class SqliteStorage implements Storage {
   readonly backend = 'sqlite'
   readonly #db: Database
   readonly #busyBudgetMs: number
+
   /**
    * Full pages, as sent: on SQLite an animal committed later always has a
    * higher id than every one visible before it, so a page read with one animal
@@ -119,6 +120,7 @@ export class SqliteStorage implements Storage {
     })
   }
 
+  // PetStore
   async createPet (pet: NewPetRecord): Promise<PetRecord> {
     const result = await this.#group.add(pet, undefined)
     return result.pet
@@ -172,6 +174,7 @@ export class SqliteStorage implements Storage {
     return this.#write(() => this.#petSql.purgeIdempotency.run(BigInt(createdBefore)).changes)
   }
 
+  // KeyStore
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     return this.#write(() => this.#keySql.create.immediate(key))
   }
@@ -209,6 +212,19 @@ export class SqliteStorage implements Storage {
     return Number(row?.n ?? 0n)
   }
 
+  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
+    const { sql, values } = keySearchSql(search, () => '?')
+    // Filters vary with each search, and searches are an operator's: prepared each time.
+    return this.#read(() => this.#db.prepare<unknown[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`).all(...values.map(sqliteValue))).map(toApiKey)
+  }
+
+  async countApiKeys (now: number): Promise<KeyCount[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint], [KeyCount['state'], KeyCount['plan'], bigint]>(
+      `SELECT ${stateSql('?')} AS state, plan, count(*) FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`).raw(true).all(BigInt(now)))
+    return rows.map(([state, plan, count]) => ({ state, plan, count: Number(count) }))
+  }
+
+  // UsageStore
   async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
     await this.#write(() => { this.#usageSql.add.immediate(usage, lastUsed) })
   }
@@ -216,6 +232,26 @@ export class SqliteStorage implements Storage {
   async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {
     const rows = this.#read(() => this.#usageSql.of.all(BigInt(keyId), BigInt(fromDay), BigInt(toDay)))
     return rows.map(([id, day, admitted, refused]) => ({ keyId: Number(id), day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
+  }
+
+  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], [bigint, bigint, bigint]>(
+      'SELECT day, sum(admitted), sum(refused) FROM key_usage WHERE day BETWEEN ? AND ? GROUP BY day ORDER BY day').raw(true)
+      .all(BigInt(fromDay), BigInt(toDay)))
+    return rows.map(([day, admitted, refused]) => ({ day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
+  }
+
+  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], ApiKeyRow & { admitted: bigint, refused: bigint }>(
+      `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
+       FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
+       WHERE u.day = ? ORDER BY u.admitted + u.refused DESC, k.id LIMIT ?`).all(BigInt(day), BigInt(limit)))
+    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  // StoreConnection
+  poolUse (): undefined {
+    return undefined
   }
 
   async secret (name: string): Promise<Buffer> {
@@ -226,10 +262,6 @@ export class SqliteStorage implements Storage {
     await this.#write(() => this.#db.prepare('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
       .run(name, randomBytes(32)))
     return (this.#read(() => select.get(name)) as { value: Buffer }).value
-  }
-
-  poolUse (): undefined {
-    return undefined
   }
 
   async ping (): Promise<void> {
@@ -277,32 +309,5 @@ export class SqliteStorage implements Storage {
       }
       await delay(BUSY_RETRY_MS)
     }
-  }
-
-  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
-    const { sql, values } = keySearchSql(search, () => '?')
-    // Filters vary with each search, and searches are an operator's: prepared each time.
-    return this.#read(() => this.#db.prepare<unknown[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`).all(...values.map(sqliteValue))).map(toApiKey)
-  }
-
-  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
-    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], [bigint, bigint, bigint]>(
-      'SELECT day, sum(admitted), sum(refused) FROM key_usage WHERE day BETWEEN ? AND ? GROUP BY day ORDER BY day').raw(true)
-      .all(BigInt(fromDay), BigInt(toDay)))
-    return rows.map(([day, admitted, refused]) => ({ day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
-  }
-
-  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
-    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], ApiKeyRow & { admitted: bigint, refused: bigint }>(
-      `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
-       FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
-       WHERE u.day = ? ORDER BY u.admitted + u.refused DESC, k.id LIMIT ?`).all(BigInt(day), BigInt(limit)))
-    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
-  }
-
-  async countApiKeys (now: number): Promise<KeyCount[]> {
-    const rows = this.#read(() => this.#db.prepare<[bigint], [KeyCount['state'], KeyCount['plan'], bigint]>(
-      `SELECT ${stateSql('?')} AS state, plan, count(*) FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`).raw(true).all(BigInt(now)))
-    return rows.map(([state, plan, count]) => ({ state, plan, count: Number(count) }))
   }
 }
