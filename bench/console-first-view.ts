@@ -10,8 +10,8 @@
 import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { chromium } from 'playwright-core'
-import { openSqlite } from '../src/db/sqlite.js'
-import { Database } from '../src/db/sqlite-driver.js'
+import { openSqlite } from '../src/db/sqlite/storage.js'
+import { Database } from '../src/db/sqlite/driver.js'
 import { databaseFile, makeTempDir, removeTempDir, sqliteUrl, startServer } from '../test/support/process.js'
 
 const ADMIN_TOKEN = 'console-bench-admin-token-0123456789abcdef'

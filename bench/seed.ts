@@ -6,7 +6,7 @@
 // the service adds afterwards still get fresh, increasing ids.
 import pg from 'pg'
 import { openStorage } from '../src/db/open.js'
-import { Database } from '../src/db/sqlite-driver.js'
+import { Database } from '../src/db/sqlite/driver.js'
 
 /** Beyond 2^53: an animal in a thousand has a category id a double cannot hold. */
 const BIG_CATEGORY = 2n ** 53n

@@ -7,7 +7,7 @@
 // env: PEER_DATABASE (a SQLite file of its own), PEER_TOKEN (the one valid key)
 import { Type } from 'typebox'
 import Fastify from 'fastify'
-import { Database } from '../../src/db/sqlite-driver.js'
+import { Database } from '../../src/db/sqlite/driver.js'
 import { Pet, listen, requireKey, required } from './common.js'
 
 interface NewPet { name: string, categoryId: number, status?: string }

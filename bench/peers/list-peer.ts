@@ -7,7 +7,7 @@
 // env: PEER_DATABASE (the SQLite file), PEER_TOKEN (the one valid key)
 import { Type } from 'typebox'
 import Fastify from 'fastify'
-import { Database } from '../../src/db/sqlite-driver.js'
+import { Database } from '../../src/db/sqlite/driver.js'
 import { Pets, listen, requireKey, required } from './common.js'
 
 const db = new Database(required('PEER_DATABASE'), { readonly: true })

@@ -4,8 +4,8 @@
 import { type Command, InvalidArgumentError } from 'commander'
 import { loadConfig, redactUrl } from '../config.js'
 import { BackupRefused, backupSqlite } from '../db/backup.js'
-import { SqliteError } from '../db/sqlite-driver.js'
-import { sqlitePath } from '../db/sqlite.js'
+import { SqliteError } from '../db/sqlite/driver.js'
+import { sqlitePath } from '../db/sqlite/storage.js'
 import { databaseLabel } from './database.js'
 import { CommandFailure, oneLine } from './errors.js'
 

@@ -4,7 +4,7 @@
 // the target, checked, fsynced, then renamed over it, so an interrupted backup leaves the target as it was.
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
-import { Database } from './sqlite-driver.js'
+import { Database } from './sqlite/driver.js'
 
 export interface BackupCounts {
   keys: bigint

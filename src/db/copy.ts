@@ -7,11 +7,11 @@
 import { closeSync, mkdirSync, openSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type pg from 'pg'
-import { migratePostgres } from './postgres-schema.js'
+import { migratePostgres } from './postgres/schema.js'
 import { int8AsBigInt } from './rows.js'
-import { Database } from './sqlite-driver.js'
-import { sqlitePath } from './sqlite.js'
-import { migrateSqlite } from './sqlite-schema.js'
+import { Database } from './sqlite/driver.js'
+import { sqlitePath } from './sqlite/storage.js'
+import { migrateSqlite } from './sqlite/schema.js'
 
 type Kind = 'int' | 'text' | 'blob'
 type Value = bigint | string | Buffer | null

@@ -222,7 +222,7 @@ export interface StoreConnection {
   close (): Promise<void>
 }
 
-/** What the service keeps, on SQLite or PostgreSQL (db/sqlite.ts, db/postgres.ts): each part is named for those who need only it. */
+/** What the service keeps, on SQLite or PostgreSQL (db/sqlite/storage.ts, db/postgres/storage.ts): each part is named for those who need only it. */
 export interface Storage extends PetStore, KeyStore, UsageStore, StoreConnection {}
 
 /** Where a key stands at an instant: revoked, else expired once its expiry has passed, else active. */

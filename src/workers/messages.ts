@@ -11,7 +11,7 @@ export interface WorkerData {
   port: number
   /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
   limits: SharedLimits
-  /** The workers' turns at writing a SQLite file (db/write-turns.ts). */
+  /** The workers' turns at writing a SQLite file (db/sqlite/write-turns.ts). */
   writeTurns: SharedArrayBuffer
 }
 

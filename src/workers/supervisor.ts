@@ -9,7 +9,7 @@ import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } fro
 import type { Config } from '../config.js'
 import { ConfigError } from '../config.js'
 import { openStorage } from '../db/open.js'
-import { createWriteTurns, releaseTurnOf } from '../db/write-turns.js'
+import { createWriteTurns, releaseTurnOf } from '../db/sqlite/write-turns.js'
 import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
 import type { ServiceLog } from '../telemetry/log.js'
 import { createMetrics } from '../telemetry/metrics.js'

@@ -2,7 +2,7 @@
 // connection, the rate-limit counters every worker shares (docs/WORKERS.md).
 // Its log goes to the main thread, and it stops when the main thread asks.
 import { parentPort, threadId, workerData } from 'node:worker_threads'
-import { WriteTurn } from '../db/write-turns.js'
+import { WriteTurn } from '../db/sqlite/write-turns.js'
 import { SharedMemoryStore } from '../limits/shared-memory-store.js'
 import { createLog } from '../telemetry/log.js'
 import { listenOn, openPublicService } from '../server.js'

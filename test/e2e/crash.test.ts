@@ -5,7 +5,7 @@
 // under `npm run test:soak`.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { Database } from '../../src/db/sqlite-driver.js'
+import { Database } from '../../src/db/sqlite/driver.js'
 import {
   addPet, assertAddedAfter, createUnlimitedKey, loadInFullSwing, range, restartAndList, type PetText
 } from '../support/load.js'

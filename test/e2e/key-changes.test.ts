@@ -11,7 +11,7 @@
 import { after, before, beforeEach, describe, it, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as delay } from 'node:timers/promises'
-import { openPostgres } from '../../src/db/postgres.js'
+import { openPostgres } from '../../src/db/postgres/storage.js'
 import type { Storage } from '../../src/db/storage.js'
 import { issueKey, revokeKey, rollKey, updateKey } from '../../src/keys/manage.js'
 import { bearer, newPetJson } from '../support/fixtures.js'

@@ -1,7 +1,7 @@
 // Regression: on Node 24, `npm start` aborted within seconds with
 // "Assertion failed: (env) != nullptr" in node::RemoveEnvironmentCleanupHook,
 // called from better-sqlite3 12's Statement::~Statement() when the GC
-// collected a statement (src/db/sqlite-driver.ts says why, and which driver
+// collected a statement (src/db/sqlite/driver.ts says why, and which driver
 // each Node gets). The abort needs no particular request, only garbage
 // collection, so the guard is the service under sustained mixed load: on
 // every supported Node it must stay up, answer everything, and exit cleanly.

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { openSqlite } from '../../src/db/sqlite.js'
+import { openSqlite } from '../../src/db/sqlite/storage.js'
 import type { Storage } from '../../src/db/storage.js'
 import {
   KeyRevokedError, KeyRuleError, NoSuchKeyError, UnknownTokenError, findKey, issueKey, keyUsage, listKeys, revokeKey, rollKey, showKey, updateKey, type IssueKeyInput

@@ -1,6 +1,6 @@
 import { describe, it, mock } from 'node:test'
 import assert from 'node:assert/strict'
-import { openSqlite } from '../../src/db/sqlite.js'
+import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { purgeExpiredIdempotencyKeys } from '../../src/pets/purge.js'
 import { CLOCK_START, buildKeyRecord } from '../support/fixtures.js'
 

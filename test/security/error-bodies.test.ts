@@ -96,7 +96,7 @@ function assertCleanError (what: string, answer: Answer, expected: { status: num
 
 /** A fault from deep inside, with a stack, a file path and a message that must stay in the log. */
 function internalFault (): Error {
-  const error = new TypeError('secret internal detail in /srv/petstore/dist/src/db/sqlite.js:42:7')
+  const error = new TypeError('secret internal detail in /srv/petstore/dist/src/db/sqlite/storage.js:42:7')
   Object.assign(error, { code: 'ERR_SECRET_INTERNAL' })
   return error
 }

@@ -1,6 +1,6 @@
 // What a SQLite error means for a client: try again later (503), or a fault on our side (500).
-import { SqliteError } from './sqlite-driver.js'
-import { StorageUnavailableError } from '../errors.js'
+import { SqliteError } from './driver.js'
+import { StorageUnavailableError } from '../../errors.js'
 
 export function isBusy (error: unknown): boolean {
   return error instanceof SqliteError && (error.code === 'SQLITE_BUSY' || error.code.startsWith('SQLITE_BUSY_'))

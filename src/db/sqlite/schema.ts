@@ -1,7 +1,7 @@
 // The SQLite schema, as numbered migrations. Each runs once, inside a write
 // transaction, so a second instance starting on the same file waits for the
 // first and then finds nothing left to do.
-import type { Database } from './sqlite-driver.js'
+import type { Database } from './driver.js'
 
 const MIGRATIONS: readonly string[] = [
   `CREATE TABLE pets (

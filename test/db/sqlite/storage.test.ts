@@ -5,16 +5,16 @@ import { once } from 'node:events'
 import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Database, SqliteError } from '../../src/db/sqlite-driver.js'
-import { openSqlite } from '../../src/db/sqlite.js'
-import { classifySqliteError } from '../../src/db/sqlite-errors.js'
-import { StorageUnavailableError } from '../../src/errors.js'
-import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../support/app.js'
-import { generateToken, hashToken } from '../../src/keys/tokens.js'
-import { buildKeyRecord, buildPet } from '../support/fixtures.js'
-import { pollUntil } from '../support/process.js'
-import { SQLITE_SCHEMA_V1, assertOldKeyServed } from './schema-v1.js'
-import { storageContract } from './storage-contract.js'
+import { Database, SqliteError } from '../../../src/db/sqlite/driver.js'
+import { openSqlite } from '../../../src/db/sqlite/storage.js'
+import { classifySqliteError } from '../../../src/db/sqlite/errors.js'
+import { StorageUnavailableError } from '../../../src/errors.js'
+import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../../support/app.js'
+import { generateToken, hashToken } from '../../../src/keys/tokens.js'
+import { buildKeyRecord, buildPet } from '../../support/fixtures.js'
+import { pollUntil } from '../../support/process.js'
+import { SQLITE_SCHEMA_V1, assertOldKeyServed } from '../schema-v1.js'
+import { storageContract } from '../storage-contract.js'
 
 // One file for the whole suite, reopened by every test: each finds the rows
 // of the tests before it, as it would on a PostgreSQL database.
@@ -263,7 +263,7 @@ function databaseOfSchemaV1 (file: string): string {
  * ready. Resolves to their exit codes and stderr.
  */
 async function openTogether (file: string, count: number): Promise<Array<{ code: number | null, stderr: string }>> {
-  const module = new URL('../../src/db/sqlite.js', import.meta.url).href
+  const module = new URL('../../../src/db/sqlite/storage.js', import.meta.url).href
   const script = `import { openSqlite } from ${JSON.stringify(module)}
     process.stdout.write('ready\\n')
     process.stdin.once('data', async () => { await openSqlite(${JSON.stringify(`sqlite:${file}`)}).close(); process.exit(0) })`

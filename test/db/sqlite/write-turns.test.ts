@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { WriteTurn, createWriteTurns, releaseTurnOf } from '../../src/db/write-turns.js'
+import { WriteTurn, createWriteTurns, releaseTurnOf } from '../../../src/db/sqlite/write-turns.js'
 
 describe('write turns', () => {
   it('When one thread holds the turn, then another gets it only once it is given, and at once then', async () => {

@@ -2,9 +2,9 @@
 // so inserts that arrive together share one transaction on the next turn of the
 // loop, each answered only after it. A refused insert fails alone; a group that
 // meets another's lock retries off the event loop, failing past the busy budget (503).
-import { StorageUnavailableError } from '../errors.js'
-import { classifySqliteError, isBusy, isUnavailable } from './sqlite-errors.js'
-import type { CreateOnceResult, IdempotencyRecord, NewPetRecord } from './storage.js'
+import { StorageUnavailableError } from '../../errors.js'
+import { classifySqliteError, isBusy, isUnavailable } from './errors.js'
+import type { CreateOnceResult, IdempotencyRecord, NewPetRecord } from '../storage.js'
 import type { WriteTurn } from './write-turns.js'
 
 /** How often a group blocked by another connection's write lock tries again. */

@@ -4,15 +4,17 @@
 // kept idempotent: docs/INTERNALS.md, section "PostgreSQL".
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { StorageUnavailableError } from '../errors.js'
-import { migratePostgres } from './postgres-schema.js'
+import { StorageUnavailableError } from '../../errors.js'
+import { classifyPostgresError } from './errors.js'
+import { migratePostgres } from './schema.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
-} from './storage.js'
-import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from './storage.js'
-import { keySearchSql, stateSql } from './key-search.js'
-import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from './rows.js'
+} from '../storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import { keySearchSql } from '../key-search.js'
+import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from '../rows.js'
+import { KEY_SQL, PET_SQL, USAGE_SQL } from './statements.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -31,8 +33,6 @@ interface PendingInsert {
   resolve: (pet: PetRecord) => void
   reject: (error: unknown) => void
 }
-
-const PET_COLUMNS = 'id, name, category_id, status'
 
 export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_MS, poolSize = DEFAULT_POOL_SIZE }: PostgresOptions = {}): Promise<PostgresStorage> {
   const pool = new pg.Pool({
@@ -72,10 +72,7 @@ export class PostgresStorage implements Storage {
     this.#pool = pool
   }
 
-  poolUse (): PoolUse {
-    return { open: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount, max: this.#pool.options.max }
-  }
-
+  // PetStore
   createPet (pet: NewPetRecord): Promise<PetRecord> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError('the database is closed'))
     return new Promise((resolve, reject) => {
@@ -116,18 +113,9 @@ export class PostgresStorage implements Storage {
     group.forEach((insert, i) => insert.resolve({ id: ids[i] as bigint, ...insert.pet }))
   }
 
-  /**
-   * One multi-row INSERT. The rows are inserted in input order, so their
-   * identity values increase in that order: sorted, the returned ids match
-   * the input whatever order RETURNING gives them in.
-   */
+  /** One multi-row INSERT; its ids, sorted, in the order of `pets` (PET_SQL.insertMany says why). */
   async #insertRows (pets: readonly NewPetRecord[]): Promise<bigint[]> {
-    const { rows } = await this.#pool.query<{ id: bigint }>(
-      `INSERT INTO pets (name, category_id, status)
-       SELECT name, category_id, status
-       FROM unnest($1::text[], $2::int8[], $3::text[]) WITH ORDINALITY AS input (name, category_id, status, n)
-       ORDER BY n
-       RETURNING id`,
+    const { rows } = await this.#pool.query<{ id: bigint }>(PET_SQL.insertMany,
       [pets.map((p) => p.name), pets.map((p) => p.categoryId.toString()), pets.map((p) => p.status)])
     return rows.map((row) => row.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
@@ -135,94 +123,69 @@ export class PostgresStorage implements Storage {
   async createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult> {
     const { apiKeyId, key, requestHash, createdAt, liveAfter } = idempotency
     return await this.#transaction(async (client) => {
-      // Takes the key, or an expired record of it; waits for a concurrent
-      // transaction holding it. No row back: a live record holds the key.
-      const claimed = await client.query(
-        `INSERT INTO idempotency_keys (api_key_id, key, request_hash, pet_id, created_at) VALUES ($1, $2, $3, NULL, $4)
-         ON CONFLICT (api_key_id, key) DO UPDATE
-           SET request_hash = excluded.request_hash, pet_id = NULL, created_at = excluded.created_at
-           WHERE idempotency_keys.created_at <= $5
-         RETURNING 1`,
-        [apiKeyId, key, requestHash, createdAt, liveAfter])
+      // No row back: a live record holds the key, and its animal is the answer.
+      const claimed = await client.query(PET_SQL.claimIdempotency, [apiKeyId, key, requestHash, createdAt, liveAfter])
       if (claimed.rowCount === 0) {
-        const { rows } = await client.query<PetRow & { request_hash: string }>(
-          `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
-           FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
-           WHERE i.api_key_id = $1 AND i.key = $2`, [apiKeyId, key])
+        const { rows } = await client.query<PetRow & { request_hash: string }>(PET_SQL.findIdempotent, [apiKeyId, key])
         const earlier = rows[0]
         if (earlier === undefined) throw new Error(`idempotency key ${apiKeyId}/${key} is held but names no animal`)
         return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
       }
-      const { rows } = await client.query<{ id: bigint }>(
-        'INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id',
-        [pet.name, pet.categoryId, pet.status])
+      const { rows } = await client.query<{ id: bigint }>(PET_SQL.insert, [pet.name, pet.categoryId, pet.status])
       const id = (rows[0] as { id: bigint }).id
-      await client.query('UPDATE idempotency_keys SET pet_id = $3 WHERE api_key_id = $1 AND key = $2', [apiKeyId, key, id])
+      await client.query(PET_SQL.setIdempotentPet, [apiKeyId, key, id])
       return { created: true, pet: { id, ...pet } }
     })
   }
 
   async getPet (id: bigint): Promise<PetRecord | undefined> {
-    const rows = await this.#query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`, [id])
+    const rows = await this.#query<PetRow>(PET_SQL.get, [id])
     return rows[0] === undefined ? undefined : toPet(rows[0])
   }
 
   async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
     const rows = status === undefined
-      ? await this.#query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit])
-      : await this.#query<PetRow>(`SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`, [status, afterId, limit])
+      ? await this.#query<PetRow>(PET_SQL.listAll, [afterId, limit])
+      : await this.#query<PetRow>(PET_SQL.listByStatus, [status, afterId, limit])
     return rows.map(toPet)
   }
 
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {
-    const result = await this.#run('DELETE FROM idempotency_keys WHERE created_at <= $1', [createdBefore])
+    const result = await this.#run(PET_SQL.purgeIdempotency, [createdBefore])
     return result.rowCount ?? 0
   }
 
+  // KeyStore
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    // One statement, so one transaction: the key and its token are written together.
-    const rows = await this.#query<ApiKeyRow>(
-      `WITH key AS (
-         INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}
-       ), token AS (
-         INSERT INTO api_key_tokens (api_key_id, token_hash) SELECT id, $7 FROM key
-       )
-       SELECT * FROM key`,
+    const rows = await this.#query<ApiKeyRow>(KEY_SQL.create,
       [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
         key.createdAt, key.expiresAt])
     return toApiKey(rows[0] as ApiKeyRow)
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
-    const rows = await this.#query<ApiKeyRow & { previous: boolean }>(
-      `SELECT ${KEY_COLUMNS}, false AS previous FROM api_keys WHERE token_hash = $1
-       UNION ALL SELECT ${KEY_COLUMNS}, true AS previous FROM api_keys WHERE previous_token_hash = $1`, [tokenHash])
+    const rows = await this.#query<ApiKeyRow & { previous: boolean }>(KEY_SQL.findByToken, [tokenHash])
     const row = rows[0]
     return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous }
   }
 
   async findApiKeyByIssuedToken (tokenHash: string): Promise<ApiKeyRecord | undefined> {
-    const rows = await this.#query<ApiKeyRow>(
-      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = (SELECT api_key_id FROM api_key_tokens WHERE token_hash = $1)`, [tokenHash])
+    const rows = await this.#query<ApiKeyRow>(KEY_SQL.findIssued, [tokenHash])
     return rows[0] === undefined ? undefined : toApiKey(rows[0])
   }
 
   async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
-    const rows = await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1`, [id])
+    const rows = await this.#query<ApiKeyRow>(KEY_SQL.get, [id])
     return rows[0] === undefined ? undefined : toApiKey(rows[0])
   }
 
   async listApiKeys (afterId = 0, limit?: number): Promise<ApiKeyRecord[]> {
-    // LIMIT NULL: no limit.
-    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id > $1 ORDER BY id LIMIT $2`, [afterId, limit ?? null]))
-      .map(toApiKey)
+    return (await this.#query<ApiKeyRow>(KEY_SQL.list, [afterId, limit ?? null])).map(toApiKey)
   }
 
   async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
     return await this.#transaction(async (client) => {
-      // FOR UPDATE: a change made meanwhile by another instance waits for this one, and then reads what it wrote.
-      const { rows } = await client.query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id])
+      const { rows } = await client.query<ApiKeyRow>(KEY_SQL.getForUpdate, [id])
       const row = rows[0]
       if (row === undefined) return undefined
       const changes = change(toApiKey(row))
@@ -230,46 +193,59 @@ export class PostgresStorage implements Storage {
       if (set === '') return toApiKey(row)
       const updated = await client.query<ApiKeyRow>(
         `UPDATE api_keys SET ${set} WHERE id = $${values.length + 1} RETURNING ${KEY_COLUMNS}`, [...values, id])
-      if (changes.token !== undefined) {
-        await client.query('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES ($1, $2)', [id, changes.token.hash])
-      }
+      if (changes.token !== undefined) await client.query(KEY_SQL.insertToken, [id, changes.token.hash])
       return toApiKey(updated.rows[0] as ApiKeyRow)
     })
   }
 
   async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
-    const rows = await this.#query<{ id: bigint, token_hash: string }>(
-      'SELECT id, token_hash FROM api_key_tokens WHERE id > $1 ORDER BY id LIMIT $2', [afterId, limit])
+    const rows = await this.#query<{ id: bigint, token_hash: string }>(KEY_SQL.listTokens, [afterId, limit])
     return rows.map((row) => ({ id: Number(row.id), tokenHash: row.token_hash }))
   }
 
   async countTokens (): Promise<number> {
-    const rows = await this.#query<{ n: bigint }>('SELECT count(*) AS n FROM api_key_tokens')
+    const rows = await this.#query<{ n: bigint }>(KEY_SQL.countTokens)
     return Number(rows[0]?.n ?? 0n)
   }
 
+  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
+    const { sql, values } = keySearchSql(search, (n) => `$${n}`)
+    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`, values)).map(toApiKey)
+  }
+
+  async countApiKeys (now: number): Promise<KeyCount[]> {
+    const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(KEY_SQL.countByState, [now])
+    return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
+  }
+
+  // UsageStore
   async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
     if (usage.length === 0 && lastUsed.size === 0) return
-    // Two statements, each over arrays: one round trip each, however many keys.
     await this.#transaction(async (client) => {
-      await client.query(
-        `INSERT INTO key_usage (api_key_id, day, admitted, refused)
-         SELECT * FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int8[])
-         ON CONFLICT (api_key_id, day) DO UPDATE
-           SET admitted = key_usage.admitted + excluded.admitted, refused = key_usage.refused + excluded.refused`,
+      await client.query(USAGE_SQL.add,
         [usage.map((u) => u.keyId), usage.map((u) => u.day), usage.map((u) => u.admitted), usage.map((u) => u.refused)])
-      await client.query(
-        `UPDATE api_keys SET last_used_at = used.at
-         FROM unnest($1::int8[], $2::int8[]) AS used (id, at)
-         WHERE api_keys.id = used.id AND coalesce(api_keys.last_used_at, 0) < used.at`,
-        [[...lastUsed.keys()], [...lastUsed.values()]])
+      await client.query(USAGE_SQL.touch, [[...lastUsed.keys()], [...lastUsed.values()]])
     })
   }
 
   async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {
-    const rows = await this.#query<{ day: number, admitted: bigint, refused: bigint }>(
-      'SELECT day, admitted, refused FROM key_usage WHERE api_key_id = $1 AND day BETWEEN $2 AND $3 ORDER BY day', [keyId, fromDay, toDay])
+    const rows = await this.#query<{ day: number, admitted: bigint, refused: bigint }>(USAGE_SQL.of, [keyId, fromDay, toDay])
     return rows.map((row) => ({ keyId, day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
+    const rows = await this.#query<{ day: number, admitted: string, refused: string }>(USAGE_SQL.totals, [fromDay, toDay])
+    return rows.map((row) => ({ day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
+    const rows = await this.#query<ApiKeyRow & { admitted: bigint, refused: bigint }>(USAGE_SQL.busiest, [day, limit])
+    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  // StoreConnection
+  poolUse (): PoolUse {
+    return { open: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount, max: this.#pool.options.max }
   }
 
   async secret (name: string): Promise<Buffer> {
@@ -310,31 +286,6 @@ export class PostgresStorage implements Storage {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     return await inTransaction(this.#pool, work)
   }
-
-  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
-    const { sql, values } = keySearchSql(search, (n) => `$${n}`)
-    return (await this.#query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`, values)).map(toApiKey)
-  }
-
-  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
-    const rows = await this.#query<{ day: number, admitted: string, refused: string }>(
-      'SELECT day, sum(admitted) AS admitted, sum(refused) AS refused FROM key_usage WHERE day BETWEEN $1 AND $2 GROUP BY day ORDER BY day', [fromDay, toDay])
-    return rows.map((row) => ({ day: Number(row.day), admitted: Number(row.admitted), refused: Number(row.refused) }))
-  }
-
-  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
-    const rows = await this.#query<ApiKeyRow & { admitted: bigint, refused: bigint }>(
-      `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
-       FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
-       WHERE u.day = $1 ORDER BY u.admitted + u.refused DESC, k.id LIMIT $2`, [day, limit])
-    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
-  }
-
-  async countApiKeys (now: number): Promise<KeyCount[]> {
-    const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(
-      `SELECT ${stateSql('$1')} AS state, plan, count(*) AS count FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`, [now])
-    return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
-  }
 }
 
 async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -355,27 +306,4 @@ async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) =>
     client.release(true)
     throw classifyPostgresError(error)
   }
-}
-
-/**
- * SQLSTATE codes, beyond classes 08 and 53, that mean the database cannot be
- * reached or written now: shutdowns and startups, a statement cancelled by its
- * timeout, a read-only server (https://www.postgresql.org/docs/current/errcodes-appendix.html).
- */
-const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '57014', '25006'])
-/** Socket errors on the way to the server. */
-const UNAVAILABLE_SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
-/** node-postgres's own words for a server it lost or that did not answer in time. */
-const UNAVAILABLE_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Connection timeout|Client has encountered a connection error|Client was closed|Cannot use a pool after calling end/i
-
-function classifyPostgresError (error: unknown): Error {
-  if (!(error instanceof Error)) return new Error(String(error))
-  if (error instanceof StorageUnavailableError) return error
-  const code = (error as { code?: unknown }).code
-  const unavailable = typeof code === 'string'
-    ? /^(08|53)/.test(code) || UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)
-    : UNAVAILABLE_MESSAGES.test(error.message)
-  return unavailable
-    ? new StorageUnavailableError(`PostgreSQL: ${typeof code === 'string' ? `${code}: ` : ''}${error.message}`, { cause: error })
-    : error
 }

@@ -1,0 +1,94 @@
+// How a group commit (group-commit.ts) writes its new animals: one
+// transaction, with no savepoint each since a validated animal's insert rarely
+// fails; if one does, the group is done again with a savepoint each, where it
+// fails alone (docs/INTERNALS.md, section "SQLite").
+import type { CreateOnceResult } from '../storage.js'
+import { toPet, type PetRow } from '../rows.js'
+import type { Database } from './driver.js'
+import { isUnavailable } from './errors.js'
+import { GroupRolledBack, type GroupCommitOptions, type InsertOutcome, type PendingInsert } from './group-commit.js'
+import { StatementPerLimit } from './statement-per-limit.js'
+
+/** The most animals one INSERT statement of a group commit adds; a larger group takes several. */
+const INSERT_ROWS = 64
+
+/** The two ways of committing a group, each in an IMMEDIATE transaction. */
+export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' | 'commitEach'> {
+  const insertPet = db.prepare<[string, bigint, string]>(
+    'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
+  // Only an expired record can be in the way here: a live one was found first, in the same transaction.
+  const insertIdempotency = db.prepare<[bigint, string, string, bigint, bigint]>(
+    `INSERT INTO idempotency_keys (api_key_id, key, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (api_key_id, key) DO UPDATE SET request_hash = excluded.request_hash,
+       pet_id = excluded.pet_id, created_at = excluded.created_at`)
+  const findIdempotency = db.prepare<[bigint, string, bigint], PetRow & { request_hash: string }>(
+    `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
+     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
+     WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
+  const insertRows = new StatementPerLimit((rows) => db.prepare<[values: Array<string | bigint>]>(
+    `INSERT INTO pets (name, category_id, status) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`), INSERT_ROWS)
+
+  const insert = ({ pet, idempotency }: PendingInsert): CreateOnceResult => {
+    if (idempotency !== undefined) {
+      const earlier = findIdempotency.get(BigInt(idempotency.apiKeyId), idempotency.key, BigInt(idempotency.liveAfter))
+      if (earlier !== undefined) return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+    }
+    const { id } = insertPet.get(pet.name, pet.categoryId, pet.status) as { id: bigint }
+    if (idempotency !== undefined) {
+      insertIdempotency.run(BigInt(idempotency.apiKeyId), idempotency.key,
+        idempotency.requestHash, id, BigInt(idempotency.createdAt))
+    }
+    return { created: true, pet: { id, ...pet } }
+  }
+  // Plain animals go INSERT_ROWS to a statement, their ids the last id and
+  // those just below it; a row not added would shift them, so that too falls
+  // back to commitEach (docs/INTERNALS.md, section "SQLite").
+  const commitAll = db.transaction((group: PendingInsert[]): InsertOutcome[] => {
+    const outcomes: InsertOutcome[] = new Array<InsertOutcome>(group.length)
+    const plain: number[] = []
+    group.forEach((pending, index) => {
+      if (pending.idempotency === undefined) plain.push(index)
+      else outcomes[index] = { ok: true, result: insert(pending) }
+    })
+    for (let start = 0; start < plain.length; start += INSERT_ROWS) {
+      const chunk = plain.slice(start, start + INSERT_ROWS)
+      const values: Array<string | bigint> = []
+      for (const index of chunk) {
+        const { pet } = group[index] as PendingInsert
+        values.push(pet.name, pet.categoryId, pet.status)
+      }
+      const { changes, lastInsertRowid } = insertRows.for(chunk.length).run(values)
+      if (changes !== chunk.length) throw new Error(`an INSERT of ${chunk.length} animals added ${changes}`)
+      const first = BigInt(lastInsertRowid) - BigInt(chunk.length - 1)
+      chunk.forEach((index, i) => {
+        const { pet } = group[index] as PendingInsert
+        outcomes[index] = { ok: true, result: { created: true, pet: { id: first + BigInt(i), ...pet } } }
+      })
+    }
+    return outcomes
+  })
+  // Called inside commitEach's transaction, a better-sqlite3 transaction
+  // function runs in a savepoint: if it throws, its rows (the animal and
+  // its idempotency record) are rolled back and the group goes on.
+  // https://github.com/WiseLibs/better-sqlite3/blob/master/docs/api.md#transactionfunction---function
+  const insertOne = db.transaction(insert)
+  const commitEach = db.transaction((group: PendingInsert[]): InsertOutcome[] =>
+    group.map((insert, index) => {
+      try {
+        return { ok: true, result: insertOne(insert) }
+      } catch (error) {
+        // An unavailable database fails (or retries) the whole group.
+        if (isUnavailable(error)) throw error
+        // After some errors (RAISE(ROLLBACK), out of memory) SQLite has
+        // rolled back the whole transaction itself: the inserts before
+        // this one are gone, and any after it would commit on their own.
+        // https://www.sqlite.org/lang_transaction.html#response_to_errors_within_a_transaction
+        if (!db.inTransaction) throw new GroupRolledBack(index, error)
+        return { ok: false, error }
+      }
+    }))
+  return {
+    commitAll: (group) => commitAll.immediate(group),
+    commitEach: (group) => commitEach.immediate(group)
+  }
+}

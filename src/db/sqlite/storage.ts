@@ -1,0 +1,313 @@
+// The embedded backend: one SQLite file, WAL mode, every commit fsynced, new
+// animals through a group commit (group-commit.ts). Writes that meet another
+// process's lock retry for up to 5 s, then fail as unavailable (503); other
+// errors are ours (500) (docs/INTERNALS.md, section "SQLite").
+import { randomBytes } from 'node:crypto'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { setTimeout as delay } from 'node:timers/promises'
+import { dirname } from 'node:path'
+import { LRUCache } from 'lru-cache'
+import { StorageUnavailableError } from '../../errors.js'
+import type {
+  ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
+  IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
+} from '../storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import { keySearchSql, stateSql } from '../key-search.js'
+import { KEY_COLUMNS, toApiKey, toPet, type ApiKeyRow } from '../rows.js'
+import { Database } from './driver.js'
+import { classifySqliteError, isBusy } from './errors.js'
+import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
+import { petInserts } from './pet-inserts.js'
+import { migrateSqlite } from './schema.js'
+import {
+  keyStatements, petStatements, sqliteValue, usageStatements, type KeyStatements, type PageTuple, type PetStatements, type UsageStatements
+} from './statements.js'
+import type { WriteTurn } from './write-turns.js'
+
+/** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
+const ANIMAL_START = '{"id":'
+/** The bytes of full pages kept (about 3,000 pages of 20): the least recently read go first. */
+const KEPT_PAGE_BYTES = 4 * 1024 * 1024
+/** The bytes of animals kept (some 50,000 of them), likewise. */
+const KEPT_PET_BYTES = 4 * 1024 * 1024
+
+/** How long a write waits for another connection's write lock before the client gets 503. */
+const BUSY_BUDGET_MS = 5000
+
+/** Accepts `sqlite:PATH` and `sqlite::memory:`. */
+export function sqlitePath (url: string): string {
+  return url.replace(/^sqlite:/, '')
+}
+
+export interface SqliteOptions {
+  /** How long a write may wait for another connection's lock; tests shorten it. */
+  busyBudgetMs?: number
+  /** Shared with the other workers of this process: their group commits take turns (write-turns.ts). */
+  writeTurn?: WriteTurn
+}
+
+export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, writeTurn }: SqliteOptions = {}): SqliteStorage {
+  const path = sqlitePath(url)
+  if (path !== ':memory:') {
+    // The file holds the key hashes and the cursor secret: no other local
+    // user may read it. A folder and a file made here are the owner's alone;
+    // SQLite gives the -wal and -shm files the database file's mode
+    // (findCreateFileMode in https://sqlite.org/src/file?name=src/os_unix.c),
+    // and an empty file is an empty database. Existing ones keep the mode an
+    // operator gave them.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+    closeSync(openSync(path, 'a', 0o600))
+  }
+  // Opening and migrating may wait for another instance doing the same.
+  const db = new Database(path, { timeout: busyBudgetMs })
+  // Every connection: the settings are per connection, and better-sqlite3
+  // does not keep them across a reopen. https://www.sqlite.org/pragma.html#pragma_synchronous
+  db.pragma('journal_mode = WAL')
+  db.pragma('synchronous = FULL')
+  db.pragma('foreign_keys = ON')
+  db.defaultSafeIntegers(true)
+  migrateSqlite(db)
+  // From here on a write never sleeps on the event loop for a lock held by
+  // another connection: it fails at once and is retried asynchronously.
+  // Reads never wait in WAL mode.
+  db.pragma('busy_timeout = 0')
+  return new SqliteStorage(db, busyBudgetMs, writeTurn)
+}
+
+export class SqliteStorage implements Storage {
+  readonly backend = 'sqlite'
+  readonly #db: Database
+  readonly #busyBudgetMs: number
+
+  /**
+   * Full pages, as sent: on SQLite an animal committed later always has a
+   * higher id than every one visible before it, so a page read with one animal
+   * after it never changes (not so on PostgreSQL: docs/INTERNALS.md, section "SQLite").
+   */
+  readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
+  /** Animals found, as sent: once visible, an animal never changes. One not found is asked again, since it may be added. */
+  readonly #pets = new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
+  readonly #group: GroupCommit
+  #closed = false
+  /** Set while writes fail for want of the database; /readyz reports it. */
+  #writeFailure: Error | undefined
+
+  readonly #petSql: PetStatements
+  readonly #keySql: KeyStatements
+  readonly #usageSql: UsageStatements
+  // The hot paths' statements, held here as well: one property load fewer on each call.
+  readonly #getPetJson: PetStatements['getJson']
+  readonly #pageAll: PetStatements['pageAll']
+  readonly #pageByStatus: PetStatements['pageByStatus']
+  readonly #findKey: KeyStatements['find']
+
+  constructor (db: Database, busyBudgetMs: number, writeTurn?: WriteTurn) {
+    this.#db = db
+    this.#busyBudgetMs = busyBudgetMs
+    this.#petSql = petStatements(db)
+    this.#keySql = keyStatements(db)
+    this.#usageSql = usageStatements(db)
+    this.#getPetJson = this.#petSql.getJson
+    this.#pageAll = this.#petSql.pageAll
+    this.#pageByStatus = this.#petSql.pageByStatus
+    this.#findKey = this.#keySql.find
+    this.#group = new GroupCommit({
+      ...petInserts(db),
+      busyBudgetMs,
+      turn: writeTurn,
+      written: (failure) => { this.#writeFailure = failure }
+    })
+  }
+
+  // PetStore
+  async createPet (pet: NewPetRecord): Promise<PetRecord> {
+    const result = await this.#group.add(pet, undefined)
+    return result.pet
+  }
+
+  createPetOnce (pet: NewPetRecord, idempotency: IdempotencyRecord): Promise<CreateOnceResult> {
+    return this.#group.add(pet, idempotency)
+  }
+
+  async getPet (id: bigint): Promise<PetRecord | undefined> {
+    const row = this.#read(() => this.#petSql.get.get(id))
+    return row === undefined ? undefined : toPet(row)
+  }
+
+  async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
+    const rows = this.#read(() => status === undefined
+      ? this.#petSql.listAll.for(limit).all(afterId)
+      : this.#petSql.listByStatus.for(limit).all(status, afterId))
+    return rows.map(([id, name, categoryId, status]) => ({ id, name, categoryId, status }))
+  }
+
+  async getPetJson (id: bigint): Promise<Buffer | undefined> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const kept = this.#pets.get(id)
+    if (kept !== undefined) return kept
+    const json = this.#read(() => this.#getPetJson.get(id))
+    if (json === undefined) return undefined
+    const bytes = Buffer.from(json)
+    this.#pets.set(id, bytes)
+    return bytes
+  }
+
+  async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const key = `${status ?? ''} ${afterId} ${size}`
+    const kept = this.#fullPages.get(key)
+    if (kept !== undefined) return kept
+    // One animal more than the page: it says whether another page follows, and is cut off.
+    const [json, count] = this.#read(() => (status === undefined
+      ? this.#pageAll.for(size + 1).get(afterId)
+      : this.#pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
+    if (Number(count) <= size) return { json: Buffer.from(json), nextAfterId: undefined }
+    const page = json.slice(0, json.lastIndexOf(',' + ANIMAL_START)) + ']'
+    const last = page.lastIndexOf(ANIMAL_START) + ANIMAL_START.length
+    const full = { json: Buffer.from(page), nextAfterId: BigInt(page.slice(last, page.indexOf(',', last))) }
+    this.#fullPages.set(key, full)
+    return full
+  }
+
+  async purgeIdempotentRequests (createdBefore: number): Promise<number> {
+    return this.#write(() => this.#petSql.purgeIdempotency.run(BigInt(createdBefore)).changes)
+  }
+
+  // KeyStore
+  async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
+    return this.#write(() => this.#keySql.create.immediate(key))
+  }
+
+  async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
+    const row = this.#read(() => this.#findKey.get(tokenHash, tokenHash))
+    return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous === 1n }
+  }
+
+  async findApiKeyByIssuedToken (tokenHash: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.#read(() => this.#keySql.findIssued.get(tokenHash))
+    return row === undefined ? undefined : toApiKey(row)
+  }
+
+  async getApiKey (id: number): Promise<ApiKeyRecord | undefined> {
+    const row = this.#read(() => this.#keySql.get.get(BigInt(id)))
+    return row === undefined ? undefined : toApiKey(row)
+  }
+
+  async listApiKeys (afterId = 0, limit?: number): Promise<ApiKeyRecord[]> {
+    return this.#read(() => this.#keySql.list.all(BigInt(afterId), limit ?? -1)).map(toApiKey)
+  }
+
+  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
+    return this.#write(() => this.#keySql.change.immediate(BigInt(id), change))
+  }
+
+  async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
+    const rows = this.#read(() => this.#keySql.listTokens.all(BigInt(afterId), limit))
+    return rows.map(([id, tokenHash]) => ({ id: Number(id), tokenHash }))
+  }
+
+  async countTokens (): Promise<number> {
+    const row = this.#read(() => this.#keySql.countTokens.get())
+    return Number(row?.n ?? 0n)
+  }
+
+  async searchApiKeys (search: KeySearch): Promise<ApiKeyRecord[]> {
+    const { sql, values } = keySearchSql(search, () => '?')
+    // Filters vary with each search, and searches are an operator's: prepared each time.
+    return this.#read(() => this.#db.prepare<unknown[], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys ${sql}`).all(...values.map(sqliteValue))).map(toApiKey)
+  }
+
+  async countApiKeys (now: number): Promise<KeyCount[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint], [KeyCount['state'], KeyCount['plan'], bigint]>(
+      `SELECT ${stateSql('?')} AS state, plan, count(*) FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`).raw(true).all(BigInt(now)))
+    return rows.map(([state, plan, count]) => ({ state, plan, count: Number(count) }))
+  }
+
+  // UsageStore
+  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
+    await this.#write(() => { this.#usageSql.add.immediate(usage, lastUsed) })
+  }
+
+  async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {
+    const rows = this.#read(() => this.#usageSql.of.all(BigInt(keyId), BigInt(fromDay), BigInt(toDay)))
+    return rows.map(([id, day, admitted, refused]) => ({ keyId: Number(id), day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
+  }
+
+  async usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], [bigint, bigint, bigint]>(
+      'SELECT day, sum(admitted), sum(refused) FROM key_usage WHERE day BETWEEN ? AND ? GROUP BY day ORDER BY day').raw(true)
+      .all(BigInt(fromDay), BigInt(toDay)))
+    return rows.map(([day, admitted, refused]) => ({ day: Number(day), admitted: Number(admitted), refused: Number(refused) }))
+  }
+
+  async busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], ApiKeyRow & { admitted: bigint, refused: bigint }>(
+      `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
+       FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
+       WHERE u.day = ? ORDER BY u.admitted + u.refused DESC, k.id LIMIT ?`).all(BigInt(day), BigInt(limit)))
+    return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  // StoreConnection
+  poolUse (): undefined {
+    return undefined
+  }
+
+  async secret (name: string): Promise<Buffer> {
+    const select = this.#db.prepare<[string], { value: Buffer }>('SELECT value FROM secrets WHERE name = ?')
+    const existing = this.#read(() => select.get(name))
+    if (existing !== undefined) return existing.value
+    // The first instance to get here makes it; any other keeps the winner's.
+    await this.#write(() => this.#db.prepare('INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING')
+      .run(name, randomBytes(32)))
+    return (this.#read(() => select.get(name)) as { value: Buffer }).value
+  }
+
+  async ping (): Promise<void> {
+    this.#read(() => this.#db.prepare('SELECT 1').get())
+    // After writes failed, ready again only once the write lock can be had.
+    if (this.#writeFailure !== undefined) {
+      await this.#write(() => {
+        this.#db.exec('BEGIN IMMEDIATE')
+        this.#db.exec('ROLLBACK')
+      })
+    }
+  }
+
+  async close (): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    this.#group.close()
+    this.#db.close()
+  }
+
+  #read<T> (work: () => T): T {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    try {
+      return work()
+    } catch (error) {
+      throw classifySqliteError(error)
+    }
+  }
+
+  /** A write outside the group commit, retried while another connection holds the write lock. */
+  async #write<T> (work: () => T): Promise<T> {
+    const deadline = Date.now() + this.#busyBudgetMs
+    for (;;) {
+      if (this.#closed) throw new StorageUnavailableError('the database is closed')
+      try {
+        const result = work()
+        this.#writeFailure = undefined
+        return result
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) {
+          const failure = classifySqliteError(error)
+          if (failure instanceof StorageUnavailableError) this.#writeFailure = failure
+          throw failure
+        }
+      }
+      await delay(BUSY_RETRY_MS)
+    }
+  }
+}
