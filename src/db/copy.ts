@@ -130,7 +130,7 @@ function sqliteFile (url: string, role: 'source' | 'target'): string {
 }
 
 function openSqliteDatabase (path: string): Database {
-  // As the service makes it (db/sqlite.ts): the file holds key hashes and the cursor secret.
+  // As the service makes it (db/sqlite/storage.ts): the file holds key hashes and the cursor secret.
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
   closeSync(openSync(path, 'a', 0o600))
   const db = new Database(path, { timeout: 5000 })
