@@ -96,11 +96,6 @@ export class SqliteStorage implements Storage {
   readonly #petSql: PetStatements
   readonly #keySql: KeyStatements
   readonly #usageSql: UsageStatements
-  // The hot paths' statements, held here as well: one property load fewer on each call.
-  readonly #getPetJson: PetStatements['getJson']
-  readonly #pageAll: PetStatements['pageAll']
-  readonly #pageByStatus: PetStatements['pageByStatus']
-  readonly #findKey: KeyStatements['find']
 
   constructor (db: Database, busyBudgetMs: number, writeTurn?: WriteTurn) {
     this.#db = db
@@ -108,10 +103,6 @@ export class SqliteStorage implements Storage {
     this.#petSql = petStatements(db)
     this.#keySql = keyStatements(db)
     this.#usageSql = usageStatements(db)
-    this.#getPetJson = this.#petSql.getJson
-    this.#pageAll = this.#petSql.pageAll
-    this.#pageByStatus = this.#petSql.pageByStatus
-    this.#findKey = this.#keySql.find
     this.#group = new GroupCommit({
       ...petInserts(db),
       busyBudgetMs,
@@ -146,7 +137,7 @@ export class SqliteStorage implements Storage {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     const kept = this.#pets.get(id)
     if (kept !== undefined) return kept
-    const json = this.#read(() => this.#getPetJson.get(id))
+    const json = this.#read(() => this.#petSql.getJson.get(id))
     if (json === undefined) return undefined
     const bytes = Buffer.from(json)
     this.#pets.set(id, bytes)
@@ -160,8 +151,8 @@ export class SqliteStorage implements Storage {
     if (kept !== undefined) return kept
     // One animal more than the page: it says whether another page follows, and is cut off.
     const [json, count] = this.#read(() => (status === undefined
-      ? this.#pageAll.for(size + 1).get(afterId)
-      : this.#pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
+      ? this.#petSql.pageAll.for(size + 1).get(afterId)
+      : this.#petSql.pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
     if (Number(count) <= size) return { json: Buffer.from(json), nextAfterId: undefined }
     const page = json.slice(0, json.lastIndexOf(',' + ANIMAL_START)) + ']'
     const last = page.lastIndexOf(ANIMAL_START) + ANIMAL_START.length
@@ -180,7 +171,7 @@ export class SqliteStorage implements Storage {
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
-    const row = this.#read(() => this.#findKey.get(tokenHash, tokenHash))
+    const row = this.#read(() => this.#keySql.find.get(tokenHash, tokenHash))
     return row === undefined ? undefined : { key: toApiKey(row), previous: row.previous === 1n }
   }
 
