@@ -16,7 +16,7 @@ import type { Storage } from '../../src/db/storage.js'
 import { issueKey, revokeKey, rollKey, updateKey } from '../../src/keys/manage.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
-import { startServer, type ServerProcess } from '../support/process.js'
+import { startServers, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
 
 /** The promise: a change holds on every instance within this long. */
@@ -126,7 +126,7 @@ describe('changes to a key, on three instances sharing one PostgreSQL database a
     redis = await OwnRedisServer.start()
     // Each instance believes the test's X-Forwarded-For (see `from`).
     const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: redis.url, DATABASE_POOL_SIZE: '4', TRUST_PROXY: '127.0.0.1' }
-    instances.push(...await Promise.all([0, 1, 2].map(async () => await startServer(env))))
+    instances.push(...await startServers(3, env))
     // As the `petstore keys` commands do: the same functions, on the same database.
     storage = await openPostgres(env.DATABASE_URL, { poolSize: 2 })
   })

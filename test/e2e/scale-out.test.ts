@@ -10,7 +10,7 @@ import pg from 'pg'
 import { PostgresCluster } from '../support/postgres-cluster.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
-import { createKey, idsIn, makeTempDir, pollUntil, removeTempDir, runCliOk, startServer, type ServerProcess } from '../support/process.js'
+import { createKey, idsIn, makeTempDir, pollUntil, removeTempDir, runCliOk, startServer, startServers, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
 import { range } from '../support/load.js'
 import { iterations } from '../support/soak.js'
@@ -45,7 +45,7 @@ describe('several instances on one PostgreSQL database', { timeout: 120_000 }, (
     const env = { DATABASE_URL: await freshPostgresDatabase(), DATABASE_POOL_SIZE: '3' }
 
     // Act
-    const started = await Promise.all(Array.from({ length: 5 }, async () => await startServer(env, 30_000)))
+    const started = await startServers(5, env, 30_000)
     servers.push(...started)
     const ready = await Promise.all(started.map(async (server) => (await send(server, '/readyz')).status))
 
@@ -59,7 +59,7 @@ describe('several instances on one PostgreSQL database', { timeout: 120_000 }, (
     const databaseUrl = await freshPostgresDatabase()
     const env = { DATABASE_URL: databaseUrl }
     const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'twice', '--per-minute', '100000', '--per-day', '1000000'])
-    const pair = await Promise.all([startServer(env), startServer(env)])
+    const pair = await startServers(2, env)
     servers.push(...pair)
     const attempts = 20
 
@@ -266,7 +266,7 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
     redis ??= await OwnRedisServer.start()
     const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: redis.url, DATABASE_POOL_SIZE: '4', ...extraEnv }
     const key = await createKey(env, ['--plan', 'enterprise', '--name', 'shared', '--per-minute', String(perMinute), '--per-day', '1000000'])
-    const instances = await Promise.all(Array.from({ length: count }, async () => await startServer(env)))
+    const instances = await startServers(count, env)
     servers.push(...instances)
     // A minute window that ends during the test would admit a second quota.
     const toNextMinute = 60_000 - (Date.now() % 60_000)

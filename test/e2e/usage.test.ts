@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer } from '../support/fixtures.js'
 import { createUnlimitedKey } from '../support/load.js'
-import { createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type ServerProcess } from '../support/process.js'
+import { createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, startServers, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
 
 const ADMIN_TOKEN = 'usage-e2e-admin-token-0123456789abcdef'
@@ -54,7 +54,7 @@ describe('usage counted by real instances', { timeout: 120_000 }, () => {
     const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: redis.url, DATABASE_POOL_SIZE: '4', ADMIN_PORT: '0', ADMIN_TOKEN, USAGE_FLUSH_MS: String(FLUSH_MS) }
     const open = await createUnlimitedKey(env, 'open')
     const small = await createKey(env, ['--plan', 'enterprise', '--name', 'small', '--per-minute', '1000', '--per-day', '10'])
-    const pair = await Promise.all([startServer(env), startServer(env)])
+    const pair = await startServers(2, env)
     servers.push(...pair)
     const api = await adminApi(pair[0] as ServerProcess)
     const sent = { open: 200, small: 30 }

@@ -295,6 +295,20 @@ export class ServerProcess {
   }
 }
 
+/**
+ * Starts `count` servers at once. If one fails to start, the others are ended
+ * before the error is thrown: an `after` hook never sees them, and a server
+ * left running keeps its test file, and the whole run, from ever ending.
+ */
+export async function startServers (count: number, env: Record<string, string>, timeoutMs?: number): Promise<ServerProcess[]> {
+  const outcomes = await Promise.allSettled(Array.from({ length: count }, async () => await startServer(env, timeoutMs)))
+  const started = outcomes.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []))
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected')
+  if (failed === undefined) return started
+  await Promise.all(started.map(async (server) => await server.dispose()))
+  throw failed.reason
+}
+
 /** Starts `petstore serve` (or `args`) on 127.0.0.1 with PORT=0 and waits for its listening line. */
 export async function startServer (env: Record<string, string>, timeoutMs = 15_000, args?: readonly string[]): Promise<ServerProcess> {
   const server = new ServerProcess({ HOST: '127.0.0.1', PORT: '0', ...env }, args)
