@@ -13,13 +13,18 @@ export interface WorkerData {
   limits: SharedLimits
   /** The workers' turns at writing a SQLite file (db/sqlite/write-turns.ts). */
   writeTurns: SharedArrayBuffer
+  /** Whether to say `ready` and listen only when told: the first workers, while the main thread holds the port. */
+  listenWhenTold: boolean
 }
 
 export type ToWorker =
+  | { kind: 'listen' }
   | { kind: 'stop' }
   | { kind: 'metrics', id: number }
 
 export type FromWorker =
+  /** Its app and stores are open: it listens once told to. */
+  | { kind: 'ready' }
   /** `rateLimitStore`: the store's name, for the start's log line. */
   | { kind: 'listening', address: string, rateLimitStore: string }
   | { kind: 'log', text: string }

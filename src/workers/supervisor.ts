@@ -19,11 +19,14 @@ import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)
 /**
- * The port the workers will share (PORT=0: any free one), once a listen without
- * reusePort has made sure nothing holds it: else another process of this user could
- * join them and split the traffic and limits (docs/WORKERS.md, "One port, one service").
+ * Listens on the port the workers will share (PORT=0: any free one) alone,
+ * without reusePort, so that it is refused if anything holds it, and held
+ * until the workers are ready to listen on it: else another process of this
+ * user could join them and split the traffic and limits (docs/WORKERS.md,
+ * "One port, one service"). Released, the port is open to others only for
+ * the moment the workers take to listen.
  */
-async function freePort (host: string, port: number): Promise<number> {
+async function holdPort (host: string, port: number): Promise<{ port: number, release: () => Promise<void> }> {
   const probe = createServer()
   try {
     await new Promise<void>((resolve, reject) => {
@@ -34,9 +37,14 @@ async function freePort (host: string, port: number): Promise<number> {
     throw new ConfigError(`cannot listen on HOST=${host} PORT=${port}: ${error instanceof Error ? error.message : String(error)}`)
   }
   const address = probe.address()
-  await new Promise((resolve) => probe.close(resolve))
-  if (address === null || typeof address === 'string') throw new ConfigError(`cannot listen on HOST=${host} PORT=${port}: no port given`)
-  return address.port
+  const release = async (): Promise<void> => {
+    if (probe.listening) await new Promise((resolve) => probe.close(resolve))
+  }
+  if (address === null || typeof address === 'string') {
+    await release()
+    throw new ConfigError(`cannot listen on HOST=${host} PORT=${port}: no port given`)
+  }
+  return { port: address.port, release }
 }
 
 /** A worker that answers no metrics request within this is left out of that scrape. */
@@ -77,9 +85,12 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   /** The public port every worker listens on, and a replacement too. */
   let port = config.port
 
-  /** Starts one worker; resolves once it listens, rejects if it fails before. */
-  const startOne = async (): Promise<Listening> => {
-    const data: WorkerData = { config, port, limits, writeTurns }
+  /**
+   * Starts one worker; resolves once it listens, rejects if it fails before.
+   * Given `listen`, the worker says when it is ready, and listens once `listen` resolves.
+   */
+  const startOne = async (listen?: { ready: () => void, when: Promise<void> }): Promise<Listening> => {
+    const data: WorkerData = { config, port, limits, writeTurns, listenWhenTold: listen !== undefined }
     const worker = new Worker(THREAD, { workerData: data })
     // Read now: an exited worker's threadId is -1.
     const { threadId } = worker
@@ -89,7 +100,13 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
       let listening = false
       worker.on('message', (message: FromWorker) => {
         if (message.kind === 'log') log.write(message.text)
-        else if (message.kind === 'listening') {
+        else if (message.kind === 'ready' && listen !== undefined) {
+          listen.ready()
+          listen.when.then(() => {
+            const go: ToWorker = { kind: 'listen' }
+            worker.postMessage(go)
+          }).catch((error: unknown) => { reject(error) })
+        } else if (message.kind === 'listening') {
           listening = true
           resolve(message)
         } else if (message.kind === 'metrics') {
@@ -161,14 +178,27 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   }
 
   let first: Listening
+  const held = await holdPort(config.host, config.port).catch(async (error: unknown) => {
+    await Promise.all([admin?.close(), closeStore()])
+    throw error
+  })
   try {
-    port = await freePort(config.host, config.port)
-    // Every worker at once: the port is known before the first listens.
-    const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne()))
+    port = held.port
+    // Every worker at once, each opening its stores; the port is let go when all are ready to take it.
+    let ready = 0
+    let letGo = (): void => {}
+    const when = new Promise<void>((resolve) => { letGo = resolve })
+    const listen = {
+      ready: () => {
+        if (++ready === config.workers) held.release().then(letGo).catch((error: unknown) => { logger.error({ err: error }, 'the port was not let go') })
+      },
+      when
+    }
+    const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne(listen)))
     first = all[0] as Listening
   } catch (error) {
     await stopWorkers()
-    await Promise.all([admin?.close(), closeStore()])
+    await Promise.all([held.release(), admin?.close(), closeStore()])
     if (error instanceof ConfigError) throw error
     throw new ConfigError(`cannot start WORKERS=${config.workers}: ${error instanceof Error ? error.message : String(error)}`)
   }

@@ -15,7 +15,7 @@ const SPANS_FLUSH_MS = 2000
 
 if (parentPort === null) throw new Error('workers/worker.js runs only as a worker thread')
 const main = parentPort
-const { config, port, limits, writeTurns } = workerData as WorkerData
+const { config, port, limits, writeTurns, listenWhenTold } = workerData as WorkerData
 const tell = (message: FromWorker): void => { main.postMessage(message) }
 
 const log = createLog({ level: config.logLevel, format: config.logFormat, worker: threadId }, relaySink(main))
@@ -36,6 +36,13 @@ main.on('message', (message: ToWorker) => {
       .catch((error: unknown) => { log.logger.warn({ err: error }, 'worker: metrics not read') })
   }
 })
+if (listenWhenTold) {
+  const told = new Promise<void>((resolve) => {
+    main.on('message', (message: ToWorker) => { if (message.kind === 'listen') resolve() })
+  })
+  tell({ kind: 'ready' })
+  await told
+}
 const address = await listenOn(service.app, config.host, ['PORT', port], service.closeStores, {
   reusePort: true,
   // The main thread says `listening on …` once, for every worker.

@@ -9,7 +9,8 @@ import { request } from 'node:http'
 import { setTimeout as delay } from 'node:timers/promises'
 import { sharesPorts } from '../../src/config.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
-import { createKey, idsIn, makeTempDir, removeTempDir, runCli, sqliteUrl, startServer, type ServerProcess } from '../support/process.js'
+import { freePort } from '../support/ports.js'
+import { ServerProcess, createKey, idsIn, makeTempDir, removeTempDir, runCli, sqliteUrl, startServer } from '../support/process.js'
 
 const SHARES_PORTS = sharesPorts(process.versions.node)
 
@@ -145,6 +146,26 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
       assert.match(result.stderr, new RegExp(`cannot listen on HOST=127\\.0\\.0\\.1 PORT=${server.port}: .*EADDRINUSE`))
     } finally {
       removeTempDir(other)
+    }
+  })
+
+  it('When two services with workers are started on one free port at the same moment, then one refuses to start rather than share it', async () => {
+    // Arrange: stores of their own, so that only the port is in common.
+    const dirs = [makeTempDir(), makeTempDir()]
+    const port = await freePort()
+
+    // Act: the first holds the port while its workers open their stores; the second asks for it meanwhile.
+    const services = dirs.map((dir) => new ServerProcess({ DATABASE_URL: sqliteUrl(dir), HOST: '127.0.0.1', PORT: String(port), WORKERS: '2' }))
+    try {
+      const started = await Promise.allSettled(services.map(async (service) => await service.waitForListening(30_000)))
+
+      // Assert
+      assert.deepEqual(started.map((outcome) => outcome.status).sort(), ['fulfilled', 'rejected'], services.map((service) => service.stdout + service.stderr).join('\n---\n'))
+      const refused = services.find((service) => service.exited !== undefined)
+      assert.match(refused?.stderr ?? '', new RegExp(`cannot listen on HOST=127\\.0\\.0\\.1 PORT=${port}: .*EADDRINUSE`))
+    } finally {
+      await Promise.all(services.map(async (service) => await service.dispose()))
+      for (const dir of dirs) removeTempDir(dir)
     }
   })
 
