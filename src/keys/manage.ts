@@ -225,7 +225,7 @@ const DEFAULT_USAGE_DAYS = 30
  */
 export async function keyUsage (storage: KeyStore & UsageStore, id: number, range: { from?: string, to?: string }, now: number): Promise<DayUsage[]> {
   const { from, to } = usageSpan(range, now)
-  if (await storage.getApiKey(id) === undefined) throw new NoSuchKeyError(id)
+  found(id, await storage.getApiKey(id))
   return everyDay(from, to, await storage.usageOf(id, from, to))
 }
 
