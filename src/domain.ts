@@ -13,6 +13,10 @@ export type Plan = typeof PLANS[number]
 export const PET_STATUSES = ['available', 'pending', 'sold'] as const
 export type PetStatus = typeof PET_STATUSES[number]
 
+/** A page of animals: its size when `limit` is not given, and the largest `limit`. */
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
+
 /** What a key may do (docs/KEYS.md): each operation needs one. */
 export const SCOPES = ['pets:read', 'pets:write'] as const
 export type Scope = typeof SCOPES[number]

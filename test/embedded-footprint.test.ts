@@ -23,14 +23,17 @@ const OPTIONAL = [
 ]
 const TRACING = ['@opentelemetry', '@fastify/otel', 'import-in-the-middle', 'require-in-the-middle']
 
+/** What only `petstore serve` needs: the key and store commands load none of it (src/cli/program.ts). */
+const SERVER = ['fastify', 'pino', 'typebox']
+
 /**
- * Runs `petstore serve` in a child process with `env`, through the process
- * entry (bin/petstore.js, where tracing starts), and gives which of OPTIONAL
- * it has loaded once it listens: what was required (the require cache) or
+ * Runs `petstore ARGS` (`serve` unless given) in a child process with `env`,
+ * through the process entry (bin/petstore.js, where tracing starts), and
+ * gives which of `names` it has loaded once it listens, or once the command is done: what was required (the require cache) or
  * imported (every URL the ES module loader resolved, reported by a loader
  * hook registered first; on Node 20, require() does not pass through it).
  */
-async function loadedBy (env: Record<string, string>): Promise<string[]> {
+async function loadedBy (env: Record<string, string>, args = ['serve'], names = OPTIONAL): Promise<string[]> {
   const bin = join(PROJECT_ROOT, 'bin', 'petstore.js')
   const hook = `
     let port
@@ -50,13 +53,13 @@ async function loadedBy (env: Record<string, string>): Promise<string[]> {
     port1.on('message', (url) => { imported.push(url); if (url === last?.url) last.resolve() })
     port1.unref()
     register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}), { data: { port: port2 }, transferList: [port2] })
-    process.argv = [process.execPath, ${JSON.stringify(bin)}, 'serve']
+    process.argv = [process.execPath, ${JSON.stringify(bin)}, ...${JSON.stringify(args)}]
     await import(${JSON.stringify(bin)})
     // Messages come in order: once this import's URL is back, every earlier one is too.
     const sentinel = 'data:text/javascript,export default 1'
     await new Promise((resolve) => { last = { url: sentinel, resolve }; import(sentinel) })
     const files = [...Object.keys(createRequire(import.meta.url).cache), ...imported]
-    const loaded = ${JSON.stringify(OPTIONAL)}.filter((name) => files.some((file) => file.includes('/node_modules/' + name + '/')))
+    const loaded = ${JSON.stringify(names)}.filter((name) => files.some((file) => file.includes('/node_modules/' + name + '/')))
     process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n')
     process.exit(0)
   `
@@ -99,5 +102,15 @@ describe('what an instance loads', () => {
     // A port where nothing listens: nothing is exported before the child exits.
     const loaded = await loadedBy({ DATABASE_URL: 'sqlite::memory:', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' })
     assert.deepEqual(loaded, TRACING)
+  })
+
+  it('When an operator runs a key command, then none of the HTTP server is loaded: no Fastify, pino or TypeBox', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-footprint-keys-'))
+    try {
+      const loaded = await loadedBy({ DATABASE_URL: `sqlite:${join(dir, 'keys.db')}` }, ['keys', 'list'], [...SERVER, ...OPTIONAL])
+      assert.deepEqual(loaded, [])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -2,7 +2,6 @@
 // never exits the process itself (exitOverride); main.ts decides the status.
 import { Command } from 'commander'
 import { loadConfig } from '../config.js'
-import { serve } from '../server.js'
 import { asDatabaseFailure } from './database.js'
 import { addKeysCommands } from './keys/commands.js'
 import { addStoreCommands } from './store.js'
@@ -78,6 +77,9 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
       const config = loadConfig()
       onServe()
       try {
+        // Loaded here, not above: the key and store commands need none of the
+        // server, and an operator's script runs them often (docs/KEYS.md).
+        const { serve } = await import('../server.js')
         await serve(config)
       } catch (error) {
         throw await asDatabaseFailure(config.databaseUrl, error, 'open')

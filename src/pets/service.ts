@@ -3,8 +3,8 @@
 import { hash } from 'node:crypto'
 import { Errors } from '../errors.js'
 import type { PetRecord, PetStore } from '../db/storage.js'
-import type { PetStatus } from '../domain.js'
-import { DEFAULT_PAGE_SIZE, type NewPet } from '../schemas/pet.js'
+import { DEFAULT_PAGE_SIZE, type PetStatus } from '../domain.js'
+import type { NewPet } from '../schemas/pet.js'
 import type { CursorCodec } from './cursor.js'
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000

@@ -3,11 +3,12 @@
 // service and shape the answer.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
-import { CreatePetHeaders, DEFAULT_PAGE_SIZE, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from '../schemas/pet.js'
+import { CreatePetHeaders, ListPetsQuery, NewPet, Pet, PetIdParams, Pets } from '../schemas/pet.js'
 import {
   DEPRECATION_HEADERS, IDEMPOTENT_REPLAYED, NEXT_LINK, RATE_LIMIT_HEADERS, errorResponses, withHeaders
 } from '../schemas/responses.js'
 import type { PetService } from '../pets/service.js'
+import { DEFAULT_PAGE_SIZE } from '../domain.js'
 import { Errors } from '../errors.js'
 import { callerOf, gateStatuses } from '../plugins/gate.js'
 

@@ -1,9 +1,6 @@
 import { Type, type Static } from 'typebox'
-import { PET_STATUSES } from '../domain.js'
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PET_STATUSES } from '../domain.js'
 import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
-
-export const DEFAULT_PAGE_SIZE = 20
-export const MAX_PAGE_SIZE = 100
 
 // A schema with an `$id` is a component of the OpenAPI document, written
 // once and referred to wherever it is used (plugins/openapi.ts).

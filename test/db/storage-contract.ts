@@ -10,7 +10,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { IssuedToken, ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
 import { StorageUnavailableError } from '../../src/errors.js'
-import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
+import { MAX_PAGE_SIZE } from '../../src/domain.js'
 import { INT64_MAX, buildKeyRecord } from '../support/fixtures.js'
 
 /** What a backend gives the suite, once per test. */

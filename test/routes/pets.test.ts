@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { CLOCK_START, INT64_MAX, buildPet, bearer } from '../support/fixtures.js'
 import type { Storage } from '../../src/db/storage.js'
-import { MAX_PAGE_SIZE } from '../../src/schemas/pet.js'
+import { MAX_PAGE_SIZE } from '../../src/domain.js'
 
 /** Every animal stored, page after page: a count that no number of animals saturates. */
 async function countPets (storage: Storage): Promise<number> {

@@ -1,4 +1,4 @@
-import { MAX_PAGE_SIZE } from '../../schemas/pet.js'
+import { MAX_PAGE_SIZE } from '../../domain.js'
 
 /** The largest page read: the largest `limit`, and one more to tell whether another page follows. */
 const MAX_LIMIT = MAX_PAGE_SIZE + 1
