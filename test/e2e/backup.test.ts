@@ -2,10 +2,10 @@
 // writes holds every animal acknowledged before it began and passes
 // SQLite's integrity check, and a backup killed midway leaves FILE as it
 // was, or absent.
-import { after, describe, it } from 'node:test'
+import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { Database } from '../../src/db/sqlite/driver.js'
@@ -30,7 +30,7 @@ function digest (file: string): string {
 }
 
 /** A store with a key (through the CLI) and `pets` animals written straight into the file, much faster than through the service. */
-async function largeStore (dir: string, pets: number): Promise<Record<string, string>> {
+async function makeLargeStore (dir: string, pets: number): Promise<void> {
   const env = { DATABASE_URL: sqliteUrl(dir) }
   await (openSqlite(env.DATABASE_URL)).close()
   await createUnlimitedKey(env, 'large')
@@ -43,7 +43,6 @@ async function largeStore (dir: string, pets: number): Promise<Record<string, st
   } finally {
     db.close()
   }
-  return env
 }
 
 /** Sizes and times of the files in `dir` but the store's own. */
@@ -79,6 +78,20 @@ async function killMidway (env: Record<string, string>, dir: string, file: strin
 describe('petstore backup', { timeout: 180_000 }, () => {
   const servers: ServerProcess[] = []
   const dirs: string[] = []
+  // Made once (some 5 s), copied into each test's own folder.
+  let largeStoreFile = ''
+  before(async () => {
+    const dir = makeTempDir()
+    dirs.push(dir)
+    await makeLargeStore(dir, LARGE_STORE_PETS)
+    largeStoreFile = databaseFile(dir)
+    assert.equal(existsSync(`${largeStoreFile}-wal`), false, 'the large store is one file once closed')
+  })
+  /** A copy of the large store in `dir`, closed, so a single file. */
+  const largeStore = (dir: string): Record<string, string> => {
+    copyFileSync(largeStoreFile, databaseFile(dir))
+    return { DATABASE_URL: sqliteUrl(dir) }
+  }
   after(async () => {
     await Promise.all(servers.map(async (server) => await server.dispose()))
     dirs.forEach(removeTempDir)
@@ -117,7 +130,7 @@ describe('petstore backup', { timeout: 180_000 }, () => {
     // Arrange: yesterday's backup of a large store, which has grown since.
     const dir = makeTempDir()
     dirs.push(dir)
-    const env = await largeStore(dir, LARGE_STORE_PETS)
+    const env = largeStore(dir)
     const file = join(dir, 'nightly.db')
     await runCliOk(['backup', file], env)
     const earlier = digest(file)
@@ -138,7 +151,7 @@ describe('petstore backup', { timeout: 180_000 }, () => {
     // Arrange
     const dir = makeTempDir()
     dirs.push(dir)
-    const env = await largeStore(dir, LARGE_STORE_PETS)
+    const env = largeStore(dir)
     const file = join(dir, 'first.db')
 
     // Act
