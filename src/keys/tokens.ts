@@ -68,6 +68,8 @@ function checksum (text: string): string {
  * log must not show even when the rest was cut off or mistyped.
  */
 const PREFIXED = /pet_(?:live|test)_[0-9a-z]*/gi
+/** Whether PREFIXED can match at all: `matchAll` copies its expression on every call, which a log line paid for every URL. */
+const HAS_PREFIX = /pet_(?:live|test)_/i
 
 /**
  * Percent-encoding is undone this many times: once for a client's own
@@ -105,7 +107,7 @@ export function findTokens (text: string): TokenSighting[] {
   }
   const at = (index: number): number => origin === undefined ? index : origin[index] ?? text.length
   const found: TokenSighting[] = []
-  for (const match of decoded.matchAll(PREFIXED)) {
+  for (const match of HAS_PREFIX.test(decoded) ? decoded.matchAll(PREFIXED) : []) {
     const start = match.index
     const end = start + match[0].length
     found.push({ start: at(start), end: at(end), prefixed: true, secretLength: match[0].length - TOKEN_PREFIX.production.length })
