@@ -258,8 +258,9 @@ const LINGER_MS = 1_000
  */
 interface Connection {
   owed: Set<IncomingMessage>
-  /** The connection's latest request and its response. */
-  latest: { request: IncomingMessage, response: ServerResponse } | undefined
+  /** The connection's latest request and its response (two fields, not an object made for each request). */
+  request: IncomingMessage | undefined
+  response: ServerResponse | undefined
   then: (() => void) | undefined
 }
 
@@ -268,12 +269,17 @@ const connections = new WeakMap<Duplex, Connection>()
 /** Counts a request's response as owed on its connection until it has been sent (or the connection lost). */
 function owe (request: IncomingMessage, response: ServerResponse, tracker: ConnectionTracker): void {
   const socket = request.socket
-  const connection = connections.get(socket) ?? { owed: new Set(), latest: undefined, then: undefined }
-  connections.set(socket, connection)
-  connection.latest = { request, response }
+  let connection = connections.get(socket)
+  if (connection === undefined) {
+    connection = { owed: new Set(), request: undefined, response: undefined, then: undefined }
+    connections.set(socket, connection)
+  }
+  connection.request = request
+  connection.response = response
   connection.owed.add(request)
   tracker.busy(socket)
-  response.once('close', () => {
+  // A response closes once: `once` would wrap the listener in one more closure for each request.
+  response.on('close', () => {
     connection.owed.delete(request)
     if (connection.owed.size === 0) tracker.idle(socket)
     if (waitsFor(connection.owed)) return
@@ -290,13 +296,13 @@ function waitsFor (owed: Set<IncomingMessage>): boolean {
 
 /** True when the request being refused (the latest, not all arrived) has been given its answer already. */
 function refusedWasAnswered (socket: Duplex): boolean {
-  const latest = connections.get(socket)?.latest
-  return latest !== undefined && !latest.request.complete && (latest.response.headersSent || latest.response.writableEnded)
+  const { request, response } = connections.get(socket) ?? {}
+  return request !== undefined && response !== undefined && !request.complete && (response.headersSent || response.writableEnded)
 }
 
 /** Closes the connection once the latest response has gone out whole, as Node does after a last response. */
 function closeAfterLatest (socket: Duplex): void {
-  const response = connections.get(socket)?.latest?.response
+  const response = connections.get(socket)?.response
   const close = (): void => {
     const net = socket as Partial<Socket>
     if (typeof net.destroySoon === 'function') net.destroySoon()
