@@ -48,12 +48,14 @@ export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
 export function createGate ({ identify, limit, usage }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'> }): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
+    // Read once: behind trusted proxies each read of request.ip parses X-Forwarded-For again.
+    const address = request.ip
     // From an address already refused in this window, a token no key has is
     // counted against the address and gets its 429 without a lookup of its
     // own: guessing cannot take the database from everyone (docs/SECURITY.md).
     // Any other token is looked up, and counted against its key alone.
-    const early = !(token instanceof ApiError) && limit.addressSpent(request.ip) && !await identify.mayExist(token)
-      ? await limit({ caller: undefined, address: request.ip, keyUnchecked: false })
+    const early = !(token instanceof ApiError) && limit.addressSpent(address) && !await identify.mayExist(token)
+      ? await limit({ caller: undefined, address, keyUnchecked: false })
       : undefined
     const identity = token instanceof ApiError
       ? token
@@ -71,7 +73,7 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
       request.standing = looked.standing
       decision = looked
     } else {
-      decision = await limit({ caller, address: request.ip, keyUnchecked: refusal?.code === 'service_unavailable' })
+      decision = await limit({ caller, address, keyUnchecked: refusal?.code === 'service_unavailable' })
     }
     reply.headers(decision.headers)
     // Usage (keys/usage.ts): whatever follows, a request of a key is admitted unless its limit refused it.
