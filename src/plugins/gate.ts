@@ -102,7 +102,8 @@ export default fp<{ gate: Gate }>(async function gate (app, { gate }) {
   app.decorateRequest('standing', undefined)
   app.addHook('onRequest', gate)
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    const scope = request.routeConfig?.scope
+    // Read from the route itself, not the copy an earlier hook keeps: a scope check must not rest on that hook having run.
+    const scope = request.routeOptions.config.scope
     const caller = request.access
     if (scope !== undefined && caller !== undefined && !caller.key.scopes.includes(scope)) done(Errors.insufficientScope(scope))
     else done(null, payload)
