@@ -28,9 +28,13 @@ async function get (port: number, path: string): Promise<number> {
 }
 
 describe('two workers writing one piped stdout', { skip: !SHARES_PORTS && 'this Node.js cannot share a port between threads', timeout: 180_000 }, () => {
-  const dir = makeTempDir()
+  // Made in the hook, not here: a skipped suite runs no hook, and would leave the folder behind.
+  let dir: string
   let server: ServerProcess
-  before(async () => { server = await startServer({ DATABASE_URL: sqliteUrl(dir), WORKERS: '2' }, 30_000) })
+  before(async () => {
+    dir = makeTempDir()
+    server = await startServer({ DATABASE_URL: sqliteUrl(dir), WORKERS: '2' }, 30_000)
+  })
   after(async () => {
     await server.dispose()
     removeTempDir(dir)
