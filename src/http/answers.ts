@@ -3,20 +3,9 @@
 // every answer, no type sniffing and no caching of JSON (docs/INTERNALS.md,
 // section "Answers").
 import { METHODS } from 'node:http'
-import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ANSWER_HEADERS, JSON_ANSWER_HEADERS, bodyUnread } from './edge.js'
 import { compileValidator, type HttpPart } from '../schemas/validator.js'
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /**
-     * Its route's config, read once for the hooks that follow: Fastify's
-     * `routeOptions` builds a new object on every read. Undefined for a
-     * request the router could not take (`frameworkErrors`), which no hook sees.
-     */
-    routeConfig: FastifyContextConfig | undefined
-  }
-}
 
 /** `closesConnection`: whether an answer ends its keep-alive connection for another reason (the public listener's, while closing). */
 export function setUpAnswers (app: FastifyInstance, closesConnection: (request: FastifyRequest) => boolean = () => false): void {
@@ -25,9 +14,7 @@ export function setUpAnswers (app: FastifyInstance, closesConnection: (request: 
     compileValidator(schema as Parameters<typeof compileValidator>[0], (httpPart ?? 'body') as HttpPart))
   // Hooks with nothing to wait for take a callback: an async hook costs
   // every request a promise and a turn of the microtask queue.
-  app.decorateRequest('routeConfig', undefined)
   app.addHook('onRequest', (request, reply, done) => {
-    request.routeConfig = request.routeOptions.config
     reply.header('x-request-id', request.id)
     // A DELETE without content has no body to parse, whatever its
     // Content-Type says: clients that send `Content-Type: application/json`

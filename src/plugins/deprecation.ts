@@ -44,14 +44,14 @@ export default fp<DeprecationOptions>(async function deprecation (app, { baseUrl
 
   // Callback hooks: nearly every request has nothing to do here, and need not pay for a promise.
   app.addHook('onRequest', (request, reply, done) => {
-    const deprecated = request.routeConfig?.deprecation
+    const deprecated = request.routeOptions.config.deprecation
     if (deprecated !== undefined) reply.headers(headersOf(deprecated))
     done()
   })
 
   // After authentication and rate limiting, like any other answer.
   app.addHook('preHandler', (request, _reply, done) => {
-    const deprecated = request.routeConfig?.deprecation
+    const deprecated = request.routeOptions.config.deprecation
     done(deprecated !== undefined && now() >= deprecated.sunset.getTime() ? Errors.gone(deprecated.sunset, deprecated.successor) : undefined)
   })
 }, { name: 'deprecation' })

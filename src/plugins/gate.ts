@@ -3,7 +3,7 @@
 // limit and refuse in one onRequest hook; after the framing check, scope in a
 // preParsing hook, before the body is read (docs/INTERNALS.md, section "Gate").
 import fp from 'fastify-plugin'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, Errors, statusesOf, type ErrorCode } from '../errors.js'
 import { FRAMING_ANSWERS } from './framing.js'
 import { authorizationHeaders, type Caller, type Identify } from '../keys/identify.js'
@@ -68,7 +68,7 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     let decision
     if (early !== undefined && caller === undefined) {
       decision = early
-    } else if (caller !== undefined && request.routeConfig?.spendsQuota === false) {
+    } else if (caller !== undefined && routeConfig(request)?.spendsQuota === false) {
       const looked = await limit.standing(caller)
       request.standing = looked.standing
       decision = looked
@@ -83,6 +83,11 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     // a new socket for each refused attempt would cost the server more than the answer.
     if (refused !== undefined) throw refused
   }
+}
+
+/** A request the router could not take (frameworkErrors) has no route options. */
+function routeConfig (request: FastifyRequest): FastifyContextConfig | undefined {
+  return (request.routeOptions as Partial<typeof request.routeOptions> | undefined)?.config
 }
 
 /** The caller of a request the gate let through: there always is one. */
@@ -102,7 +107,6 @@ export default fp<{ gate: Gate }>(async function gate (app, { gate }) {
   app.decorateRequest('standing', undefined)
   app.addHook('onRequest', gate)
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    // Read from the route itself, not the copy an earlier hook keeps: a scope check must not rest on that hook having run.
     const scope = request.routeOptions.config.scope
     const caller = request.access
     if (scope !== undefined && caller !== undefined && !caller.key.scopes.includes(scope)) done(Errors.insufficientScope(scope))
