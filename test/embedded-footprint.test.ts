@@ -29,9 +29,10 @@ const SERVER = ['fastify', 'pino', 'typebox']
 /**
  * Runs `petstore ARGS` (`serve` unless given) in a child process with `env`,
  * through the process entry (bin/petstore.js, where tracing starts), and
- * gives which of `names` it has loaded once it listens, or once the command is done: what was required (the require cache) or
- * imported (every URL the ES module loader resolved, reported by a loader
- * hook registered first; on Node 20, require() does not pass through it).
+ * gives which of `names` it has loaded once it listens, or once the command
+ * is done: what was required (the require cache) or imported (every URL the
+ * ES module loader resolved, reported by a loader hook registered first; on
+ * Node 20, require() does not pass through it).
  */
 async function loadedBy (env: Record<string, string>, args = ['serve'], names = OPTIONAL): Promise<string[]> {
   const bin = join(PROJECT_ROOT, 'bin', 'petstore.js')
