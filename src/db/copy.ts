@@ -4,12 +4,12 @@
 // the target was found empty and holds as many rows as the snapshot did.
 // Either backend may be either side. Integers travel as bigint both ways,
 // so no id or categoryId is ever rounded.
-import { closeSync, mkdirSync, openSync, statSync } from 'node:fs'
+import { mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type pg from 'pg'
 import { migratePostgres } from './postgres/schema.js'
 import { int8AsBigInt } from './rows.js'
-import { Database } from './sqlite/driver.js'
+import { Database, createOwnerOnly } from './sqlite/driver.js'
 import { sqlitePath } from './sqlite/storage.js'
 import { migrateSqlite } from './sqlite/schema.js'
 
@@ -132,7 +132,7 @@ function sqliteFile (url: string, role: 'source' | 'target'): string {
 function openSqliteDatabase (path: string): Database {
   // As the service makes it (db/sqlite/storage.ts): the file holds key hashes and the cursor secret.
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
-  closeSync(openSync(path, 'a', 0o600))
+  createOwnerOnly(path)
   const db = new Database(path, { timeout: 5000 })
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = FULL')

@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads'
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from 'prom-client'
 import type { Config } from '../config.js'
 import { ConfigError } from '../config.js'
+import { DeadlineError, within } from '../deadline.js'
 import { openStorage } from '../db/open.js'
 import { createWriteTurns, releaseTurnOf } from '../db/sqlite/write-turns.js'
 import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
@@ -27,7 +28,9 @@ const THREAD = new URL('./thread.js', import.meta.url)
  * the moment the workers take to listen.
  */
 async function holdPort (host: string, port: number): Promise<{ port: number, release: () => Promise<void> }> {
-  const probe = createServer()
+  // A probe or a client that connects meanwhile is closed at once: nothing
+  // here can answer it, and close() below waits for every connection to end.
+  const probe = createServer({ pauseOnConnect: true }, (socket) => { socket.destroy() })
   try {
     await new Promise<void>((resolve, reject) => {
       probe.once('error', reject)
@@ -47,6 +50,12 @@ async function holdPort (host: string, port: number): Promise<{ port: number, re
   return { port: address.port, release }
 }
 
+/**
+ * Workers not all listening by then fail the start, with a line that says so,
+ * rather than leave a process that never serves (a store that does not answer,
+ * a worker that hangs).
+ */
+const WORKERS_START_MS = 60_000
 /** A worker that answers no metrics request within this is left out of that scrape. */
 const METRICS_WAIT_MS = 2000
 /** A worker that dies is replaced after this, doubled for each that died soon after its start, up to the most. */
@@ -182,10 +191,10 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
     await Promise.all([admin?.close(), closeStore()])
     throw error
   })
+  // Every worker at once, each opening its stores; the port is let go when all are ready to take it.
+  let ready = 0
   try {
     port = held.port
-    // Every worker at once, each opening its stores; the port is let go when all are ready to take it.
-    let ready = 0
     let letGo = (): void => {}
     const when = new Promise<void>((resolve) => { letGo = resolve })
     const listen = {
@@ -194,13 +203,18 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
       },
       when
     }
-    const all = await Promise.all(Array.from({ length: config.workers }, async () => await startOne(listen)))
+    const all = await within(WORKERS_START_MS, async () => await Promise.all(Array.from({ length: config.workers }, async () => await startOne(listen))))
     first = all[0] as Listening
   } catch (error) {
-    await stopWorkers()
+    // Nothing was served yet: a worker still opening its stores could not hear a stop.
+    stopping = true
+    await Promise.all([...running].map(async ({ worker }) => await worker.terminate()))
     await Promise.all([held.release(), admin?.close(), closeStore()])
     if (error instanceof ConfigError) throw error
-    throw new ConfigError(`cannot start WORKERS=${config.workers}: ${error instanceof Error ? error.message : String(error)}`)
+    const why = error instanceof DeadlineError
+      ? `${ready} of ${config.workers} workers were ready to listen after ${WORKERS_START_MS / 1000} s`
+      : error instanceof Error ? error.message : String(error)
+    throw new ConfigError(`cannot start WORKERS=${config.workers}: ${why}`)
   }
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
   // Operators' scripts wait for this line, whatever the log level.

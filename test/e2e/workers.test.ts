@@ -5,21 +5,26 @@
 // must fail and say why.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import { request } from 'node:http'
 import { setTimeout as delay } from 'node:timers/promises'
 import { sharesPorts } from '../../src/config.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
-import { ServerProcess, createKey, idsIn, makeTempDir, removeTempDir, runCli, sqliteUrl, startServer } from '../support/process.js'
+import { Database } from '../../src/db/sqlite/driver.js'
+import { ServerProcess, createKey, databaseFile, idsIn, makeTempDir, pollUntil, removeTempDir, runCli, sqliteUrl, startServer } from '../support/process.js'
 
 const SHARES_PORTS = sharesPorts(process.versions.node)
 
 interface Answer { status: number, text: string }
 
 /** One request on a connection of its own. */
-async function send (port: number, path: string, { method = 'GET', headers = {}, body }: { method?: string, headers?: Record<string, string>, body?: string } = {}): Promise<Answer> {
+async function send (
+  port: number, path: string, { method = 'GET', headers = {}, body, timeoutMs = 10_000 }: { method?: string, headers?: Record<string, string>, body?: string, timeoutMs?: number } = {}
+): Promise<Answer> {
   return await new Promise((resolve, reject) => {
-    const outgoing = request({ host: '127.0.0.1', port, path, method, headers, agent: false, timeout: 10_000 }, (response) => {
+    const outgoing = request({ host: '127.0.0.1', port, path, method, headers, agent: false, timeout: timeoutMs }, (response) => {
       let text = ''
       response.setEncoding('utf8').on('data', (chunk: string) => { text += chunk }).on('end', () => { resolve({ status: response.statusCode ?? 0, text }) })
     })
@@ -176,5 +181,115 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     // Assert
     assert.equal(exit?.code, 0, server.stdout + server.stderr)
     assert.match(server.stdout, /"msg":"stopped"/)
+  })
+})
+
+/** The POSIX locks any process holds on `file` (Linux's /proc/locks); undefined where the system does not say. */
+function posixLocksOn (file: string): number | undefined {
+  if (!existsSync('/proc/locks')) return undefined
+  const inode = statSync(file).ino
+  return readFileSync('/proc/locks', 'utf8').split('\n').filter((line) => line.includes(' POSIX ') && line.split(/\s+/).some((field) => field.endsWith(`:${inode}`))).length
+}
+
+/**
+ * Opens `file`, reads it and closes it, in a process of its own. Python's
+ * sqlite3 is such a reader: on close it deletes a WAL no other process holds
+ * a lock on (better-sqlite3's close, in the same case, leaves it).
+ */
+function readOnceFromOutside (file: string): void {
+  const script = 'import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute("SELECT count(*) FROM pets").fetchone()\nc.close()'
+  const python = spawnSync('python3', ['-c', script, file], { encoding: 'utf8' })
+  if (python.error === undefined) {
+    assert.equal(python.status, 0, python.stderr)
+    return
+  }
+  const reader = new Database(file)
+  reader.prepare('SELECT count(*) FROM pets').get()
+  reader.close()
+}
+
+describe('the start and the store of two workers', { skip: !SHARES_PORTS && 'this Node.js cannot share a port between threads', timeout: 120_000 }, () => {
+  it('When clients connect over and over while it starts, then it starts, says `listening on` and answers them (regression: a connection to the held port hung the start for good)', async () => {
+    // Arrange: a probe every 50 ms, each with a 1 s timeout, as a load balancer's health check would.
+    const dir = makeTempDir()
+    const port = await freePort()
+    const server = new ServerProcess({ DATABASE_URL: sqliteUrl(dir), HOST: '127.0.0.1', PORT: String(port), WORKERS: '2' })
+    const probing = { on: true, refused: 0, answered: 0 }
+    const probes = (async () => {
+      while (probing.on) {
+        try {
+          const { status } = await send(port, '/healthz', { timeoutMs: 1_000 })
+          if (status === 200) probing.answered++
+        } catch {
+          probing.refused++
+        }
+        await delay(50)
+      }
+    })()
+    try {
+      // Act
+      await server.waitForListening(30_000)
+      await pollUntil(async () => (probing.answered > 0 ? true : undefined), { ms: 10_000, every: 50, what: 'a probe answered 200' })
+
+      // Assert
+      assert.equal(server.stdout.match(/listening on http:/g)?.length, 1)
+      assert.ok(probing.refused > 0, 'no probe came while the service started: the test tried nothing')
+    } finally {
+      probing.on = false
+      await probes
+      await server.dispose()
+      removeTempDir(dir)
+    }
+  })
+
+  it('When it is asked to stop while its workers start, then it exits within the grace', async () => {
+    // Arrange
+    const dir = makeTempDir()
+    const server = new ServerProcess({ DATABASE_URL: sqliteUrl(dir), HOST: '127.0.0.1', PORT: '0', WORKERS: '2' })
+    try {
+      await server.waitForStdout((stdout) => stdout.includes('"worker":'), 30_000, 'a worker\'s first line')
+
+      // Act
+      server.signal('SIGTERM')
+      const exit = await server.waitForExit(10_000)
+
+      // Assert
+      assert.equal(exit.code, 0, server.stdout + server.stderr)
+    } finally {
+      await server.dispose()
+      removeTempDir(dir)
+    }
+  })
+
+  it('When another program reads the database while it runs, then every animal acknowledged is on disk after kill -9 (regression: a worker closing a descriptor of the file dropped the process\'s locks, and the reader deleted the WAL)', async () => {
+    // Arrange
+    const dir = makeTempDir()
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const { token } = await createKey(env, ['--plan', 'pro', '--name', 'durable'])
+    const server = await startServer({ ...env, WORKERS: '2' }, 30_000)
+    try {
+      const locks = posixLocksOn(databaseFile(dir))
+      if (locks !== undefined) assert.ok(locks > 0, 'the service holds no lock on its database file')
+      // Act: a reader in another process, as an operator's sqlite3 shell or a backup tool.
+      readOnceFromOutside(databaseFile(dir))
+      const answers = await Promise.all([1, 2, 3].map(async (n) => await send(server.port, '/v1/pets', {
+        method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: newPetJson({ name: `kept-${n}` })
+      })))
+      assert.deepEqual(answers.map(({ status }) => status), [201, 201, 201], answers.map(({ text }) => text).join('\n'))
+      server.signal('SIGKILL')
+      await server.waitForExit(10_000)
+
+      // Assert
+      const after = new Database(databaseFile(dir), { readonly: true })
+      try {
+        const names = after.prepare<[], string>("SELECT name FROM pets WHERE name LIKE 'kept-%' ORDER BY name").pluck().all()
+        assert.deepEqual(names, ['kept-1', 'kept-2', 'kept-3'])
+      } finally {
+        after.close()
+      }
+    } finally {
+      await server.dispose()
+      removeTempDir(dir)
+    }
   })
 })

@@ -2,6 +2,7 @@
 // later, 12 (the npm alias `better-sqlite3-node20`) on Node 20, since each
 // crashes on the other's Node (docs/INTERNALS.md, section "SQLite driver").
 // Both have the same API, so everything else imports the driver from here.
+import { closeSync, openSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import type BetterSqlite3 from 'better-sqlite3'
 
@@ -26,3 +27,19 @@ export const SqliteError = Database.SqliteError
 // An error the driver throws (its typings name only the class's type).
 // eslint-disable-next-line @typescript-eslint/no-redeclare
 export type SqliteError = InstanceType<typeof SqliteError>
+
+/**
+ * Creates the database file, readable by its owner alone, unless it exists.
+ * An existing file is never opened here: closing any descriptor of a file
+ * drops every POSIX lock this process holds on it, a worker's connection's
+ * included, and a reader in another process would then take the WAL for
+ * unused and delete it under the service (docs/WORKERS.md, "One file, many
+ * connections"; https://sqlite.org/howtocorrupt.html#_posix_advisory_locks_canceled_by_a_separate_thread_doing_close_).
+ */
+export function createOwnerOnly (path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  }
+}

@@ -3,7 +3,7 @@
 // process's lock retry for up to 5 s, then fail as unavailable (503); other
 // errors are ours (500) (docs/INTERNALS.md, section "SQLite").
 import { randomBytes } from 'node:crypto'
-import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
 import { LRUCache } from 'lru-cache'
@@ -15,7 +15,7 @@ import type {
 import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
 import { KEY_COLUMNS, toApiKey, toPet, type ApiKeyRow } from '../rows.js'
-import { Database } from './driver.js'
+import { Database, createOwnerOnly } from './driver.js'
 import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
 import { petInserts } from './pet-inserts.js'
@@ -57,7 +57,7 @@ export function openSqlite (url: string, { busyBudgetMs = BUSY_BUDGET_MS, writeT
     // and an empty file is an empty database. Existing ones keep the mode an
     // operator gave them.
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
-    closeSync(openSync(path, 'a', 0o600))
+    createOwnerOnly(path)
   }
   // Opening and migrating may wait for another instance doing the same.
   const db = new Database(path, { timeout: busyBudgetMs })
