@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyListenOptions } from 'fastify'
 import type { Logger } from 'pino'
 import { buildAdminApp, type AdminOptions } from './http/admin.js'
 import { DeadlineError, within as withDeadline } from './deadline.js'
-import { buildApp } from './http/app.js'
+import { buildApp, type AppDeps } from './http/app.js'
 import { ConfigError, loadConfig, redactUrl, type Config } from './config.js'
 import { openStorage } from './db/open.js'
 import type { Storage } from './db/storage.js'
@@ -96,9 +96,11 @@ export interface PublicService {
  * share, used without Redis or while it is unreachable (default: this thread's).
  * `writeTurn`: the workers' turns at the SQLite file. `processMetrics`: whether
  * this thread reports the process's CPU and memory, which one thread does for all.
+ * `inFlight`: the workers' table of requests in flight per key, and this one's column.
  */
 export async function openPublicService (
-  config: Config, log: ServiceLog, { limiter: shared, writeTurn, processMetrics }: { limiter?: RateLimitStore, writeTurn?: WriteTurn, processMetrics: boolean }
+  config: Config, log: ServiceLog,
+  { limiter: shared, writeTurn, processMetrics, inFlight }: { limiter?: RateLimitStore, writeTurn?: WriteTurn, processMetrics: boolean, inFlight?: AppDeps['inFlight'] }
 ): Promise<PublicService> {
   const { logger } = log
   const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize, writeTurn })
@@ -111,7 +113,7 @@ export async function openPublicService (
       ? undefined
       : (await import('./telemetry/metrics.js')).createMetrics({ limiter, poolUse: () => opened.poolUse(), droppedLogLines: log.dropped, processMetrics })
     const storage = metrics === undefined ? opened : timedStorage(opened, metrics.query)
-    const app = await buildApp({ config, storage, limiter, logger, metrics })
+    const app = await buildApp({ config, storage, limiter, logger, metrics, inFlight })
     return { app, storage, metrics, rateLimitStore: limiter.name, closeStores: async () => { await Promise.all([storage.close(), limiter.close()]) } }
   } catch (error) {
     await opened.close()

@@ -25,6 +25,7 @@ import openapiPlugin from '../plugins/openapi.js'
 import metricsPlugin from '../plugins/metrics.js'
 import { RequestLog, requestIdMaker } from '../telemetry/request-log.js'
 import { createBanLog } from '../limits/ban-log.js'
+import { InFlight, createInFlightTable, type InFlightTable } from '../limits/in-flight.js'
 import type { Metrics } from '../telemetry/metrics.js'
 import healthRoutes from '../routes/health.js'
 import methodNotAllowedRoutes, { collectPaths } from '../routes/method-not-allowed.js'
@@ -47,6 +48,8 @@ export interface AppDeps {
   metrics?: Metrics
   /** Connection caps (edge.ts); tests lower them. */
   connectionCaps?: Partial<ConnectionCaps>
+  /** The table of requests in flight per key, shared by the workers (limits/in-flight.ts), and this thread's column in it; default: one of its own. */
+  inFlight?: { table: InFlightTable, column: number }
 }
 
 /** Headers a browser script may read, when CORS is on. */
@@ -55,7 +58,10 @@ const EXPOSED_HEADERS = [
   'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
 ]
 
-export async function buildApp ({ config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {} }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp ({
+  config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {},
+  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }
+}: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   let lastRefreshWarning = -Infinity
   const keys = createKeyLookup({
@@ -87,7 +93,13 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     onCounted: (plan, outcome) => { metrics?.keyRequest(plan, outcome) }
   })
   usage.start()
-  const gate = createGate({ identify, limit, usage })
+  let warnedFull = false
+  const inFlight = new InFlight(shared.table, shared.column, () => {
+    if (warnedFull) return
+    warnedFull = true
+    logger?.warn('requests in flight: the table of keys is full; keys not in it are not capped until a restart (docs/INTERNALS.md: Requests in flight)')
+  })
+  const gate = createGate({ identify, limit, usage, inFlight })
   // Behind trusted proxies every connection is a proxy's: no cap per address.
   const secrets = config.adminToken === undefined ? [] : [config.adminToken]
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }

@@ -8,12 +8,14 @@ import type { Environment } from '../domain.js'
 import type { ApiKeyRecord } from '../db/storage.js'
 import type { KeyLookup } from './lookup.js'
 import { hashToken, inspectToken } from './tokens.js'
-import { limitsFor, type Limits } from '../limits/plans.js'
+import { concurrencyFor, limitsFor, type Limits } from '../limits/plans.js'
 
 /** A request's valid API key, and the limits it is counted against. */
 export interface Caller {
   key: ApiKeyRecord
   limits: Limits
+  /** Its requests in flight at once, at most. */
+  concurrency: number
 }
 
 /** The SHA-256 of a well-formed token of this environment's. */
@@ -84,7 +86,7 @@ export function createIdentify ({ environment, keys, now }: { environment: Envir
         // cache lifetime later.
         if (key.expiresAt !== null && now() >= key.expiresAt) return Errors.expiredKey(new Date(key.expiresAt))
         if (match.previous && (key.previousTokenExpiresAt === null || now() >= key.previousTokenExpiresAt)) return Errors.unknownKey()
-        return { key, limits: limitsFor(key.plan, key) }
+        return { key, limits: limitsFor(key.plan, key), concurrency: concurrencyFor(key.plan) }
       } catch (error) {
         // Counted as anonymous, then answered 503: the key could not be checked.
         if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()

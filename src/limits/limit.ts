@@ -12,7 +12,7 @@ import type { Caller } from '../keys/identify.js'
 
 /** What the limiter tells the rest of the service: metrics count it, the log records bans. */
 export interface LimitEvents {
-  refused: (code: 'rate_limited' | 'api_key_banned') => void
+  refused: (code: 'rate_limited' | 'api_key_banned' | 'concurrency_limited') => void
   banned: (keyId: number, until: number) => void
 }
 
@@ -58,6 +58,12 @@ export interface Limit {
   addressSpent: (address: string) => boolean
   /** Where a caller's key stands, its quota untouched; refused (429) past STANDING_PER_MINUTE looks in a minute. */
   standing: (caller: Caller) => Promise<LimitDecision & { standing: Standing | undefined }>
+  /**
+   * The answer to a request over its key's cap of requests in flight: the
+   * key's windows as they stand, untouched (it counts toward neither, nor
+   * toward a ban), and the cap named in RateLimit-Policy.
+   */
+  overConcurrency: (caller: Caller) => Promise<LimitDecision & { refusal: ApiError }>
 }
 
 /** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
@@ -115,7 +121,17 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
     const decision = await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
     return { headers: rateLimitHeaders(decision, time, ban), refusal: undefined, standing: decision }
   }
-  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now(), standing })
+  const overConcurrency = async (caller: Caller): Promise<LimitDecision & { refusal: ApiError }> => {
+    const time = now()
+    const decision = await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
+    const headers = rateLimitHeaders(decision, time, ban)
+    // The IETF draft's quota unit for a cap on requests at once.
+    headers['ratelimit-policy'] += `, "concurrency";q=${caller.concurrency};qu="concurrent-requests"`
+    headers.ratelimit += ', "concurrency";r=0'
+    events?.refused('concurrency_limited')
+    return { headers, refusal: Errors.concurrencyLimited(caller.concurrency) }
+  }
+  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now(), standing, overConcurrency })
 }
 
 /** Counts against a client address alone: for answers given before there is a request to read a key from. */

@@ -13,6 +13,21 @@ const PLAN_LIMITS: Record<Exclude<Plan, 'enterprise'>, Limits> = {
   business: { perMinute: 1_000, perDay: 100_000 }
 }
 
+/** Requests in flight at once per key, by plan (docs/API.md: Requests in flight). */
+const PLAN_CONCURRENCY: Record<Plan, number> = { free: 5, pro: 25, business: 100, enterprise: 100 }
+
+/**
+ * How long a request over its key's cap waits for a slot before its 429:
+ * long enough to ride out a burst's tail, short enough that a client looping
+ * on many connections is slowed rather than served.
+ */
+export const CONCURRENCY_WAIT_MS = 250
+
+/** The requests a key may have in flight at once. */
+export function concurrencyFor (plan: Plan): number {
+  return PLAN_CONCURRENCY[plan]
+}
+
 /** Requests without a valid key are limited per client address, by the minute only. */
 export const ANONYMOUS_PER_MINUTE = 60
 

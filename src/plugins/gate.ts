@@ -7,7 +7,9 @@ import type { FastifyContextConfig, FastifyReply, FastifyRequest } from 'fastify
 import { ApiError, Errors, statusesOf, type ErrorCode } from '../errors.js'
 import { FRAMING_ANSWERS } from './framing.js'
 import { authorizationHeaders, type Caller, type Identify } from '../keys/identify.js'
+import type { InFlight } from '../limits/in-flight.js'
 import type { Limit, Standing } from '../limits/limit.js'
+import { CONCURRENCY_WAIT_MS } from '../limits/plans.js'
 import type { Scope } from '../domain.js'
 import type { UsageCounter } from '../keys/usage.js'
 
@@ -31,7 +33,7 @@ export type Gate = (request: FastifyRequest, reply: FastifyReply) => Promise<voi
 /** Every error an API request can get before its operation, so every API operation documents their statuses. */
 const GATE_ANSWERS = [
   'missing_api_key', 'invalid_api_key', 'service_unavailable', // identify, refuse
-  'rate_limited', 'api_key_banned', // limit
+  'rate_limited', 'api_key_banned', 'concurrency_limited', // limit
   ...FRAMING_ANSWERS,
   'invalid_request', // a URL the router cannot take
   'insufficient_scope' // scope
@@ -45,7 +47,7 @@ export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
   return statusesOf(GATE_ANSWERS.filter((code) => scoped || code !== 'insufficient_scope'))
 }
 
-export function createGate ({ identify, limit, usage }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'> }): Gate {
+export function createGate ({ identify, limit, usage, inFlight }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'>, inFlight: InFlight }): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // Read once: behind trusted proxies each read of request.ip parses X-Forwarded-For again.
@@ -66,9 +68,23 @@ export function createGate ({ identify, limit, usage }: { identify: Identify, li
     // Each request is counted once against whom it names: its key when it
     // has one, else its address, unless that was done above.
     let decision
+    const spends = routeConfig(request)?.spendsQuota !== false
+    if (caller !== undefined && spends) {
+      // Before its windows: a request over the cap spends neither, nor counts toward a ban.
+      const release = await inFlight.acquire(caller.key.id, caller.concurrency, CONCURRENCY_WAIT_MS)
+      if (release === undefined) {
+        const over = await limit.overConcurrency(caller)
+        reply.headers(over.headers)
+        usage.count(caller.key, 'refused')
+        throw over.refusal
+      }
+      // Given back when the answer is sent or the client goes, whichever is first; it may have gone while this request waited.
+      reply.raw.once('close', release)
+      if (reply.raw.closed) release()
+    }
     if (early !== undefined && caller === undefined) {
       decision = early
-    } else if (caller !== undefined && routeConfig(request)?.spendsQuota === false) {
+    } else if (caller !== undefined && !spends) {
       const looked = await limit.standing(caller)
       request.standing = looked.standing
       decision = looked

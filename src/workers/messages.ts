@@ -1,6 +1,7 @@
 // What the main thread and its workers say to each other (docs/WORKERS.md).
 import type { MetricObjectWithValues, MetricValue } from 'prom-client'
 import type { Config } from '../config.js'
+import type { InFlightTable } from '../limits/in-flight.js'
 import type { SharedLimits } from '../limits/shared-memory-store.js'
 
 /** Given to each worker as it starts. */
@@ -11,6 +12,9 @@ export interface WorkerData {
   port: number
   /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
   limits: SharedLimits
+  /** The requests in flight per key, counted by every worker (limits/in-flight.ts), and this worker's column there. */
+  inFlight: InFlightTable
+  column: number
   /** The workers' turns at writing a SQLite file (db/sqlite/write-turns.ts). */
   writeTurns: SharedArrayBuffer
   /** Whether to say `ready` and listen only when told: the first workers, while the main thread holds the port. */

@@ -11,6 +11,7 @@ import { ConfigError } from '../config.js'
 import { DeadlineError, within } from '../deadline.js'
 import { openStorage } from '../db/open.js'
 import { createWriteTurns, releaseTurnOf } from '../db/sqlite/write-turns.js'
+import { createInFlightTable, releaseColumn } from '../limits/in-flight.js'
 import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
 import type { ServiceLog } from '../telemetry/log.js'
 import { createMetrics } from '../telemetry/metrics.js'
@@ -87,6 +88,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   // With Redis too: while it is unreachable, the workers limit together here, as one instance.
   const limits = createSharedLimits()
   const writeTurns = createWriteTurns()
+  // One column per worker, taken over by the worker that replaces it.
+  const inFlight = createInFlightTable({ columns: config.workers })
   const running = new Set<Running>()
   let stopping = false
   let restartMs = FIRST_RESTART_MS
@@ -98,8 +101,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
    * Starts one worker; resolves once it listens, rejects if it fails before.
    * Given `listen`, the worker says when it is ready, and listens once `listen` resolves.
    */
-  const startOne = async (listen?: { ready: () => void, when: Promise<void> }): Promise<Listening> => {
-    const data: WorkerData = { config, port, limits, writeTurns, listenWhenTold: listen !== undefined }
+  const startOne = async (column: number, listen?: { ready: () => void, when: Promise<void> }): Promise<Listening> => {
+    const data: WorkerData = { config, port, limits, writeTurns, inFlight, column, listenWhenTold: listen !== undefined }
     const worker = new Worker(THREAD, { workerData: data })
     // Read now: an exited worker's threadId is -1.
     const { threadId } = worker
@@ -132,6 +135,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
         // A lock word its thread held when it ended would stop every other worker at that shard.
         releaseLocksHeldBy(limits, threadId)
         releaseTurnOf(writeTurns, threadId)
+        // Its requests in flight ended with it; the next worker in its column starts from none.
+        releaseColumn(inFlight, column)
         for (const answer of entry.pendingMetrics.values()) answer([])
         if (!listening) {
           reject(new Error(`worker exited with code ${code} before listening`))
@@ -143,7 +148,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
         logger.error({ worker: threadId, code }, `worker ${threadId} stopped (exit code ${code}): starting another in ${restartMs} ms`)
         setTimeout(() => {
           if (stopping) return
-          startOne().catch((error: unknown) => { logger.error({ err: error }, 'a replacement worker failed to start') })
+          startOne(column).catch((error: unknown) => { logger.error({ err: error }, 'a replacement worker failed to start') })
         }, restartMs).unref()
       })
     })
@@ -203,7 +208,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
       },
       when
     }
-    const all = await within(WORKERS_START_MS, async () => await Promise.all(Array.from({ length: config.workers }, async () => await startOne(listen))))
+    const all = await within(WORKERS_START_MS, async () => await Promise.all(Array.from({ length: config.workers }, async (_, column) => await startOne(column, listen))))
     first = all[0] as Listening
   } catch (error) {
     // Nothing was served yet: a worker still opening its stores could not hear a stop.

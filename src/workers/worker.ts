@@ -15,14 +15,15 @@ const SPANS_FLUSH_MS = 2000
 
 if (parentPort === null) throw new Error('workers/worker.js runs only as a worker thread')
 const main = parentPort
-const { config, port, limits, writeTurns, listenWhenTold } = workerData as WorkerData
+const { config, port, limits, writeTurns, listenWhenTold, inFlight, column } = workerData as WorkerData
 const tell = (message: FromWorker): void => { main.postMessage(message) }
 
 const log = createLog({ level: config.logLevel, format: config.logFormat, worker: threadId }, relaySink(main))
 const service = await openPublicService(config, log, {
   limiter: new SharedMemoryStore(limits),
   writeTurn: new WriteTurn(writeTurns, threadId),
-  processMetrics: false
+  processMetrics: false,
+  inFlight: { table: inFlight, column }
 })
 main.on('message', (message: ToWorker) => {
   if (message.kind === 'stop') {

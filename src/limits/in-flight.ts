@@ -1,0 +1,171 @@
+// Requests in flight per key (docs/API.md: Requests in flight): a cap that
+// holds exactly across every worker thread of one process, in memory they all
+// share. One process with one worker uses the same table, so the rule exists
+// once. Written by hand: no library keeps a counting semaphore in a
+// SharedArrayBuffer that a supervisor can clean up after a thread that died
+// holding slots (docs/INTERNALS.md, section "Requests in flight").
+//
+// A key's slot has a count per worker (a column); a request adds one to its
+// worker's column, then sums the columns, and takes its addition back when the
+// sum is over the cap. The last addition in Atomics' single order sees every
+// earlier one, so the sum admitted never passes the cap; two requests adding
+// at once may both take theirs back, and then try again at once. When a
+// worker dies, the main thread empties its column.
+
+/** Keys a table holds at once: more cost their requests no cap (fail open), and one warning. */
+const DEFAULT_SLOTS = 1 << 16
+/** The slots a key's search looks at before it takes the table for full. */
+const MAX_PROBES = 64
+
+const H_VERSION = 0
+const H_SLOTS = 1
+const H_COLUMNS = 2
+const HEADER_WORDS = 4
+const LAYOUT_VERSION = 1
+
+/** Per slot: the key's tag (0: empty), a word bumped on every release (what waiters wait on), then one count per worker. */
+const S_TAG = 0
+const S_RELEASES = 1
+const S_COUNTS = 2
+
+/** What the main thread makes once and hands to every worker: structured cloning shares a SharedArrayBuffer. */
+export interface InFlightTable {
+  readonly buffer: SharedArrayBuffer
+}
+
+export function createInFlightTable ({ columns, slots = DEFAULT_SLOTS }: { columns: number, slots?: number }): InFlightTable {
+  if (!Number.isSafeInteger(columns) || columns < 1) throw new RangeError(`columns must be a positive integer, not ${columns}`)
+  if (!Number.isSafeInteger(slots) || slots < 1 || (slots & (slots - 1)) !== 0) throw new RangeError(`slots must be a power of two, not ${slots}`)
+  const buffer = new SharedArrayBuffer(4 * (HEADER_WORDS + slots * (S_COUNTS + columns)))
+  const words = new Int32Array(buffer)
+  words[H_VERSION] = LAYOUT_VERSION
+  words[H_SLOTS] = slots
+  words[H_COLUMNS] = columns
+  return { buffer }
+}
+
+/** Gives back every slot a worker's column holds, for the main thread when that worker has exited, however it ended. */
+export function releaseColumn ({ buffer }: InFlightTable, column: number): number {
+  const words = new Int32Array(buffer)
+  const stride = S_COUNTS + (words[H_COLUMNS] ?? 0)
+  let released = 0
+  for (let base = HEADER_WORDS; base < words.length; base += stride) {
+    const held = Atomics.exchange(words, base + S_COUNTS + column, 0)
+    if (held !== 0) {
+      released += held
+      Atomics.add(words, base + S_RELEASES, 1)
+      Atomics.notify(words, base + S_RELEASES)
+    }
+  }
+  return released
+}
+
+/** Gives a slot back: once; later calls do nothing. */
+export type Release = () => void
+
+const NOTHING_HELD: Release = () => {}
+
+export class InFlight {
+  readonly #words: Int32Array
+  readonly #slots: number
+  readonly #columns: number
+  readonly #stride: number
+  readonly #column: number
+  readonly #full: () => void
+
+  /** `column`: this worker's own, below the table's columns. `full`: told when a key finds no slot and goes uncapped. */
+  constructor ({ buffer }: InFlightTable, column: number, full: () => void = () => {}) {
+    this.#words = new Int32Array(buffer)
+    if (this.#words[H_VERSION] !== LAYOUT_VERSION) throw new Error('the in-flight table has another layout')
+    this.#slots = this.#words[H_SLOTS] ?? 0
+    this.#columns = this.#words[H_COLUMNS] ?? 0
+    if (!Number.isInteger(column) || column < 0 || column >= this.#columns) throw new RangeError(`column ${column} is not one of the table's ${this.#columns}`)
+    this.#stride = S_COUNTS + this.#columns
+    this.#column = column
+    this.#full = full
+  }
+
+  /**
+   * A slot of `key`'s `cap`, waiting for one at most `waitMs`; undefined
+   * when none came free in that time. A key the full table has no room for
+   * is let through uncapped.
+   */
+  async acquire (key: number, cap: number, waitMs: number): Promise<Release | undefined> {
+    const base = this.#slotOf(key)
+    if (base === undefined) {
+      this.#full()
+      return NOTHING_HELD
+    }
+    const words = this.#words
+    const own = base + S_COUNTS + this.#column
+    const deadline = performance.now() + waitMs
+    for (;;) {
+      const releases = Atomics.load(words, base + S_RELEASES)
+      const room = this.#tryTake(base, own, cap)
+      if (room === 'taken') return this.#releaseOf(base, own)
+      // Another request added at the same moment and took its addition back too: one of the two may have room now.
+      if (room === 'contended') continue
+      const left = deadline - performance.now()
+      if (left <= 0) return undefined
+      const waited = Atomics.waitAsync(words, base + S_RELEASES, releases, left)
+      if (!waited.async) continue
+      // V8's own timeout holds no handle of the event loop's, and may come
+      // after the loop has nothing else to do: a timer of ours ends the wait.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left)
+        waited.value.then(() => { clearTimeout(timer); resolve() }, resolve)
+      })
+    }
+  }
+
+  /** Requests of `key` in flight now, across every worker. */
+  inFlight (key: number): number {
+    const base = this.#slotOf(key)
+    return base === undefined ? 0 : this.#sum(base)
+  }
+
+  #tryTake (base: number, own: number, cap: number): 'taken' | 'full' | 'contended' {
+    const words = this.#words
+    Atomics.add(words, own, 1)
+    const sum = this.#sum(base)
+    if (sum <= cap) return 'taken'
+    Atomics.sub(words, own, 1)
+    return sum - 1 < cap ? 'contended' : 'full'
+  }
+
+  #sum (base: number): number {
+    let sum = 0
+    for (let column = 0; column < this.#columns; column++) sum += Atomics.load(this.#words, base + S_COUNTS + column)
+    return sum
+  }
+
+  #releaseOf (base: number, own: number): Release {
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      const words = this.#words
+      Atomics.sub(words, own, 1)
+      Atomics.add(words, base + S_RELEASES, 1)
+      Atomics.notify(words, base + S_RELEASES, 1)
+    }
+  }
+
+  /** The slot of `key`, claimed for it on its first request (a slot is never given to another key); undefined when the search finds no room. */
+  #slotOf (key: number): number | undefined {
+    const words = this.#words
+    // Key ids are positive; the tag keeps 0 for an empty slot.
+    const tag = (key % 0x7fffffff) + 1
+    let index = Math.imul(key | 0, 0x9e3779b1) >>> 0
+    for (let probe = 0; probe < MAX_PROBES; probe++, index++) {
+      const base = HEADER_WORDS + (index & (this.#slots - 1)) * this.#stride
+      const seen = Atomics.load(words, base + S_TAG)
+      if (seen === tag) return base
+      if (seen === 0) {
+        const before = Atomics.compareExchange(words, base + S_TAG, 0, tag)
+        if (before === 0 || before === tag) return base
+      }
+    }
+    return undefined
+  }
+}

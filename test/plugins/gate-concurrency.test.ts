@@ -1,0 +1,94 @@
+// Requests in flight per key (docs/API.md: Requests in flight): the gate
+// holds a key to its plan's cap, and a request over it waits a moment, then
+// gets 429 `concurrency_limited` without spending its windows or earning a ban.
+import { afterEach, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { request } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { openSqlite } from '../../src/db/sqlite/storage.js'
+import type { Storage } from '../../src/db/storage.js'
+import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { bearer } from '../support/fixtures.js'
+import { pollUntil } from '../support/process.js'
+
+/** A store whose listings wait until opened, counting how many wait at once. */
+function pausedListings (storage: Storage): { storage: Storage, waiting: () => number, most: () => number, open: () => void } {
+  let waiting = 0
+  let most = 0
+  let open = (): void => {}
+  const opened = new Promise<void>((resolve) => { open = resolve })
+  const paused = new Proxy(storage, {
+    get (target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver)
+      if (property !== 'listPetsJson' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value
+      return async (...args: unknown[]) => {
+        most = Math.max(most, ++waiting)
+        await opened
+        waiting--
+        return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)
+      }
+    }
+  })
+  return { storage: paused, waiting: () => waiting, most: () => most, open }
+}
+
+describe('requests in flight per key', () => {
+  let t: TestApp | undefined
+  afterEach(async () => { await t?.close() })
+
+  it('When 200 requests of a free key arrive at once, then exactly 5 are served at a time, and the others get 429 concurrency_limited without spending the windows or earning a ban', async () => {
+    // Arrange
+    const listings = pausedListings(openSqlite('sqlite::memory:'))
+    t = await buildTestApp({}, { storage: listings.storage })
+    const app = t.app
+    const token = await t.newKey('free')
+
+    // Act
+    const answers = Array.from({ length: 200 }, async () => await app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) }))
+    await pollUntil(async () => (listings.waiting() === 5 ? true : undefined), { ms: 5_000, every: 10, what: '5 listings waiting' })
+    // The others wait for a slot, then are refused; the first five are still held.
+    const refused = await Promise.race([Promise.all(answers.slice(5)), new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error('the refusals did not come')), 5_000))])
+    listings.open()
+    const served = await Promise.all(answers.slice(0, 5))
+    const after = await app.inject({ method: 'GET', url: '/v1/rate_limit', headers: bearer(token) })
+
+    // Assert
+    assert.equal(listings.most(), 5)
+    assert.deepEqual(served.map((answer) => answer.statusCode), [200, 200, 200, 200, 200])
+    assert.deepEqual(new Set(refused.map((answer) => `${answer.statusCode} ${errorOf(answer).code}`)), new Set(['429 concurrency_limited']))
+    const one = refused[0]
+    assert.ok(one !== undefined)
+    assert.equal(one.headers['retry-after'], '1')
+    assert.match(String(one.headers['ratelimit-policy']), /"concurrency";q=5;qu="concurrent-requests"/)
+    assert.ok(one.headers['x-ratelimit-remaining'] !== undefined)
+    const minute = after.json() as { limits: Array<{ window: string, remaining: number }>, bannedUntil: number | null }
+    assert.equal(minute.limits.find((limit) => limit.window === 'minute')?.remaining, 55)
+    assert.equal(minute.bannedUntil, null)
+  })
+
+  it('When a client goes while its request is held, then its slot is given back at once', async () => {
+    // Arrange: a real listener, so that a client can go.
+    const listings = pausedListings(openSqlite('sqlite::memory:'))
+    t = await buildTestApp({}, { storage: listings.storage })
+    const token = await t.newKey('free')
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = t.app.server.address() as AddressInfo
+    const clients = Array.from({ length: 5 }, () => {
+      const outgoing = request({ host: '127.0.0.1', port, path: '/v1/pets', headers: bearer(token), agent: false })
+      outgoing.on('error', () => {})
+      outgoing.end()
+      return outgoing
+    })
+    await pollUntil(async () => (listings.waiting() === 5 ? true : undefined), { ms: 5_000, every: 10, what: '5 listings waiting' })
+
+    // Act
+    clients[0]?.destroy()
+    const sixth = t.app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) })
+
+    // Assert: the sixth reaches the store while the other four are still held.
+    await pollUntil(async () => (listings.waiting() === 6 ? true : undefined), { ms: 5_000, every: 10, what: 'a sixth listing' })
+    listings.open()
+    assert.equal((await sixth).statusCode, 200)
+    for (const client of clients) client.destroy()
+  })
+})
