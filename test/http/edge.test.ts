@@ -11,7 +11,7 @@ import { buildAdminApp } from '../../src/http/admin.js'
 import { buildApp } from '../../src/http/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
-import type { ConnectionCaps } from '../../src/http/edge.js'
+import { DEFAULT_CONNECTION_CAPS, type ConnectionCaps } from '../../src/http/edge.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
 import { RawConnection, isCompleteResponse, parseRawResponse, withTimeout } from '../support/process.js'
@@ -230,6 +230,55 @@ describe('connection caps', () => {
     // Assert
     assert.equal(await answers(third), false, 'a third connection from the same /64 was served')
     if (other !== undefined) assert.equal(await answers(other), true, 'another /64 was refused')
+  })
+})
+
+describe('connection caps on the admin listener', () => {
+  const token = 'a'.repeat(40)
+  let storage: ReturnType<typeof openSqlite>
+  let admin: FastifyInstance
+  let port = 0
+  const held: Socket[] = []
+  before(async () => {
+    storage = openSqlite('sqlite::memory:')
+    admin = await buildAdminApp({ api: { token, storage, environment: 'production' } })
+    await admin.listen({ host: '127.0.0.1', port: 0 })
+    port = (admin.server.address() as AddressInfo).port
+  })
+  after(async () => {
+    for (const socket of held.splice(0)) socket.destroy()
+    await admin.close()
+    await storage.close()
+  })
+
+  it('When a local process holds more idle connections to the admin listener than the public port allows one address, then an operator\'s authenticated request on a new connection is answered (regression: 1,024 idle connections from 127.0.0.1 locked the operators out)', async () => {
+    // Arrange: the connections as a local process would hold them, each taken in by the server.
+    let accepted = 0
+    admin.server.on('connection', () => { accepted++ })
+    const hoard = (DEFAULT_CONNECTION_CAPS.perAddress ?? 1_024) + 8
+    while (held.length < hoard) {
+      const batch = Array.from({ length: Math.min(64, hoard - held.length) }, () => connect({ port, host: '127.0.0.1' }))
+      for (const socket of batch) {
+        // The server may close some of them to make room (or, with the cap per address, refuse them).
+        socket.on('error', () => {})
+        held.push(socket)
+      }
+      await Promise.all(batch.map(async (socket) => await once(socket, 'connect')))
+    }
+    await until(() => accepted >= hoard, `the server to take in ${hoard} connections`)
+
+    // Act
+    const operator = await RawConnection.open(port)
+    let received: string
+    try {
+      operator.write(`GET /admin/v1/keys HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+      received = await operator.waitFor((text) => isCompleteResponse(text), 5_000, 'the answer to the operator\'s request')
+    } finally {
+      operator.close()
+    }
+
+    // Assert
+    assert.equal(parseRawResponse(received).status, 200)
   })
 })
 
