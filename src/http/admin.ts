@@ -6,7 +6,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Storage } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import { Errors } from '../errors.js'
-import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type Timeouts } from './edge.js'
+import { DEFAULT_TIMEOUTS, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import type { MetricsText } from '../telemetry/metrics.js'
 import adminAuth from '../plugins/admin-auth.js'
 import adminOpenapi, { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
@@ -43,10 +43,21 @@ export interface AdminOptions {
   timeouts?: Partial<Timeouts>
 }
 
+/**
+ * No cap per address: operators connect from loopback or a few addresses, so
+ * one local process holding connections would lock them out. At the total the
+ * connection idle longest makes room, so holding idle connections locks no one
+ * out (docs/INTERNALS.md, section "Admin listener").
+ */
+const ADMIN_CONNECTION_CAPS: ConnectionCaps = {
+  total: 1_024,
+  perAddress: undefined
+}
+
 export async function buildAdminApp ({ metrics, api, logger, now = Date.now, timeouts = {} }: AdminOptions): Promise<FastifyInstance> {
   // The edge counts each answer it writes by hand against the client's
   // address, for the public port's rate-limit headers; here there are none.
-  const edge = createEdge({ countAddress: async () => ({}), timeouts: { ...DEFAULT_TIMEOUTS, ...timeouts }, caps: DEFAULT_CONNECTION_CAPS })
+  const edge = createEdge({ countAddress: async () => ({}), timeouts: { ...DEFAULT_TIMEOUTS, ...timeouts }, caps: ADMIN_CONNECTION_CAPS })
   const secrets = api === undefined ? [] : [api.token]
   const app = Fastify({
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({ listener: 'admin' }) }),

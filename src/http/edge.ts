@@ -175,6 +175,11 @@ export function bodyUnread (request: IncomingMessage): boolean {
 class EdgeServer extends Server {
   constructor (options: ServerOptions, private readonly graceMs: number) {
     super(options)
+    // A client's half-close ends what it sends, not what it waits for
+    // (https://www.rfc-editor.org/rfc/rfc9112#section-9.6): Node would end the
+    // socket at the client's FIN and drop the answers still owed, their
+    // requests carried out all the same; with this, it closes after the last.
+    Object.assign(this, { httpAllowHalfOpen: true })
   }
 
   override close (callback?: (error?: Error) => void): this {

@@ -11,7 +11,8 @@ import { buildAdminApp } from '../../src/http/admin.js'
 import { buildApp } from '../../src/http/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
-import type { ConnectionCaps } from '../../src/http/edge.js'
+import type { Storage } from '../../src/db/storage.js'
+import { DEFAULT_CONNECTION_CAPS, type ConnectionCaps } from '../../src/http/edge.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
 import { RawConnection, isCompleteResponse, parseRawResponse, withTimeout } from '../support/process.js'
@@ -114,6 +115,43 @@ describe('the edge, listening', () => {
       }
     })
   }
+})
+
+describe('a client\'s half-close', () => {
+  let t: TestApp | undefined
+  after(async () => { await t?.close() })
+
+  it('When a client pipelines requests and half-closes its side before their answers are ready, then each is answered, in order, and the connection closes after the last (regression: a client\'s half-close dropped the answers still owed, though their requests were carried out)', async () => {
+    // Arrange: the animals' storage answers only once the server has read the client's half-close.
+    let finRead = (): void => {}
+    const half = new Promise<void>((resolve) => { finRead = resolve })
+    t = await buildTestApp({}, { storage: petsHeldUntil(openSqlite('sqlite::memory:'), half) })
+    const token = await t.newKey('pro')
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const port = (t.app.server.address() as AddressInfo).port
+    t.app.server.on('connection', (socket: Socket) => { socket.once('end', finRead) })
+    const authorization = `Authorization: Bearer ${token}\r\n`
+    const body = '{"name":"Rex","categoryId":1}'
+    const connection = await RawConnection.open(port)
+
+    let received: string
+    try {
+      // Act
+      connection.socket.end(
+        `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\n${authorization}Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+        `GET /v1/pets?limit=1 HTTP/1.1\r\nHost: localhost\r\n${authorization}\r\n` +
+        `GET /v1/nothing HTTP/1.1\r\nHost: localhost\r\n${authorization}\r\n`
+      )
+      received = await connection.waitFor((_text, ended) => ended, 5_000, 'the server to close the connection')
+    } finally {
+      connection.close()
+    }
+
+    // Assert
+    assert.deepEqual([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1])), [201, 200, 404])
+    const listed = await t.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${token}` } })
+    assert.deepEqual(listed.json<Array<{ name: string }>>().map((pet) => pet.name), ['Rex'])
+  })
 })
 
 describe('connection caps', () => {
@@ -232,6 +270,71 @@ describe('connection caps', () => {
     if (other !== undefined) assert.equal(await answers(other), true, 'another /64 was refused')
   })
 })
+
+describe('connection caps on the admin listener', () => {
+  const token = 'a'.repeat(40)
+  let storage: ReturnType<typeof openSqlite>
+  let admin: FastifyInstance
+  let port = 0
+  const held: Socket[] = []
+  before(async () => {
+    storage = openSqlite('sqlite::memory:')
+    admin = await buildAdminApp({ api: { token, storage, environment: 'production' } })
+    await admin.listen({ host: '127.0.0.1', port: 0 })
+    port = (admin.server.address() as AddressInfo).port
+  })
+  after(async () => {
+    for (const socket of held.splice(0)) socket.destroy()
+    await admin.close()
+    await storage.close()
+  })
+
+  it('When a local process holds more idle connections to the admin listener than the public port allows one address, then an operator\'s authenticated request on a new connection is answered (regression: 1,024 idle connections from 127.0.0.1 locked the operators out)', async () => {
+    // Arrange: the connections as a local process would hold them, each taken in by the server.
+    let accepted = 0
+    admin.server.on('connection', () => { accepted++ })
+    const hoard = (DEFAULT_CONNECTION_CAPS.perAddress ?? 1_024) + 8
+    while (held.length < hoard) {
+      const batch = Array.from({ length: Math.min(64, hoard - held.length) }, () => connect({ port, host: '127.0.0.1' }))
+      for (const socket of batch) {
+        // The server may close some of them to make room (or, with the cap per address, refuse them).
+        socket.on('error', () => {})
+        held.push(socket)
+      }
+      await Promise.all(batch.map(async (socket) => await once(socket, 'connect')))
+    }
+    await until(() => accepted >= hoard, `the server to take in ${hoard} connections`)
+
+    // Act
+    const operator = await RawConnection.open(port)
+    let received: string
+    try {
+      operator.write(`GET /admin/v1/keys HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+      received = await operator.waitFor((text) => isCompleteResponse(text), 5_000, 'the answer to the operator\'s request')
+    } finally {
+      operator.close()
+    }
+
+    // Assert
+    assert.equal(parseRawResponse(received).status, 200)
+  })
+})
+
+/** `storage`, whose calls about animals answer only once `until` has resolved. */
+function petsHeldUntil (storage: Storage, until: Promise<void>): Storage {
+  return new Proxy(storage, {
+    get (target, name) {
+      const value: unknown = Reflect.get(target, name, target)
+      if (typeof value !== 'function') return value
+      const method = (value as (...args: unknown[]) => unknown).bind(target)
+      if (typeof name !== 'string' || !name.includes('Pet')) return method
+      return async (...args: unknown[]) => {
+        await until
+        return await method(...args)
+      }
+    }
+  })
+}
 
 /** Waits, turn by turn of the event loop, until `condition` holds. */
 async function until (condition: () => boolean, what: string): Promise<void> {
