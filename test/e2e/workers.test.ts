@@ -174,6 +174,34 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     }
   })
 
+  it('When 200 creates of one free key arrive at once through both workers while the database is held, then exactly its cap of 5 is in flight, and the rest get 429 concurrency_limited', async () => {
+    // Arrange: the test holds the database's write lock, so the creates admitted stay in flight.
+    const { token } = await createKey(env, ['--plan', 'free', '--name', 'in-flight'])
+    await awayFromMinuteEdge()
+    const holder = new Database(databaseFile(dir))
+    holder.exec('BEGIN IMMEDIATE')
+    let answers: Answer[]
+    try {
+      // Act
+      const sent = Array.from({ length: 200 }, async (_, n) => await send(server.port, '/v1/pets', {
+        method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: newPetJson({ name: `in-flight-${n}` })
+      }))
+      // The creates over the cap wait 250 ms for a slot, then are refused; the five admitted wait for the lock, up to 5 s.
+      await delay(3_000)
+      holder.exec('COMMIT')
+      answers = await Promise.all(sent)
+    } finally {
+      if (holder.inTransaction) holder.exec('COMMIT')
+      holder.close()
+    }
+
+    // Assert
+    const statuses = answers.map(({ status, text }) => status === 429 ? `429 ${/"code":"(\w+)"/.exec(text)?.[1] ?? ''}` : String(status))
+    const tally = [...new Set(statuses)].map((status) => `${statuses.filter((each) => each === status).length} × ${status}`).join(', ')
+    assert.equal(count(answers.map(({ status }) => status), 201), 5, tally)
+    assert.equal(statuses.filter((status) => status === '429 concurrency_limited').length, 195)
+  })
+
   it('When it is asked to stop, then every worker stops and the process exits 0', async () => {
     // Act
     const exit = await server.stop(40_000)
