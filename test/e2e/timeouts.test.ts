@@ -31,7 +31,7 @@ function untilClosed (socket: Socket, limitMs: number): Promise<{ text: string, 
 
 interface Timeouts { headersMs: number, requestMs: number, keepAliveMs: number, idleSocketMs?: number }
 
-/** The app on a real port, with these timeouts, checked every 50 ms; its storage holds one pro key. */
+/** The app on a real port, with these timeouts, checked every 50 ms; its storage holds one business key, whose 100 requests in flight cover the slow clients. */
 async function listening (timeouts: Timeouts): Promise<{ port: number, token: string, connections: () => Promise<number>, close: () => Promise<void> }> {
   const storage = openSqlite('sqlite::memory:')
   const limiter = new MemoryStore()
@@ -39,7 +39,7 @@ async function listening (timeouts: Timeouts): Promise<{ port: number, token: st
   const app = await buildApp({ config, storage, limiter, timeouts: { ...timeouts, checkEveryMs: 50 } })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const key = await issueKey(storage, {
-    plan: 'pro', name: 'slow client', perMinute: undefined, perDay: undefined, environment: config.environment, now: Date.now()
+    plan: 'business', name: 'slow client', perMinute: undefined, perDay: undefined, environment: config.environment, now: Date.now()
   })
   return {
     port: (app.server.address() as AddressInfo).port,
