@@ -14,7 +14,7 @@ import { openSqlite } from '../src/db/sqlite/storage.js'
 import { Database } from '../src/db/sqlite/driver.js'
 import { databaseFile, makeTempDir, removeTempDir, sqliteUrl, startServer } from '../test/support/process.js'
 
-const ADMIN_TOKEN = 'console-bench-admin-token-0123456789abcdef'
+const ADMIN_TOKEN = 'bench-4Yq8Zt1Rx6Kp9Lm2Vb3Hc7Nd0Fg5Jsw'
 const DAY_MS = 86_400_000
 const PLANS = ['free', 'pro', 'business'] as const
 

@@ -217,6 +217,19 @@ const ADMIN_TOKEN_MIN_BITS = 80
 /** Random hex has about 19% of neighbouring pairs equal or adjacent (`aa`, `ab`); `abcd…` and `1234…` have nearly all. */
 const ADMIN_TOKEN_MAX_NEIGHBOURS = 0.6
 
+/**
+ * What `openssl rand -hex` or `-base64` and `randomBytes().toString()` write: hex
+ * digits in one case, or base64 or base64url, padded or not. Every other
+ * character is one a person chose (`!`, `~`, a space), and a token's
+ * strength cannot be told from its characters without dictionaries of
+ * words and passwords, several megabytes to load (docs/KEYS.md: The admin token).
+ */
+const GENERATED = /^(?:[0-9a-f]+|[0-9A-F]+|[A-Za-z0-9+/]+={0,2}|[A-Za-z0-9_-]+={0,2})$/
+const HEX = /^(?:[0-9a-f]+|[0-9A-F]+)$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** One part of a token written as words: a word in one case, perhaps capitalised, perhaps followed by a number, or a number. */
+const WORD = /^(?:[A-Za-z][a-z]*|[A-Z]+)[0-9]*$|^[0-9]+$/
+
 /** It can mint keys: long enough not to be guessed, sendable in a header, and never mistaken for an API key. */
 function adminToken (env: Env): string | undefined {
   const raw = env.ADMIN_TOKEN
@@ -227,6 +240,9 @@ function adminToken (env: Env): string | undefined {
     throw new ConfigError(`ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters long (it has ${raw.length}): ${MAKE_ADMIN_TOKEN}`)
   }
   if (inspectToken(raw).ok) throw new ConfigError(`ADMIN_TOKEN must not be an API key: ${MAKE_ADMIN_TOKEN}`)
+  if (!GENERATED.test(raw)) {
+    throw new ConfigError(`ADMIN_TOKEN must be hex or base64 as a random generator writes it (letters, digits, + and / or - and _, perhaps = at the end): ${MAKE_ADMIN_TOKEN}`)
+  }
   const why = notRandom(raw)
   if (why !== undefined) throw new ConfigError(`ADMIN_TOKEN is plainly not random (${why}): ${MAKE_ADMIN_TOKEN}`)
   return raw
@@ -234,13 +250,26 @@ function adminToken (env: Env): string | undefined {
 
 /**
  * Why a token is plainly not random, or undefined: a pattern repeated
- * (`abcabc…`), mostly runs or sequences (`aaaa`, `abcd`, `1234`), or
+ * (`abcabc…`), a UUID, base64 in one case or made of words joined by
+ * punctuation, mostly runs or sequences (`aaaa`, `abcd`, `1234`), or
  * characters too few or too unevenly used to carry ADMIN_TOKEN_MIN_BITS. A heuristic against tokens
- * typed by people, not a proof of randomness (docs/KEYS.md: The admin API).
+ * typed by people, not a proof of randomness (docs/KEYS.md: The admin token).
  */
 function notRandom (token: string): string | undefined {
   for (let period = 1; period <= token.length / 2; period++) {
     if (token.slice(period) === token.slice(0, token.length - period)) return 'it repeats a shorter pattern'
+  }
+  // Made to be unique, not secret: a version 1 UUID is a time and a network
+  // address, and the ones printed in standards and documents get copied.
+  if (UUID.test(token)) return 'it is a UUID'
+  if (!HEX.test(token)) {
+    // Random base64 lacks small or capital letters once in some 9 million draws
+    // of 24 bytes and 3 billion of 32 (2 × (38/64)^32, ^43).
+    if (!/[a-z]/.test(token) || !/[A-Z]/.test(token)) return 'its letters are all of one case, as words are written, where random base64 mixes both'
+    // Random base64 holds + / - _ once in 32 characters: three parts each a word
+    // or a number come by chance once in some 600 million draws of 24 bytes and 10^12 of 32.
+    const parts = token.split(/[^A-Za-z0-9]+/).filter((part) => part !== '')
+    if (parts.length >= 3 && parts.every((part) => WORD.test(part))) return 'it is words joined by punctuation'
   }
   let neighbours = 0
   for (let i = 1; i < token.length; i++) {

@@ -31,7 +31,7 @@ Environment (default in brackets; more in README.md, "Configuration"):
                              never PORT; 0: any free port [unset: off]
   ADMIN_HOST                 address of the ADMIN_PORT listener, whatever HOST is [127.0.0.1]
   ADMIN_TOKEN                bearer token of the admin API and console on the ADMIN_PORT listener;
-                             at least 32 characters [unset: no admin API]
+                             32+ characters of random hex or base64 [unset: no admin API]
   USAGE_FLUSH_MS             how often usage counts are written to the database, 100 to 10000 [10000]
   OTEL_EXPORTER_OTLP_ENDPOINT traces over OTLP/HTTP to this collector, e.g. http://collector:4318
                              [unset: off]

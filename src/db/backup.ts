@@ -2,7 +2,7 @@
 // Backups): `VACUUM INTO` is one read transaction, a consistent snapshot that in WAL
 // mode never blocks writers (https://www.sqlite.org/lang_vacuum.html#vacuuminto). Written beside
 // the target, checked, fsynced, then renamed over it, so an interrupted backup leaves the target as it was.
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, realpathSync, renameSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, resolve } from 'node:path'
 import { Database } from './sqlite/driver.js'
 
@@ -30,6 +30,39 @@ function fsyncPath (path: string): void {
   }
 }
 
+/**
+ * The files SQLite keeps beside a database, named after its real path
+ * (https://www.sqlite.org/tempfiles.html): renamed over, one of them
+ * corrupts a store in use as surely as the database file itself would.
+ */
+const COMPANIONS = ['-wal', '-shm', '-journal']
+
+/**
+ * Refuses a `target` that is the store at `sourcePath` or one of its
+ * companions however it is reached: a folder on the way may be a symlink,
+ * and a name may be a symlink or a hard link to it, so neither the paths as
+ * given nor their resolve() tell. The real folder and the name, and the
+ * device and inode of whatever the name leads to, do.
+ */
+function refuseTheStoreItself (sourcePath: string, target: string): void {
+  const store = realpathSync(sourcePath)
+  const real = join(realpathSync(dirname(target)), basename(target))
+  let followed = real
+  try {
+    followed = realpathSync(real)
+  } catch {
+    // Nothing there, or a symlink to nothing: the name is all there is to compare.
+  }
+  const reached = statSync(real, { bigint: true, throwIfNoEntry: false })
+  for (const suffix of ['', ...COMPANIONS]) {
+    const file = `${store}${suffix}`
+    const existing = statSync(file, { bigint: true, throwIfNoEntry: false })
+    const same = real === file || followed === file ||
+      (reached !== undefined && existing !== undefined && reached.dev === existing.dev && reached.ino === existing.ino)
+    if (same) throw new BackupRefused(`the backup would overwrite ${suffix === '' ? 'the database itself' : `the database's ${suffix} file`}; give another FILE`)
+  }
+}
+
 /** The counts of a database file, after SQLite has checked all of it. */
 function checkCopy (path: string): BackupCounts {
   const copy = new Database(path, { readonly: true, fileMustExist: true })
@@ -50,7 +83,6 @@ function checkCopy (path: string): BackupCounts {
 export function backupSqlite (sourcePath: string, file: string): BackupCounts {
   if (sourcePath === ':memory:') throw new BackupRefused('an in-memory database lasts only as long as its process and cannot be backed up')
   const target = resolve(file)
-  if (resolve(sourcePath) === target) throw new BackupRefused('the backup would overwrite the database itself; give another FILE')
   try {
     statSync(sourcePath)
   } catch {
@@ -59,6 +91,7 @@ export function backupSqlite (sourcePath: string, file: string): BackupCounts {
   if (statSync(dirname(target), { throwIfNoEntry: false })?.isDirectory() !== true) {
     throw new BackupRefused(`the folder ${dirname(target)} does not exist`)
   }
+  refuseTheStoreItself(sourcePath, target)
   const partial = partialFileOf(target)
   // Created empty first, as SQLite accepts for VACUUM INTO: the copy holds
   // the key hashes and the cursor secret, so it is the owner's alone.

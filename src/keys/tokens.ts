@@ -69,7 +69,7 @@ function checksum (text: string): string {
  */
 const PREFIXED = /pet_(?:live|test)_[0-9a-z]*/gi
 /** Whether PREFIXED can match at all: `matchAll` copies its expression on every call, which a log line paid for every URL. */
-const HAS_PREFIX = /pet_(?:live|test)_/i
+export const HAS_PREFIX = /pet_(?:live|test)_/i
 
 /**
  * Percent-encoding is undone this many times: once for a client's own

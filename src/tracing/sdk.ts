@@ -20,6 +20,7 @@ import type { FastifyRequest } from 'fastify'
 import type { TraceSampler, TracingConfig } from '../config.js'
 import { loggableUrl } from '../telemetry/loggable-url.js'
 import { installTracingHooks } from './hooks.js'
+import { RedactingExporter } from './redacting-exporter.js'
 
 /** `secrets`: values never to be written into a span (ADMIN_TOKEN), as the request log has them. */
 export function setUpTracing (config: TracingConfig, secrets: readonly string[] = []): void {
@@ -28,8 +29,9 @@ export function setUpTracing (config: TracingConfig, secrets: readonly string[] 
     resource: resourceFromAttributes({ 'service.name': 'petstore' }).merge(detectResources({ detectors: [envDetector] })),
     sampler: sampler(config.sampler, config.samplerRatio),
     spanProcessors: [new BatchSpanProcessor({
-      // Its address, headers and timeout from the standard variables (OTEL_EXPORTER_OTLP_*).
-      exporter: new OTLPTraceExporter(),
+      // Its address, headers and timeout from the standard variables (OTEL_EXPORTER_OTLP_*);
+      // what a client sent may be echoed anywhere in a span, so each is redacted on its way out.
+      exporter: new RedactingExporter(new OTLPTraceExporter(), secrets),
       scheduledDelayMillis: config.scheduleDelayMs,
       exportTimeoutMillis: config.exportTimeoutMs,
       maxQueueSize: config.maxQueueSize,

@@ -1,16 +1,16 @@
 // `petstore backup FILE` (docs/OPERATING.md: Backups): a copy taken while the service
 // writes holds every animal acknowledged before it began and passes
-// SQLite's integrity check, and a backup killed midway leaves FILE as it
-// was, or absent.
+// SQLite's integrity check, a backup killed midway leaves FILE as it
+// was, or absent, and a FILE that is the store itself, however reached, is refused.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { copyFileSync, existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { copyFileSync, existsSync, linkSync, readFileSync, readdirSync, statSync, symlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as delay } from 'node:timers/promises'
 import { Database } from '../../src/db/sqlite/driver.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
-import { createUnlimitedKey, loadInFullSwing, restartAndList, type PetText } from '../support/load.js'
+import { addPet, createUnlimitedKey, loadInFullSwing, restartAndList, type PetText } from '../support/load.js'
 import { databaseFile, makeTempDir, removeTempDir, runCli, runCliOk, spawnCli, sqliteUrl, startServer, withTimeout, type ServerProcess } from '../support/process.js'
 
 /** Animals in the store a backup is killed in: enough that copying and checking them takes a good part of a second. */
@@ -179,6 +179,48 @@ describe('petstore backup', { timeout: 180_000 }, () => {
     assert.equal(noStore.code, 1)
     assert.match(noStore.stderr, /^petstore: cannot back up .*: there is no database at .*elsewhere\.db\n$/)
     assert.deepEqual(readdirSync(dir).filter((name) => !name.startsWith('p.db')), [])
+  })
+
+  it('When FILE is the live store reached another way (a symlinked folder, a symlink, a hard link, or its -wal or -shm file so reached), then backup exits 1 saying so, and the service goes on with its store whole (regression: through a symlinked folder the store was replaced and then malformed)', async () => {
+    // Arrange: a service holding the store open, so that it has its -wal and -shm files.
+    const dir = makeTempDir()
+    const elsewhere = makeTempDir()
+    dirs.push(dir, elsewhere)
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const store = databaseFile(dir)
+    const key = await createUnlimitedKey(env, 'live')
+    const server = await startServer(env)
+    servers.push(server)
+    assert.equal((await addPet(server.origin, key.token, 'there before')).status, 201)
+    symlinkSync(dir, join(elsewhere, 'folder'))
+    symlinkSync(store, join(elsewhere, 'symlink.db'))
+    linkSync(store, join(elsewhere, 'hard-link.db'))
+    linkSync(`${store}-wal`, join(elsewhere, 'hard-link.db-wal'))
+    const files = ['folder/p.db', 'symlink.db', 'hard-link.db', 'folder/p.db-wal', 'folder/p.db-shm', 'hard-link.db-wal']
+    const storeBefore = statSync(store, { bigint: true })
+
+    // Act
+    const outcomes: Array<[string, number | null, string]> = []
+    for (const file of files) {
+      const result = await runCli(['backup', join(elsewhere, file)], env)
+      outcomes.push([file, result.code, result.stderr.replace(/^petstore: cannot back up .*?: /, '').trim()])
+    }
+
+    // Assert
+    const companion = (file: string): string | undefined => /-(wal|shm)$/.exec(file)?.[0]
+    assert.deepEqual(outcomes, files.map((file) => {
+      const what = companion(file) === undefined ? 'the database itself' : `the database's ${companion(file)} file`
+      return [file, 1, `the backup would overwrite ${what}; give another FILE`]
+    }))
+    const storeAfter = statSync(store, { bigint: true })
+    assert.deepEqual([storeAfter.dev, storeAfter.ino], [storeBefore.dev, storeBefore.ino], 'the store is the same file')
+    assert.equal((await addPet(server.origin, key.token, 'added after')).status, 201)
+    const listed = await fetch(`${server.origin}/v1/pets?limit=100`, { headers: { authorization: `Bearer ${key.token}` } })
+    assert.equal(listed.status, 200)
+    assert.deepEqual(((await listed.json()) as Array<{ name: string }>).map((pet) => pet.name), ['there before', 'added after'])
+    await server.stop()
+    assert.equal(integrityOf(store), 'ok')
+    assert.deepEqual([...readdirSync(dir), ...readdirSync(elsewhere)].filter((name) => name.endsWith('.partial')), [])
   })
 
   it('When the store is on PostgreSQL, then backup exits non-zero and names pg_dump', async () => {

@@ -2,10 +2,12 @@
 // Redis, with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a receiver the test
 // starts, exports one span per request, continuing the client's trace, with
 // the PostgreSQL and Redis clients' calls as its descendants, and the
-// request's log line names the trace.
+// request's log line names the trace. No span carries a token, whatever a
+// client sends where.
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, it } from 'node:test'
+import { findTokens } from '../../src/keys/tokens.js'
 import { bearer } from '../support/fixtures.js'
 import { OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
@@ -14,6 +16,29 @@ import { testRedisUrl } from '../support/redis.js'
 
 const SERVER = 2
 const hex = (bytes: number): string => randomBytes(bytes).toString('hex')
+const encodeAll = (text: string): string => [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('')
+
+/** Undoes percent-encoding however many times it was applied. */
+function decodedFully (text: string): string {
+  let out = text
+  for (let i = 0; i < 5; i++) out = out.replace(/%([0-9A-Fa-f]{2})/g, (_, code: string) => String.fromCharCode(Number.parseInt(code, 16)))
+  return out
+}
+
+/** Where in `value` (an export's body) a string holds a token, or one of `secrets` in any of its forms, as `path: what`. */
+function leaksIn (value: unknown, secrets: ReadonlyMap<string, readonly string[]>, path = ''): string[] {
+  if (typeof value === 'string') {
+    const plain = decodedFully(value)
+    const found = findTokens(plain).length > 0 ? ['a token'] : []
+    for (const [name, forms] of secrets) {
+      if (forms.some((form) => value.includes(form) || plain.includes(form))) found.push(name)
+    }
+    return found.map((what) => `${path}: ${what} in ${JSON.stringify(value).slice(0, 300)}`)
+  }
+  if (Array.isArray(value)) return value.flatMap((item, i) => leaksIn(item, secrets, `${path}[${i}]`))
+  if (typeof value === 'object' && value !== null) return Object.entries(value).flatMap(([key, item]) => leaksIn(item, secrets, `${path}.${key}`))
+  return []
+}
 
 describe('tracing, on PostgreSQL and Redis', { timeout: 60_000 }, () => {
   let receiver: OtlpReceiver | undefined
@@ -131,6 +156,73 @@ describe('tracing, on PostgreSQL and Redis', { timeout: 60_000 }, () => {
       assert.ok(!path.includes(adminToken), `the span's url.path carries ADMIN_TOKEN: ${path}`)
     } finally {
       await admin.stop()
+    }
+  })
+
+  it('When tokens of either environment and ADMIN_TOKEN are sent in paths, query strings and bodies to both listeners, as sent or encoded, then no exported span holds one, in its name, attributes, status, events or links (regression: a 404\'s message put the path into status.message and exception.message)', async () => {
+    // Arrange
+    const adminToken = randomBytes(32).toString('base64url')
+    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: testRedisUrl('single') }
+    const live = (await createKey(env, ['--plan', 'pro', '--name', 'live'])).token
+    const staging = (await createKey({ ...env, PETSTORE_ENV: 'staging' }, ['--plan', 'pro', '--name', 'staging'])).token
+    const leaky = await startServer({ ...env, ADMIN_PORT: '0', ADMIN_TOKEN: adminToken, OTEL_EXPORTER_OTLP_ENDPOINT: running().receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: '50' })
+    const formsOf = (secret: string): string[] => {
+      const bare = secret.replace(/^pet_(live|test)_/, '')
+      return [secret, bare, encodeURIComponent(secret), encodeAll(secret), Buffer.from(secret).toString('base64url'), Buffer.from(secret).toString('hex')]
+    }
+    const secrets = new Map([['the production token', formsOf(live)], ['the staging token', formsOf(staging)], ['ADMIN_TOKEN', formsOf(adminToken)]])
+    const traceIds: string[] = []
+    try {
+      await leaky.waitForStdout((out) => out.includes('petstore started'), 5_000, 'the started line')
+      const adminOrigin = /"adminApi":"(http:\/\/127\.0\.0\.1:\d+)\/admin\/v1"/.exec(leaky.stdout)?.[1]
+      assert.ok(adminOrigin !== undefined, `no admin API address in:\n${leaky.stdout}`)
+      const send = async (url: string, init: { method?: string, headers?: Record<string, string>, body?: string } = {}): Promise<void> => {
+        const traceId = hex(16)
+        traceIds.push(traceId)
+        const response = await fetch(url, { ...init, headers: { ...init.headers, traceparent: `00-${traceId}-${hex(8)}-01` } })
+        await response.arrayBuffer()
+      }
+      const json = { 'content-type': 'application/json' }
+
+      // Act
+      for (const forms of secrets.values()) {
+        for (const sent of forms) {
+          const api = `${leaky.origin}/v1`
+          await send(`${api}/nope/${sent}`, { headers: bearer(live) })
+          await send(`${api}/nope/${sent}`)
+          await send(`${api}/pets/${sent}`, { headers: bearer(live) })
+          await send(`${api}/pets/${sent}`, { method: 'PUT', headers: bearer(live) })
+          await send(`${api}/pets?status=${sent}&${sent}=1`, { headers: bearer(live) })
+          await send(`${api}/pets`, { method: 'POST', headers: { ...bearer(live), ...json }, body: `{"name":"${sent}","categoryId":"${sent}","${sent}":1}` })
+          await send(`${api}/pets`, { method: 'POST', headers: { ...bearer(live), ...json }, body: `{"name":${sent}}` })
+          const admin = `${adminOrigin}/admin/v1`
+          await send(`${admin}/nope/${sent}`, { headers: bearer(adminToken) })
+          await send(`${admin}/nope/${sent}`)
+          await send(`${admin}/keys/${sent}`, { headers: bearer(adminToken) })
+          await send(`${admin}/keys?cursor=${sent}&state=${sent}&${sent}=1`, { headers: bearer(adminToken) })
+          await send(`${admin}/keys`, { method: 'POST', headers: { ...bearer(adminToken), ...json }, body: `{"plan":"${sent}","name":${sent}}` })
+        }
+      }
+      await pollUntil(async () => {
+        const seen = new Set(running().receiver.spans.filter((span) => span.scope === '@fastify/otel').map((span) => span.traceId))
+        return traceIds.every((traceId) => seen.has(traceId)) ? true : undefined
+      }, { ms: 20_000, every: 50, what: `the spans of ${traceIds.length} requests` })
+
+      // Assert
+      const leaks = running().receiver.exported.flatMap((body, i) => leaksIn(body, secrets, `export ${i}`))
+      const byWhat = new Map<string, number>()
+      for (const leak of leaks) {
+        const what = /: (.+?) in "/.exec(leak)?.[1] ?? ''
+        byWhat.set(what, (byWhat.get(what) ?? 0) + 1)
+      }
+      const summary = [...byWhat].map(([what, count]) => `${what} ${count}`).join(', ')
+      assert.deepEqual(leaks, [], `${leaks.length} strings of the exported spans hold a token (${summary}):\n${leaks.slice(0, 20).join('\n')}`)
+      // Redacted, not dropped: the 404s' messages are still there, the path's token in brackets.
+      const exported = JSON.stringify(running().receiver.exported)
+      assert.match(exported, /"Nothing is at GET \/v1\/nope\/\[redacted\]\."/)
+      assert.match(exported, /"Nothing is at GET \/admin\/v1\/nope\/\[redacted\]\."/)
+    } finally {
+      await leaky.stop()
     }
   })
 

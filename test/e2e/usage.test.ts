@@ -10,7 +10,7 @@ import { createUnlimitedKey } from '../support/load.js'
 import { createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, startServers, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
 
-const ADMIN_TOKEN = 'usage-e2e-admin-token-0123456789abcdef'
+const ADMIN_TOKEN = 'usage-e2e-8Tq3Zw1Rx6Kp9Lm2Vb5Hc7Nd0Fg4J'
 /** Short, so that the tests see several writes; the service allows 100 to 10000 ms. */
 const FLUSH_MS = 500
 const REQUEST_TIMEOUT_MS = 10_000

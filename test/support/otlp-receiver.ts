@@ -33,6 +33,8 @@ const SPAN_ID = Buffer.from('"spanId":')
 
 export class OtlpReceiver {
   readonly spans: ReceivedSpan[] = []
+  /** Each export's body as received, parsed, with what `spans` leaves out (status, events, links), for a test that reads all of it. */
+  readonly exported: unknown[] = []
   /** Spans received, kept or not. */
   count = 0
   /** Export requests received. */
@@ -80,6 +82,7 @@ export class OtlpReceiver {
   }
 
   #take (body: ExportRequest): void {
+    this.exported.push(body)
     for (const { scopeSpans = [] } of body.resourceSpans ?? []) {
       for (const { scope, spans = [] } of scopeSpans) {
         for (const span of spans) {
