@@ -117,6 +117,8 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
       gauge.set({ state: 'max' }, use.max)
     })
     poolGauge('petstore_db_pool_waiting', 'Storage operations waiting for a PostgreSQL connection.', [], (gauge, use) => { gauge.set(use.waiting) })
+    poolGauge('petstore_db_pool_wait_seconds', 'How long the storage operation that has waited longest for a PostgreSQL connection, of those still waiting, has waited; 0 when none waits.', [],
+      (gauge, use) => { gauge.set(use.longestWaitMs / 1000) })
   }
   let droppedSoFar = 0
   registry.registerMetric(new Counter({

@@ -129,6 +129,7 @@ describe('metrics', () => {
       assert.equal(sample(text, 'petstore_db_pool_connections{state="max"}'), 4)
       assert.ok((sample(text, 'petstore_db_pool_connections{state="open"}') ?? 0) >= 1)
       assert.equal(sample(text, 'petstore_db_pool_waiting'), 0)
+      assert.equal(sample(text, 'petstore_db_pool_wait_seconds'), 0)
     } finally {
       await storage.close()
     }
