@@ -23,6 +23,8 @@ import errorsPlugin, { sendError, toApiError } from '../plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from '../plugins/json-body.js'
 import openapiPlugin from '../plugins/openapi.js'
 import metricsPlugin from '../plugins/metrics.js'
+import shedPlugin, { createShed, type Shed } from '../plugins/shed.js'
+import { watchOwnLoad, type Overload } from '../telemetry/load.js'
 import { RequestLog, requestIdMaker } from '../telemetry/request-log.js'
 import { createBanLog } from '../limits/ban-log.js'
 import type { Metrics } from '../telemetry/metrics.js'
@@ -47,6 +49,12 @@ export interface AppDeps {
   metrics?: Metrics
   /** Connection caps (edge.ts); tests lower them. */
   connectionCaps?: Partial<ConnectionCaps>
+  /**
+   * What the shedder reads (plugins/shed.ts) unless SHED=off; tests give
+   * their own. Default: this thread's event loop and the storage's pool,
+   * read every half second (telemetry/load.ts).
+   */
+  overload?: Overload
 }
 
 /** Headers a browser script may read, when CORS is on. */
@@ -55,7 +63,7 @@ const EXPOSED_HEADERS = [
   'RateLimit', 'RateLimit-Policy', 'Deprecation', 'Sunset', 'Idempotent-Replayed', 'X-Request-Id'
 ]
 
-export async function buildApp ({ config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {} }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp ({ config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {}, overload: given }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   let lastRefreshWarning = -Infinity
   const keys = createKeyLookup({
@@ -88,6 +96,14 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   })
   usage.start()
   const gate = createGate({ identify, limit, usage })
+  const { mode: shedMode, ...thresholds } = config.shed
+  const watch = shedMode === 'off' || given !== undefined
+    ? undefined
+    : watchOwnLoad({ poolUse: () => storage.poolUse(), thresholds, onReading: (reading) => { metrics?.eventLoopDelay(reading.eventLoopDelayMs) } })
+  const overload = given ?? watch
+  const shed: Shed | undefined = shedMode === 'off' || overload === undefined
+    ? undefined
+    : createShed({ mode: shedMode, overload, thresholds, now, monotonic, logger, metrics })
   // Behind trusted proxies every connection is a proxy's: no cap per address.
   const secrets = config.adminToken === undefined ? [] : [config.adminToken]
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
@@ -120,7 +136,13 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
     frameworkErrors: (_error, request, reply) => {
       routerAnswerHeaders(request, reply)
       const answer = Errors.invalidUrl()
-      const checked = isApiPath(request.url) ? gate(request, reply).then(() => framingRefusal(request.raw)) : Promise.resolve(undefined)
+      const api = isApiPath(request.url)
+      const shedding = api ? shed?.(reply) : undefined
+      if (shedding !== undefined) {
+        sendError(reply, shedding)
+        return
+      }
+      const checked = api ? gate(request, reply).then(() => framingRefusal(request.raw)) : Promise.resolve(undefined)
       checked.then((refusal) => sendError(reply, refusal ?? answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
@@ -138,6 +160,7 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   app.addHook('onClose', async () => { keys.close() })
+  if (watch !== undefined) app.addHook('onClose', async () => { watch.close() })
   // After the requests in flight, before the storage closes (server.ts): what was counted is written.
   app.addHook('onClose', async () => { await usage.close() })
   await app.register(jsonBodyPlugin)
@@ -158,6 +181,8 @@ export async function buildApp ({ config, storage, limiter, now = Date.now, mono
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
+    // After the deprecation's headers, which every answer of its operation carries; before the gate, whose lookup and count a shed request must not cost.
+    if (shed !== undefined) await api.register(shedPlugin, { shed })
     await api.register(gatePlugin, { gate })
     const paths = collectPaths(api)
     await api.register(petRoutes, { pets, baseUrl })
