@@ -201,9 +201,15 @@ export class ServerProcess {
   readonly #killOnExit = (): void => { this.child.kill('SIGKILL') }
   #port: number | undefined
 
-  /** `args`: the script and its arguments; any server that prints the same listening line. */
+  /**
+   * `args`: the script and its arguments; any server that prints the same listening line.
+   * SHED=log unless the test sets it: the tests' own load can overload the
+   * machine they share, and a request shed then would be a refusal that no
+   * test counts on (regression: a 503 overloaded among the crash test's
+   * answers). Shedding is tested with a load the test sets (test/plugins/shed.test.ts).
+   */
   constructor (env: Record<string, string>, args: readonly string[] = [CLI, 'serve']) {
-    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv({ ...testWorkers(), ...env }) })
+    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv({ ...testWorkers(), SHED: 'log', ...env }) })
     // If the test process itself ends abruptly, its server does not outlive it.
     process.once('exit', this.#killOnExit)
     // Kept as it comes, synchronously, one file per stream so that lines never
