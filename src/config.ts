@@ -51,6 +51,20 @@ export interface Config {
   readonly tracing: TracingConfig | undefined
   /** Worker threads serving the public port (docs/WORKERS.md); 1: the process serves it itself. */
   readonly workers: number
+  /** Shedding API requests while the service is overloaded (docs/OPERATING.md: Overload). */
+  readonly shed: ShedConfig
+}
+
+/** SHED's modes: `log` writes what it would shed and serves it, so that thresholds can be tried before they refuse anyone. */
+const SHED_MODES = ['off', 'log', 'on'] as const
+export type ShedMode = typeof SHED_MODES[number]
+
+interface ShedConfig {
+  readonly mode: ShedMode
+  /** The event loop's mean delay over half a second above which API requests are shed. */
+  readonly eventLoopDelayMs: number
+  /** How long an operation may have waited for a PostgreSQL connection before API requests are shed. */
+  readonly dbPoolWaitMs: number
 }
 
 /**
@@ -113,7 +127,13 @@ export function loadConfig (env: Env = process.env): Config {
     adminToken: adminToken(env),
     usageFlushMs: integer(env, 'USAGE_FLUSH_MS', USAGE_FLUSH_MS, 100, USAGE_FLUSH_MS),
     tracing: tracingConfig(env),
-    workers: workers(env)
+    workers: workers(env),
+    shed: Object.freeze({
+      mode: oneOf(env, 'SHED', SHED_MODES, 'on'),
+      eventLoopDelayMs: integer(env, 'SHED_EVENT_LOOP_DELAY_MS', 200, 10, 60_000),
+      // A wait for a connection ends at 5 s (db/postgres/storage.ts), so 5000 never sheds.
+      dbPoolWaitMs: integer(env, 'SHED_DB_POOL_WAIT_MS', 500, 10, 5000)
+    })
   })
 }
 

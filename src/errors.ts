@@ -27,7 +27,8 @@ export const ERROR_CODES = {
   concurrency_limited: { status: 429, description: 'the key has as many requests in flight as its plan allows; retry after Retry-After, or send fewer at once' },
   request_header_fields_too_large: { status: 431, description: 'the request headers are too large' },
   internal_error: { status: 500, description: 'something went wrong on the service side' },
-  service_unavailable: { status: 503, description: 'the database cannot be reached; retry after Retry-After' }
+  service_unavailable: { status: 503, description: 'the database cannot be reached; retry after Retry-After' },
+  overloaded: { status: 503, description: 'the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially' }
 } as const satisfies Record<string, { status: number, description: string }>
 
 export type ErrorCode = keyof typeof ERROR_CODES
@@ -40,10 +41,12 @@ export function statusesOf (codes: readonly ErrorCode[]): number[] {
 /** Who may be answered a code: the admin API's own codes are never answered on /v1, and its OpenAPI document alone lists them. */
 export type Audience = 'api' | 'admin'
 const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_revoked'])
+/** The admin API is never shed (docs/OPERATING.md: Overload). */
+const API_ONLY: ReadonlySet<ErrorCode> = new Set(['overloaded'])
 
 /** The codes one audience may be answered. */
 export function codesFor (audience: Audience): ErrorCode[] {
-  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => audience === 'admin' || !ADMIN_ONLY.has(code))
+  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => !(audience === 'admin' ? API_ONLY : ADMIN_ONLY).has(code))
 }
 
 export interface ErrorDetail {
@@ -185,6 +188,9 @@ export const Errors = {
   internal: () => new ApiError('internal_error', 'Something went wrong on our side; the error was logged.'),
   storageUnavailable: () => new ApiError('service_unavailable', 'The service cannot reach its database; retry shortly.', {
     headers: { 'retry-after': '5' }
+  }),
+  overloaded: (retryAfterSeconds: number) => new ApiError('overloaded', 'The service is overloaded: wait for the number of seconds in Retry-After, then back off exponentially.', {
+    headers: { 'retry-after': String(retryAfterSeconds) }
   })
 } as const
 

@@ -124,6 +124,10 @@ describe('the admin OpenAPI document', () => {
     assert.match(text, /"key_revoked"/)
   })
 
+  test('When its codes are read, then overloaded is not among them: the admin API is never shed', () => {
+    assert.doesNotMatch(text, /overloaded/)
+  })
+
   test('When redocly lint (recommended) reads it, then it finds no errors', async (t) => {
     await writeFile(join(dir, 'openapi.json'), text)
     await writeFile(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\n')

@@ -22,7 +22,9 @@ describe('configuration', () => {
     assert.equal(config.banSeconds, 900)
     assert.equal(config.logFormat, 'json')
     assert.equal(config.adminPort, undefined)
+    assert.deepEqual(config.shed, { mode: 'on', eventLoopDelayMs: 200, dbPoolWaitMs: 500 })
     assert.ok(Object.isFrozen(config))
+    assert.ok(Object.isFrozen(config.shed))
   })
 
   it('When the instance is staging, then its own address is STAGING_BASE_URL, else its listening address', () => {
@@ -56,6 +58,9 @@ describe('configuration', () => {
     ['OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL, with its password hidden', { OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://u:secret@collector:4317' }, /OTEL_EXPORTER_OTLP_ENDPOINT.*u:\*\*\*@/],
     ['OTEL_TRACES_SAMPLER is unknown', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_SAMPLER: 'sometimes' }, /OTEL_TRACES_SAMPLER/],
     ['OTEL_TRACES_SAMPLER_ARG is above 1', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_SAMPLER_ARG: '1.5' }, /OTEL_TRACES_SAMPLER_ARG/],
+    ['SHED is not off, log or on', { SHED: 'yes' }, /SHED must be one of off, log, on/],
+    ['SHED_EVENT_LOOP_DELAY_MS is below 10', { SHED_EVENT_LOOP_DELAY_MS: '5' }, /SHED_EVENT_LOOP_DELAY_MS/],
+    ['SHED_DB_POOL_WAIT_MS is past the 5 s a wait for a connection may last', { SHED_DB_POOL_WAIT_MS: '6000' }, /SHED_DB_POOL_WAIT_MS must be an integer from 10 to 5000/],
     ['OTEL_BSP_MAX_EXPORT_BATCH_SIZE exceeds the queue', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '200' }, /OTEL_BSP_MAX_EXPORT_BATCH_SIZE/]
   ]
   for (const [when, env, message] of bad) {
@@ -213,6 +218,13 @@ describe('configuration', () => {
     for (const bad of ['0', '-1', '2.5', 'all', '257']) {
       assert.throws(() => loadConfig({ WORKERS: bad }), (error: unknown) => error instanceof ConfigError && error.message.startsWith('WORKERS must be auto'), bad)
     }
+  })
+
+  it('When SHED and its thresholds are set, then they are kept as given', () => {
+    const config = loadConfig({ SHED: 'log', SHED_EVENT_LOOP_DELAY_MS: '350', SHED_DB_POOL_WAIT_MS: '5000' })
+
+    assert.deepEqual(config.shed, { mode: 'log', eventLoopDelayMs: 350, dbPoolWaitMs: 5000 })
+    assert.equal(loadConfig({ SHED: 'off' }).shed.mode, 'off')
   })
 
   it('When the Node.js version is read, then only 22.12 and later share a port between threads', () => {

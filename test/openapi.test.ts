@@ -168,6 +168,16 @@ describe('the OpenAPI document', () => {
     }
   })
 
+  test('When a request may be shed under overload, then every operation documents its 503 with the code overloaded beside service_unavailable, and Retry-After', () => {
+    for (const [id, op] of operations(document)) {
+      // Assert
+      const unavailable = op.responses['503']
+      assert.ok(unavailable?.headers?.['Retry-After'], `${id} 503 lacks Retry-After`)
+      const narrowed = unavailable?.content?.['application/json']?.schema as { allOf?: Array<{ properties?: { code?: Schema } }> } | undefined
+      assert.deepEqual(narrowed?.allOf?.[1]?.properties?.code?.enum, ['service_unavailable', 'overloaded'], id)
+    }
+  })
+
   test('gives the other headers each operation sends', () => {
     assert.ok(operation(document, 'listPets').responses['200']?.headers?.Link)
     assert.ok(operation(document, 'createPet').responses['201']?.headers?.['Idempotent-Replayed'])

@@ -131,6 +131,8 @@ export interface PoolUse {
   /** Queries waiting for a connection. */
   waiting: number
   max: number
+  /** How long the query that has waited longest of those still waiting has waited, in milliseconds; 0 when none waits. */
+  longestWaitMs: number
 }
 
 /** The animals: added durably, and read. */

@@ -23,6 +23,8 @@ import errorsPlugin, { sendError, toApiError } from '../plugins/errors.js'
 import jsonBodyPlugin, { BODY_LIMIT } from '../plugins/json-body.js'
 import openapiPlugin from '../plugins/openapi.js'
 import metricsPlugin from '../plugins/metrics.js'
+import shedPlugin, { createShed, type Shed } from '../plugins/shed.js'
+import { watchOwnLoad, type Overload } from '../telemetry/load.js'
 import { RequestLog, requestIdMaker } from '../telemetry/request-log.js'
 import { createBanLog } from '../limits/ban-log.js'
 import { InFlight, createInFlightTable, type InFlightTable } from '../limits/in-flight.js'
@@ -50,6 +52,12 @@ export interface AppDeps {
   connectionCaps?: Partial<ConnectionCaps>
   /** The table of requests in flight per key, shared by the workers (limits/in-flight.ts), and this thread's column in it; default: one of its own. */
   inFlight?: { table: InFlightTable, column: number }
+  /**
+   * What the shedder reads (plugins/shed.ts) unless SHED=off; tests give
+   * their own. Default: this thread's event loop and the storage's pool,
+   * read every half second (telemetry/load.ts).
+   */
+  overload?: Overload
 }
 
 /** Headers a browser script may read, when CORS is on. */
@@ -60,7 +68,7 @@ const EXPOSED_HEADERS = [
 
 export async function buildApp ({
   config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {},
-  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }
+  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }, overload: given
 }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   let lastRefreshWarning = -Infinity
@@ -100,6 +108,14 @@ export async function buildApp ({
     logger?.warn('requests in flight: the table of keys is full; keys not in it are not capped until a restart (docs/INTERNALS.md: Requests in flight)')
   })
   const gate = createGate({ identify, limit, usage, inFlight })
+  const { mode: shedMode, ...thresholds } = config.shed
+  const watch = shedMode === 'off' || given !== undefined
+    ? undefined
+    : watchOwnLoad({ poolUse: () => storage.poolUse(), thresholds, onReading: (reading) => { metrics?.eventLoopDelay(reading.eventLoopDelayMs) } })
+  const overload = given ?? watch
+  const shed: Shed | undefined = shedMode === 'off' || overload === undefined
+    ? undefined
+    : createShed({ mode: shedMode, overload, thresholds, now, monotonic, logger, metrics })
   // Behind trusted proxies every connection is a proxy's: no cap per address.
   const secrets = config.adminToken === undefined ? [] : [config.adminToken]
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
@@ -132,7 +148,13 @@ export async function buildApp ({
     frameworkErrors: (_error, request, reply) => {
       routerAnswerHeaders(request, reply)
       const answer = Errors.invalidUrl()
-      const checked = isApiPath(request.url) ? gate(request, reply).then(() => framingRefusal(request.raw)) : Promise.resolve(undefined)
+      const api = isApiPath(request.url)
+      const shedding = api ? shed?.(reply) : undefined
+      if (shedding !== undefined) {
+        sendError(reply, shedding)
+        return
+      }
+      const checked = api ? gate(request, reply).then(() => framingRefusal(request.raw)) : Promise.resolve(undefined)
       checked.then((refusal) => sendError(reply, refusal ?? answer), (error: Error) => sendError(reply, toApiError(error) ?? answer))
     }
   })
@@ -150,6 +172,7 @@ export async function buildApp ({
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   app.addHook('onClose', async () => { keys.close() })
+  if (watch !== undefined) app.addHook('onClose', async () => { watch.close() })
   // After the requests in flight, before the storage closes (server.ts): what was counted is written.
   app.addHook('onClose', async () => { await usage.close() })
   await app.register(jsonBodyPlugin)
@@ -170,6 +193,8 @@ export async function buildApp ({
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
+    // After the deprecation's headers, which every answer of its operation carries; before the gate, whose lookup and count a shed request must not cost.
+    if (shed !== undefined) await api.register(shedPlugin, { shed })
     await api.register(gatePlugin, { gate })
     const paths = collectPaths(api)
     await api.register(petRoutes, { pets, baseUrl })

@@ -66,6 +66,22 @@ export interface Limit {
   overConcurrency: (caller: Caller) => Promise<LimitDecision & { refusal: ApiError }>
 }
 
+/**
+ * The rate-limit headers of a request shed before it was counted
+ * (plugins/shed.ts): it is counted against nothing, and the window they
+ * describe is the service's own, with nothing left in it until Retry-After
+ * has passed (docs/API.md: Overload).
+ */
+export function overloadHeaders (now: number, retryAfterSeconds: number): Record<string, string> {
+  return {
+    'x-ratelimit-limit': '0',
+    'x-ratelimit-remaining': '0',
+    'x-ratelimit-reset': String(Math.ceil(now / 1000) + retryAfterSeconds),
+    'ratelimit-policy': policyItem('overload', 0, retryAfterSeconds),
+    ratelimit: stateItem('overload', 0, retryAfterSeconds)
+  }
+}
+
 /** Counts a request that never became one against its client address, and gives the rate-limit headers to send. */
 export type CountAddress = (address: string) => Promise<Record<string, string>>
 

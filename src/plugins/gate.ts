@@ -32,6 +32,7 @@ export type Gate = (request: FastifyRequest, reply: FastifyReply) => Promise<voi
 
 /** Every error an API request can get before its operation, so every API operation documents their statuses. */
 const GATE_ANSWERS = [
+  'overloaded', // shed, before the gate (plugins/shed.ts)
   'missing_api_key', 'invalid_api_key', 'service_unavailable', // identify, refuse
   'rate_limited', 'api_key_banned', 'concurrency_limited', // limit
   ...FRAMING_ANSWERS,

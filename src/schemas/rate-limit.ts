@@ -5,8 +5,8 @@ import { PLANS } from '../domain.js'
 import { WINDOW_MS } from '../limits/store.js'
 import { StringEnum } from './kinds.js'
 
-/** The items of the rate-limit headers (limits/limit.ts writes them), one per window and one for a ban, for the OpenAPI document. */
-const ITEM_NAMES = [...Object.keys(WINDOW_MS), 'ban'] as const
+/** The items of the rate-limit headers (limits/limit.ts writes them), one per window, one for a ban and one for a shed request, for the OpenAPI document. */
+const ITEM_NAMES = [...Object.keys(WINDOW_MS), 'ban', 'overload'] as const
 export const POLICY_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";q=[0-9]+;w=[0-9]+`
 export const STATE_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";r=[0-9]+;t=[0-9]+`
 

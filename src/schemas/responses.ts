@@ -39,9 +39,9 @@ const REQUEST_ID = (description: string) =>
  * what they link to, so each has a key of its own.
  */
 export const HEADERS = {
-  'X-RateLimit-Limit': { name: 'X-RateLimit-Limit', schema: int('Requests allowed in the window with the fewest requests left.', MAX_LIMIT) },
+  'X-RateLimit-Limit': { name: 'X-RateLimit-Limit', schema: int('Requests allowed in the window with the fewest requests left; 0 on a 503 `overloaded`, which is counted against no window.', MAX_LIMIT) },
   'X-RateLimit-Remaining': { name: 'X-RateLimit-Remaining', schema: int('Requests left in that window.', MAX_LIMIT) },
-  'X-RateLimit-Reset': { name: 'X-RateLimit-Reset', schema: int('Unix time, in seconds, at which that window resets (while banned: at which the ban ends).', 253_402_300_799) },
+  'X-RateLimit-Reset': { name: 'X-RateLimit-Reset', schema: int('Unix time, in seconds, at which that window resets (while banned: at which the ban ends; on a 503 `overloaded`: once its Retry-After has passed).', 253_402_300_799) },
   // The draft's two headers are keyed as the service sends them, in lower
   // case (header names are case-insensitive, RFC 9110 §5.1): the OWASP
   // ruleset's rate-limit rule is a `oneOf` that refuses a response
@@ -49,11 +49,11 @@ export const HEADERS = {
   // carries both.
   'RateLimit-Policy': {
     name: 'ratelimit-policy',
-    schema: text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`)
+    schema: text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban. A 503 `overloaded` has `"overload"` alone, with quota 0 and its Retry-After as length.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`)
   },
   RateLimit: {
     name: 'ratelimit',
-    schema: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
+    schema: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends. A 503 `overloaded` has `"overload";r=0` alone, with its Retry-After.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
   },
   // The admin API's one window (plugins/admin-auth.ts), on every answer it gives.
   'X-RateLimit-Limit-Admin': { name: 'X-RateLimit-Limit', schema: int('Requests with the admin token this address may send in a minute.', MAX_LIMIT) },

@@ -34,6 +34,10 @@ export interface Metrics {
   keyRequest: (plan: string, outcome: 'admitted' | 'refused') => void
   /** One call to the database; `failed` when it threw. */
   query: (operation: string, seconds: number, failed: boolean) => void
+  /** An API request shed under overload (`on`), or that would have been (`log`): plugins/shed.ts. */
+  shed: (mode: 'log' | 'on') => void
+  /** The event loop's mean delay over the last half second, as the shedder read it (telemetry/load.ts). */
+  eventLoopDelay: (ms: number) => void
 }
 
 /** From a cache hit (well under a millisecond) to the 5 s a request may wait for the database. */
@@ -117,7 +121,25 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
       gauge.set({ state: 'max' }, use.max)
     })
     poolGauge('petstore_db_pool_waiting', 'Storage operations waiting for a PostgreSQL connection.', [], (gauge, use) => { gauge.set(use.waiting) })
+    poolGauge('petstore_db_pool_wait_seconds', 'How long the storage operation that has waited longest for a PostgreSQL connection, of those still waiting, has waited; 0 when none waits.', [],
+      (gauge, use) => { gauge.set(use.longestWaitMs / 1000) })
   }
+  const sheds = new Counter({
+    name: 'petstore_shed_requests_total',
+    help: 'API requests shed because the service was overloaded, by SHED mode: on (answered 503 overloaded) or log (served, but would have been shed).',
+    labelNames: ['mode'] as const,
+    registers: [registry]
+  })
+  for (const mode of ['log', 'on']) sheds.inc({ mode }, 0)
+  // Registered with the first reading: with SHED=off, nothing reads the event loop.
+  let loopDelay: Gauge | undefined
+  const loopDelayGauge = (): Gauge => new Gauge({
+    name: 'petstore_event_loop_delay_seconds',
+    help: 'The event loop\'s mean delay over the last half second, as the shedder read it (SHED=log or on): about how long new work waited for the loop.',
+    // Of several workers, the most loaded.
+    aggregator: 'max',
+    registers: [registry]
+  })
   let droppedSoFar = 0
   registry.registerMetric(new Counter({
     name: 'petstore_log_lines_dropped_total',
@@ -140,6 +162,11 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
     refused (code) { refusals.inc({ code }) },
     banned () { bans.inc() },
     keyRequest (plan, outcome) { keyRequests.inc({ plan, outcome }) },
-    query (operation, seconds, failed) { queries.observe({ operation, outcome: failed ? 'error' : 'ok' }, seconds) }
+    query (operation, seconds, failed) { queries.observe({ operation, outcome: failed ? 'error' : 'ok' }, seconds) },
+    shed (mode) { sheds.inc({ mode }) },
+    eventLoopDelay (ms) {
+      loopDelay ??= loopDelayGauge()
+      loopDelay.set(ms / 1000)
+    }
   }
 }

@@ -51,7 +51,8 @@ export class RequestLog extends LogController {
       // Only when tracing is on: the trace this request's span belongs to.
       traceId: traceIdOf(request)
     }
-    if (status >= 500) request.log.error({ ...line, err: reply.failure ?? error }, 'request failed')
+    // A shed request (plugins/shed.ts) is a refusal, as a 429 is: nothing failed.
+    if (status >= 500 && reply.errorCode !== 'overloaded') request.log.error({ ...line, err: reply.failure ?? error }, 'request failed')
     // The response itself failed: most often, the client went away mid-answer.
     else if (error !== null && error !== undefined) request.log.warn({ ...line, err: error }, 'response not delivered')
     else request.log.info(line, 'request completed')

@@ -264,6 +264,15 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
     }
   })
 
+  it('When a request is shed under overload (503), then the body is code, message and status only', async () => {
+    const shedding = await buildTestApp({}, { overload: { cause: 'event_loop_delay', reading: { eventLoopDelayMs: 900, dbPoolWaitMs: undefined } } })
+    try {
+      check('a request shed under overload', await inject(shedding, { url: '/v1/pets', headers: bearer(token) }), 503, 'overloaded')
+    } finally {
+      await shedding.close()
+    }
+  })
+
   it('When the admin API refuses a request (401, 409, 400, 404), then each body is a bare Error', async () => {
     const adminToken = 'admin-token-for-error-bodies-0123456789'
     const admin = await buildAdminApp({ api: { token: adminToken, storage: t.storage, environment: t.config.environment }, now: t.clock.now })

@@ -15,6 +15,7 @@ import type { Plan } from '../../src/domain.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import type { RateLimitStore } from '../../src/limits/store.js'
 import type { Metrics } from '../../src/telemetry/metrics.js'
+import type { Overload } from '../../src/telemetry/load.js'
 import { CLOCK_START, bearer } from './fixtures.js'
 import { freshPostgresDatabase } from './postgres.js'
 import { openTestStore } from './redis.js'
@@ -61,15 +62,26 @@ async function openTestLimiter (backend: 'memory' | 'redis', clock: TestClock): 
   return backend === 'memory' ? new MemoryStore(clock.now) : await openTestStore('single', { namespace: randomUUID() })
 }
 
+/**
+ * The load a test app reads unless its test gives one: never overloaded, so
+ * that a test process's own pauses (a large insert, a busy neighbour) shed
+ * none of its requests. The shedder's tests give theirs (test/plugins/shed.test.ts).
+ */
+const NEVER_OVERLOADED: Overload = Object.freeze({ cause: undefined, reading: { eventLoopDelayMs: 0, dbPoolWaitMs: undefined } })
+
 export async function buildTestApp (
   env: Record<string, string> = {},
-  options: { storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger, metrics?: Metrics, timeouts?: AppDeps['timeouts'] } = {}
+  options: {
+    storage?: Storage, backend?: StorageBackend, limiter?: RateLimitStore, limiterBackend?: 'memory' | 'redis', logger?: FastifyBaseLogger, metrics?: Metrics, timeouts?: AppDeps['timeouts'], overload?: Overload
+  } = {}
 ): Promise<TestApp> {
   const config = loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '8080', ...env })
   const clock = new TestClock()
   const storage = options.storage ?? await openTestStorage(options.backend ?? 'sqlite')
   const limiter = options.limiter ?? await openTestLimiter(options.limiterBackend ?? 'memory', clock)
-  const app = await buildApp({ config, storage, limiter, now: clock.now, monotonic: clock.now, logger: options.logger, metrics: options.metrics, timeouts: options.timeouts })
+  const app = await buildApp({
+    config, storage, limiter, now: clock.now, monotonic: clock.now, logger: options.logger, metrics: options.metrics, timeouts: options.timeouts, overload: options.overload ?? NEVER_OVERLOADED
+  })
   await app.ready()
   return {
     app,

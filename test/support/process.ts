@@ -20,6 +20,7 @@ const SERVICE_VARIABLES = [
   'HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'PETSTORE_ENV', 'PUBLIC_BASE_URL', 'STAGING_BASE_URL',
   'TRUST_PROXY', 'CORS_ORIGINS', 'RATE_LIMIT_BAN_THRESHOLD', 'RATE_LIMIT_BAN_SECONDS', 'LOG_LEVEL',
   'LOG_FORMAT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'USAGE_FLUSH_MS', 'DATABASE_POOL_SIZE', 'WORKERS',
+  'SHED', 'SHED_EVENT_LOOP_DELAY_MS', 'SHED_DB_POOL_WAIT_MS',
   // Tracing's, OpenTelemetry's standard ones.
   'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
   'OTEL_SDK_DISABLED', 'OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES', 'OTEL_TRACES_SAMPLER', 'OTEL_TRACES_SAMPLER_ARG',
@@ -200,9 +201,15 @@ export class ServerProcess {
   readonly #killOnExit = (): void => { this.child.kill('SIGKILL') }
   #port: number | undefined
 
-  /** `args`: the script and its arguments; any server that prints the same listening line. */
+  /**
+   * `args`: the script and its arguments; any server that prints the same listening line.
+   * SHED=log unless the test sets it: the tests' own load can overload the
+   * machine they share, and a request shed then would be a refusal that no
+   * test counts on (regression: a 503 overloaded among the crash test's
+   * answers). Shedding is tested with a load the test sets (test/plugins/shed.test.ts).
+   */
   constructor (env: Record<string, string>, args: readonly string[] = [CLI, 'serve']) {
-    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv({ ...testWorkers(), ...env }) })
+    this.child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, env: childEnv({ ...testWorkers(), SHED: 'log', ...env }) })
     // If the test process itself ends abruptly, its server does not outlive it.
     process.once('exit', this.#killOnExit)
     // Kept as it comes, synchronously, one file per stream so that lines never

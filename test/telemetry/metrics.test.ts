@@ -118,6 +118,18 @@ describe('metrics', () => {
     assert.equal(sample(second, 'petstore_log_lines_dropped_total'), 5)
   })
 
+  it('When the shedder reads the event loop, then its delay is shown as last read; before any reading (SHED=off), it is not there', async () => {
+    const metrics = createMetrics({ limiter: new MemoryStore(), poolUse: () => undefined, droppedLogLines: () => 0 })
+
+    const before = await metrics.registry.metrics()
+    metrics.eventLoopDelay(12)
+    metrics.eventLoopDelay(250)
+    const after = await metrics.registry.metrics()
+
+    assert.doesNotMatch(before, /petstore_event_loop_delay_seconds/)
+    assert.equal(sample(after, 'petstore_event_loop_delay_seconds'), 0.25)
+  })
+
   it('When the database is PostgreSQL, then its pool\'s connections are shown', async () => {
     const storage = await openPostgres(await freshPostgresDatabase(), { poolSize: 4 })
     try {
@@ -129,6 +141,7 @@ describe('metrics', () => {
       assert.equal(sample(text, 'petstore_db_pool_connections{state="max"}'), 4)
       assert.ok((sample(text, 'petstore_db_pool_connections{state="open"}') ?? 0) >= 1)
       assert.equal(sample(text, 'petstore_db_pool_waiting'), 0)
+      assert.equal(sample(text, 'petstore_db_pool_wait_seconds'), 0)
     } finally {
       await storage.close()
     }

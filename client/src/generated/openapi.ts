@@ -167,7 +167,7 @@ export interface components {
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "request_header_fields_too_large" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "concurrency_limited" | "request_header_fields_too_large" | "internal_error" | "service_unavailable" | "overloaded";
             /** @description Human-readable description. */
             message: string;
             /**
@@ -279,7 +279,7 @@ export interface components {
                 };
             };
         };
-        /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. */
+        /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. `concurrency_limited`: the key has as many requests in flight as its plan allows; retry after Retry-After, or send fewer at once. */
         TooManyRequests: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -297,7 +297,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["Error"] & {
                     /** @enum {string} */
-                    code?: "rate_limited" | "api_key_banned";
+                    code?: "rate_limited" | "api_key_banned" | "concurrency_limited";
                     /** Format: int32 */
                     status?: number;
                 };
@@ -326,7 +326,7 @@ export interface components {
                 };
             };
         };
-        /** @description The database cannot be reached; retry after Retry-After (`service_unavailable`). */
+        /** @description `service_unavailable`: the database cannot be reached; retry after Retry-After. `overloaded`: the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially. */
         ServiceUnavailable: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -344,7 +344,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["Error"] & {
                     /** @enum {string} */
-                    code?: "service_unavailable";
+                    code?: "service_unavailable" | "overloaded";
                     /** Format: int32 */
                     status?: number;
                 };
@@ -357,15 +357,15 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Requests allowed in the window with the fewest requests left. */
+        /** @description Requests allowed in the window with the fewest requests left; 0 on a 503 `overloaded`, which is counted against no window. */
         "X-RateLimit-Limit": number;
         /** @description Requests left in that window. */
         "X-RateLimit-Remaining": number;
-        /** @description Unix time, in seconds, at which that window resets (while banned: at which the ban ends). */
+        /** @description Unix time, in seconds, at which that window resets (while banned: at which the ban ends; on a 503 `overloaded`: once its Retry-After has passed). */
         "X-RateLimit-Reset": number;
-        /** @description Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban. */
+        /** @description Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban. A 503 `overloaded` has `"overload"` alone, with quota 0 and its Retry-After as length. */
         "RateLimit-Policy": string;
-        /** @description Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends. */
+        /** @description Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends. A 503 `overloaded` has `"overload";r=0` alone, with its Retry-After. */
         RateLimit: string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
@@ -774,7 +774,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. */
+            /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. `concurrency_limited`: the key has as many requests in flight as its plan allows; retry after Retry-After, or send fewer at once. */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -795,7 +795,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "rate_limited" | "api_key_banned";
+                        code?: "rate_limited" | "api_key_banned" | "concurrency_limited";
                         /** Format: int32 */
                         status?: number;
                     };
@@ -827,7 +827,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description The database cannot be reached; retry after Retry-After (`service_unavailable`). */
+            /** @description `service_unavailable`: the database cannot be reached; retry after Retry-After. `overloaded`: the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -848,7 +848,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "service_unavailable";
+                        code?: "service_unavailable" | "overloaded";
                         /** Format: int32 */
                         status?: number;
                     };

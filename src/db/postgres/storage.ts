@@ -7,6 +7,7 @@ import pg from 'pg'
 import { StorageUnavailableError } from '../../errors.js'
 import { classifyPostgresError } from './errors.js'
 import { migratePostgres } from './schema.js'
+import { PoolWaits } from './pool-waits.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
@@ -21,6 +22,8 @@ export interface PostgresOptions {
   timeoutMs?: number
   /** Connections this instance may hold. */
   poolSize?: number
+  /** Monotonic milliseconds, for how long operations wait for a connection; injected so that tests control it. */
+  clock?: () => number
 }
 
 const DEFAULT_TIMEOUT_MS = 5000
@@ -34,7 +37,9 @@ interface PendingInsert {
   reject: (error: unknown) => void
 }
 
-export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_MS, poolSize = DEFAULT_POOL_SIZE }: PostgresOptions = {}): Promise<PostgresStorage> {
+export async function openPostgres (
+  url: string, { timeoutMs = DEFAULT_TIMEOUT_MS, poolSize = DEFAULT_POOL_SIZE, clock = () => performance.now() }: PostgresOptions = {}
+): Promise<PostgresStorage> {
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -58,18 +63,20 @@ export async function openPostgres (url: string, { timeoutMs = DEFAULT_TIMEOUT_M
     await pool.end()
     throw error
   }
-  return new PostgresStorage(pool)
+  return new PostgresStorage(pool, new PoolWaits(clock))
 }
 
 export class PostgresStorage implements Storage {
   readonly backend = 'postgres'
   readonly #pool: pg.Pool
+  readonly #waits: PoolWaits
   #pending: PendingInsert[] = []
   #flushScheduled = false
   #closed = false
 
-  constructor (pool: pg.Pool) {
+  constructor (pool: pg.Pool, waits: PoolWaits) {
     this.#pool = pool
+    this.#waits = waits
   }
 
   // PetStore
@@ -115,8 +122,8 @@ export class PostgresStorage implements Storage {
 
   /** One multi-row INSERT; its ids, sorted, in the order of `pets` (PET_SQL.insertMany says why). */
   async #insertRows (pets: readonly NewPetRecord[]): Promise<bigint[]> {
-    const { rows } = await this.#pool.query<{ id: bigint }>(PET_SQL.insertMany,
-      [pets.map((p) => p.name), pets.map((p) => p.categoryId.toString()), pets.map((p) => p.status)])
+    const { rows } = await this.#waits.enter(this.#pool, () => this.#pool.query<{ id: bigint }>(PET_SQL.insertMany,
+      [pets.map((p) => p.name), pets.map((p) => p.categoryId.toString()), pets.map((p) => p.status)]))
     return rows.map((row) => row.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
@@ -245,7 +252,13 @@ export class PostgresStorage implements Storage {
 
   // StoreConnection
   poolUse (): PoolUse {
-    return { open: this.#pool.totalCount, idle: this.#pool.idleCount, waiting: this.#pool.waitingCount, max: this.#pool.options.max }
+    return {
+      open: this.#pool.totalCount,
+      idle: this.#pool.idleCount,
+      waiting: this.#pool.waitingCount,
+      max: this.#pool.options.max,
+      longestWaitMs: this.#waits.longest(this.#pool)
+    }
   }
 
   async secret (name: string): Promise<Buffer> {
@@ -276,7 +289,7 @@ export class PostgresStorage implements Storage {
   async #run<Row extends pg.QueryResultRow = pg.QueryResultRow> (sql: string, values: unknown[] = []): Promise<pg.QueryResult<Row>> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     try {
-      return await this.#pool.query<Row>(sql, values)
+      return await this.#waits.enter(this.#pool, () => this.#pool.query<Row>(sql, values))
     } catch (error) {
       throw classifyPostgresError(error)
     }
@@ -284,14 +297,15 @@ export class PostgresStorage implements Storage {
 
   async #transaction<T> (work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
-    return await inTransaction(this.#pool, work)
+    return await inTransaction(this.#pool, work, this.#waits)
   }
 }
 
-async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+/** `waits`: where a wait for the connection is noted; none while the storage is being opened. */
+async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>, waits?: PoolWaits): Promise<T> {
   let client: pg.PoolClient
   try {
-    client = await pool.connect()
+    client = await (waits === undefined ? pool.connect() : waits.enter(pool, () => pool.connect()))
   } catch (error) {
     throw classifyPostgresError(error)
   }

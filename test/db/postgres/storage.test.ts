@@ -125,6 +125,36 @@ describe('PostgreSQL', () => {
     assert.ok(Date.now() - started < TEST_TIMEOUT_MS + 1000)
   })
 
+  it('When every connection is taken and queries queue for one, then the pool says how long the oldest has waited, and 0 once none waits', async () => {
+    // Arrange: one connection, held by a query that a frozen server does not answer.
+    const proxy = await TcpProxy.start(Number(new URL(url).port))
+    let clock = 1_000
+    const storage = await openPostgres(viaPort(url, proxy.port), { poolSize: 1, clock: () => clock })
+    try {
+      proxy.freeze()
+      const held = storage.ping()
+      // The pool hands its idle connection over on the next tick.
+      await new Promise((resolve) => setImmediate(resolve))
+
+      // Act
+      const first = storage.ping()
+      clock += 300
+      const second = storage.ping()
+      clock += 400
+      const waiting = storage.poolUse()
+      proxy.thaw()
+      await Promise.all([held, first, second])
+
+      // Assert
+      assert.equal(waiting.waiting, 2)
+      assert.equal(waiting.longestWaitMs, 700)
+      assert.deepEqual([storage.poolUse().waiting, storage.poolUse().longestWaitMs], [0, 0])
+    } finally {
+      await storage.close()
+      await proxy.close()
+    }
+  })
+
   it('When listing by status, then the query uses the (status, id) index', async () => {
     // Act
     const rows = await query<{ 'QUERY PLAN': string }>(
