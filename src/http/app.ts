@@ -172,7 +172,11 @@ export async function buildApp ({
   if (metrics !== undefined) await app.register(metricsPlugin, { metrics })
   if (banLog !== undefined) app.addHook('onClose', async () => { banLog.close() })
   app.addHook('onClose', async () => { keys.close() })
-  if (watch !== undefined) app.addHook('onClose', async () => { watch.close() })
+  if (watch !== undefined) {
+    // Loading and compiling held the event loop; serving starts from here.
+    app.addHook('onReady', async () => { watch.forget() })
+    app.addHook('onClose', async () => { watch.close() })
+  }
   // After the requests in flight, before the storage closes (server.ts): what was counted is written.
   app.addHook('onClose', async () => { await usage.close() })
   await app.register(jsonBodyPlugin)

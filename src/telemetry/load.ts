@@ -35,6 +35,12 @@ const RESOLUTION_MS = 10
 export interface LoadWatch extends Overload {
   /** Reads the load now; the timer calls it every `everyMs`. */
   read: () => void
+  /**
+   * Forgets what was read so far, and the window being read, and starts the
+   * next one now: the service's start holds the event loop (loading,
+   * compiling its schemas), which is not load.
+   */
+  forget: () => void
   close: () => void
 }
 
@@ -48,14 +54,21 @@ export function watchLoad ({ read, thresholds, everyMs = READ_EVERY_MS, onReadin
   everyMs?: number
   onReading?: (reading: LoadReading) => void
 }): LoadWatch {
+  const calm: LoadReading = { eventLoopDelayMs: 0, dbPoolWaitMs: undefined }
   const watch: { -readonly [K in keyof LoadWatch]: LoadWatch[K] } = {
     cause: undefined,
-    reading: { eventLoopDelayMs: 0, dbPoolWaitMs: undefined },
+    reading: calm,
     read () {
       const reading = read()
       watch.cause = causeOf(reading, thresholds)
       watch.reading = reading
       onReading?.(reading)
+    },
+    forget () {
+      read()
+      watch.cause = undefined
+      watch.reading = calm
+      timer.refresh()
     },
     close () { clearInterval(timer) }
   }

@@ -7,11 +7,13 @@
 import { afterEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../../src/http/app.js'
 import { buildAdminApp } from '../../src/http/admin.js'
+import { loadConfig } from '../../src/config.js'
 import type { Storage } from '../../src/db/storage.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import type { RateLimitStore } from '../../src/limits/store.js'
-import { eventLoopDelay, watchLoad, type LoadReading, type LoadSignal, type Overload } from '../../src/telemetry/load.js'
+import { READ_EVERY_MS, eventLoopDelay, watchLoad, type LoadReading, type LoadSignal, type Overload } from '../../src/telemetry/load.js'
 import { createMetrics } from '../../src/telemetry/metrics.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry, type TestApp } from '../support/app.js'
@@ -286,6 +288,30 @@ describe('shedding under overload', () => {
       assert.deepEqual(checker.check(request, receivedOf(response)).problems, [], `${request.method} ${request.url}`)
     }
     assert.equal(answers[2]?.response.headers.deprecation, '@1795132800')
+  })
+
+  it('When the service\'s start holds the event loop for 350 ms, then the first reading once it is ready is calm, and its first requests are served (regression: a restarted service shed its first request, 30 ms after listening)', async (context) => {
+    // Arrange: the app's own load watch, whose half-second timer the test moves.
+    context.mock.timers.enable({ apis: ['setInterval'] })
+    const storage = openSqlite('sqlite::memory:')
+    const limiter = new MemoryStore()
+    const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), storage, limiter })
+    try {
+      const until = performance.now() + 350
+      while (performance.now() < until) { /* busy, as loading and compiling are */ }
+
+      // Act
+      await app.ready()
+      context.mock.timers.tick(READ_EVERY_MS)
+      const first = await app.inject({ url: '/v1/pets' })
+
+      // Assert
+      assert.equal(first.statusCode, 401, first.body)
+    } finally {
+      await app.close()
+      await storage.close()
+      await limiter.close()
+    }
   })
 
   it('When the event loop is blocked for 350 ms, then the reading after it sheds API requests, and the next calm reading stops it', async () => {
