@@ -5,10 +5,15 @@ import { PLANS } from '../domain.js'
 import { WINDOW_MS } from '../limits/store.js'
 import { StringEnum } from './kinds.js'
 
-/** The items of the rate-limit headers (limits/limit.ts writes them), one per window, one for a ban and one for a shed request, for the OpenAPI document. */
+/**
+ * The items of the rate-limit headers (limits/limit.ts writes them), for the
+ * OpenAPI document: one per window, one for a ban and one for a shed request;
+ * and the cap of requests in flight, which has no window, in the draft's
+ * quota unit for it.
+ */
 const ITEM_NAMES = [...Object.keys(WINDOW_MS), 'ban', 'overload'] as const
-export const POLICY_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";q=[0-9]+;w=[0-9]+`
-export const STATE_ITEM_PATTERN = `"(${ITEM_NAMES.join('|')})";r=[0-9]+;t=[0-9]+`
+export const POLICY_ITEM_PATTERN = `(?:"(?:${ITEM_NAMES.join('|')})";q=[0-9]+;w=[0-9]+|"concurrency";q=[0-9]+;qu="concurrent-requests")`
+export const STATE_ITEM_PATTERN = `(?:"(?:${ITEM_NAMES.join('|')})";r=[0-9]+;t=[0-9]+|"concurrency";r=[0-9]+)`
 
 /** Unix seconds up to 9999-12-31. */
 const UNIX_SECONDS = { minimum: 0, maximum: 253_402_300_799, format: 'int64' } as const

@@ -49,11 +49,11 @@ export const HEADERS = {
   // carries both.
   'RateLimit-Policy': {
     name: 'ratelimit-policy',
-    schema: text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban. A 503 `overloaded` has `"overload"` alone, with quota 0 and its Retry-After as length.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`)
+    schema: text('Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban; a 429 `concurrency_limited` adds `"concurrency"`, the key\'s cap of requests in flight, in the quota unit `"concurrent-requests"`. A 503 `overloaded` has `"overload"` alone, with quota 0 and its Retry-After as length.', 200, `^${POLICY_ITEM}(, ${POLICY_ITEM})*$`)
   },
   RateLimit: {
     name: 'ratelimit',
-    schema: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends. A 503 `overloaded` has `"overload";r=0` alone, with its Retry-After.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
+    schema: text('Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends; a 429 `concurrency_limited` adds `"concurrency";r=0`. A 503 `overloaded` has `"overload";r=0` alone, with its Retry-After.', 200, `^${STATE_ITEM}(, ${STATE_ITEM})*$`)
   },
   // The admin API's one window (plugins/admin-auth.ts), on every answer it gives.
   'X-RateLimit-Limit-Admin': { name: 'X-RateLimit-Limit', schema: int('Requests with the admin token this address may send in a minute.', MAX_LIMIT) },

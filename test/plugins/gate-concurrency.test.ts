@@ -9,6 +9,7 @@ import { openSqlite } from '../../src/db/sqlite/storage.js'
 import type { Storage } from '../../src/db/storage.js'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
+import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 import { pollUntil } from '../support/process.js'
 
 /** A store whose listings wait until opened, counting how many wait at once. */
@@ -51,6 +52,7 @@ describe('requests in flight per key', () => {
     listings.open()
     const served = await Promise.all(answers.slice(0, 5))
     const after = await app.inject({ method: 'GET', url: '/v1/rate_limit', headers: bearer(token) })
+    const checker = new OpenApiChecker((await app.inject({ method: 'GET', url: '/v1/openapi.json' })).body)
 
     // Assert
     assert.equal(listings.most(), 5)
@@ -61,6 +63,7 @@ describe('requests in flight per key', () => {
     assert.equal(one.headers['retry-after'], '1')
     assert.match(String(one.headers['ratelimit-policy']), /"concurrency";q=5;qu="concurrent-requests"/)
     assert.ok(one.headers['x-ratelimit-remaining'] !== undefined)
+    assert.deepEqual(checker.check({ method: 'GET', url: '/v1/pets' }, receivedOf(one)).problems, [], 'the 429 is not as the OpenAPI document describes it')
     const minute = after.json() as { limits: Array<{ window: string, remaining: number }>, bannedUntil: number | null }
     assert.equal(minute.limits.find((limit) => limit.window === 'minute')?.remaining, 55)
     assert.equal(minute.bannedUntil, null)
