@@ -10,6 +10,7 @@ import type { InjectOptions } from 'fastify'
 import { buildAdminApp } from '../../src/http/admin.js'
 import { ERROR_CODES, type ErrorCode } from '../../src/errors.js'
 import { issueKey } from '../../src/keys/manage.js'
+import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
@@ -194,6 +195,25 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
     check('the 61st request', await inject(t, { url: '/v1/pets?limit=1', headers: bearer(free) }), 429, 'rate_limited')
     await inject(t, { url: '/v1/pets?limit=1', headers: bearer(free) })
     check('after the ban threshold', await inject(t, { url: '/v1/pets?limit=1', headers: bearer(free) }), 429, 'api_key_banned')
+  })
+
+  it('When a key has its cap of requests in flight (429 concurrency_limited), then the body is a bare Error', async () => {
+    // Arrange: listings held until the test lets them go, so that the free key's 5 stay in flight.
+    let letGo = (): void => {}
+    const held = new Promise<void>((resolve) => { letGo = resolve })
+    const storage = openSqlite('sqlite::memory:')
+    const listings = storage.listPetsJson?.bind(storage)
+    const paused = await buildTestApp({}, { storage: Object.assign(storage, { listPetsJson: async (query: Parameters<NonNullable<typeof listings>>[0]) => { await held; return await listings!(query) } }) })
+    try {
+      const free = await paused.newKey('free')
+      const inFlight = Array.from({ length: 5 }, async () => await inject(paused, { url: '/v1/pets', headers: bearer(free) }))
+      check('a sixth request in flight', await inject(paused, { url: '/v1/pets', headers: bearer(free) }), 429, 'concurrency_limited')
+      letGo()
+      await Promise.all(inFlight)
+    } finally {
+      letGo()
+      await paused.close()
+    }
   })
 
   it('When the operation is past its sunset (410), then the body is a bare Error', async () => {
