@@ -65,11 +65,11 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
   })
   const refusals = new Counter({
     name: 'petstore_rate_limit_refusals_total',
-    help: 'Requests refused with 429, by error code: rate_limited (out of quota) or api_key_banned.',
+    help: 'Requests refused with 429, by error code: rate_limited (out of quota), api_key_banned or concurrency_limited (too many requests in flight).',
     labelNames: ['code'] as const,
     registers: [registry]
   })
-  for (const code of ['rate_limited', 'api_key_banned']) refusals.inc({ code }, 0)
+  for (const code of ['rate_limited', 'api_key_banned', 'concurrency_limited']) refusals.inc({ code }, 0)
   const keyRequests = new Counter({
     name: 'petstore_key_requests_total',
     help: 'Requests with a valid key, by the key\'s plan and outcome: admitted (served, whatever the status) or refused (429), as usage counts them.',

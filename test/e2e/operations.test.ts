@@ -80,6 +80,7 @@ describe('operating the service', { timeout: 90_000 }, () => {
     assert.match(metrics.text, /^petstore_http_requests_total\{method="GET",route="\/v1\/pets",status="200"\} 1$/m)
     assert.match(metrics.text, /^petstore_http_request_duration_seconds_count\{method="GET",route="\/v1\/pets",status="401"\} 1$/m)
     assert.match(metrics.text, /^petstore_rate_limit_refusals_total\{code="rate_limited"\} 0$/m)
+    assert.match(metrics.text, /^petstore_rate_limit_refusals_total\{code="concurrency_limited"\} 0$/m)
     assert.match(metrics.text, /^petstore_rate_limit_store_degraded\{store="memory"\} 0$/m)
     assert.match(metrics.text, /^petstore_db_query_duration_seconds_count\{operation="listPets",outcome="ok"\} 1$/m)
     assert.match(metrics.text, /^process_resident_memory_bytes \d+/m)

@@ -11,6 +11,7 @@ import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
 import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 import { pollUntil } from '../support/process.js'
+import { createMetrics } from '../../src/telemetry/metrics.js'
 
 /** A store whose listings wait until opened, counting how many wait at once. */
 function pausedListings (storage: Storage): { storage: Storage, waiting: () => number, most: () => number, open: () => void } {
@@ -40,7 +41,8 @@ describe('requests in flight per key', () => {
   it('When 200 requests of a free key arrive at once, then exactly 5 are served at a time, and the others get 429 concurrency_limited without spending the windows or earning a ban', async () => {
     // Arrange
     const listings = pausedListings(openSqlite('sqlite::memory:'))
-    t = await buildTestApp({}, { storage: listings.storage })
+    const metrics = createMetrics({ poolUse: () => listings.storage.poolUse(), droppedLogLines: () => 0, processMetrics: false })
+    t = await buildTestApp({}, { storage: listings.storage, metrics })
     const app = t.app
     const token = await t.newKey('free')
 
@@ -67,6 +69,7 @@ describe('requests in flight per key', () => {
     const minute = after.json() as { limits: Array<{ window: string, remaining: number }>, bannedUntil: number | null }
     assert.equal(minute.limits.find((limit) => limit.window === 'minute')?.remaining, 55)
     assert.equal(minute.bannedUntil, null)
+    assert.match(await metrics.registry.metrics(), /^petstore_rate_limit_refusals_total\{code="concurrency_limited"\} 195$/m)
   })
 
   it('When a client resets its connection while its request is held, then its slot is given back at once', async () => {
