@@ -179,7 +179,7 @@ export const Errors = {
   banned: (retryAfterSeconds: number) => new ApiError('api_key_banned', 'This API key kept sending after being rate limited and is banned for a while; wait for the number of seconds in Retry-After.', {
     headers: { 'retry-after': String(retryAfterSeconds) }
   }),
-  concurrencyLimited: (cap: number) => new ApiError('concurrency_limited', `This API key already has ${cap} requests in flight, as many as its plan allows: wait for one to finish, or for the number of seconds in Retry-After.`, {
+  concurrencyLimited: (cap: number) => new ApiError('concurrency_limited', `This API key already has ${cap} requests in flight, as many as it may have at once: wait for one to finish, or for the number of seconds in Retry-After.`, {
     headers: { 'retry-after': '1' }
   }),
   headersTooLarge: () => new ApiError('request_header_fields_too_large', 'The request headers are too large.'),
