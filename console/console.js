@@ -133,13 +133,14 @@ async function showPage (path) {
   if (drawing !== drawings.list) return
   const next = nextPath(link)
   $('keys').replaceChildren(...(keys.length === 0
-    ? [element('tr', {}, [element('td', { text: 'No key matches.', attributes: { colspan: '9' } })])]
+    ? [element('tr', {}, [element('td', { text: 'No key matches.', attributes: { colspan: '10' } })])]
     : keys.map((key) => {
       const state = stateOf(key)
       return element('tr', { attributes: { 'data-key': String(key.id) } }, [
         element('td', { text: String(key.id) }),
         element('td', {}, [element('a', { text: nameOf(key), attributes: { href: `#/keys/${key.id}` } })]),
         element('td', { text: key.plan }),
+        element('td', { text: String(key.concurrency) }),
         element('td', { text: key.scopes.join(' ') }),
         element('td', { text: key.tokenHint, className: 'hint' }),
         element('td', { text: state, className: `state-${state}`, attributes: { 'data-state': state } }),
@@ -171,6 +172,7 @@ function fillEdit (key) {
   set('edit-plan', key.plan)
   set('edit-per-minute', String(key.perMinute))
   set('edit-per-day', String(key.perDay))
+  set('edit-concurrency', String(key.concurrency))
   set('edit-expires', key.expiresAt === null ? '' : key.expiresAt.slice(0, 16))
   $('edit-never').checked = key.expiresAt === null
   for (const box of form.querySelectorAll('[data-scope]')) box.checked = key.scopes.includes(box.value)
@@ -197,6 +199,7 @@ async function showKey (id) {
   const facts = [
     ['plan', key.plan],
     ['limits', `${key.perMinute} a minute, ${key.perDay} a day`],
+    ['in flight', `${key.concurrency} at once`],
     ['scopes', key.scopes.join(', ')],
     ['token', key.tokenHint],
     ['environment', key.environment],
@@ -215,7 +218,7 @@ async function showKey (id) {
   drawUsage($('key-chart'), usage)
 }
 
-/** The fields of the edit form that differ from the key as shown; a limit left empty goes back to the plan's. */
+/** The fields of the edit form that differ from the key as shown; a limit or cap left empty goes back to the plan's. */
 function changes () {
   const body = {}
   const changed = (id) => $(id).value !== $(id).dataset.initial
@@ -225,6 +228,8 @@ function changes () {
     // An enterprise key needs limits of its own: those shown are sent, changed or not.
     if (changed(id) || (body.plan === 'enterprise' && $(id).value !== '')) body[field] = $(id).value === '' ? null : Number($(id).value)
   }
+  // Left as shown, the cap is not sent: a key without one of its own takes a new plan's.
+  if (changed('edit-concurrency')) body.concurrency = $('edit-concurrency').value === '' ? null : Number($('edit-concurrency').value)
   const scopes = [...$('edit').querySelectorAll('[data-scope]')].filter((box) => box.checked).map((box) => box.value)
   if (scopes.join(' ') !== shownKey.scopes.join(' ')) body.scopes = scopes
   if ($('edit-never').checked) {
@@ -353,6 +358,7 @@ $('create').addEventListener('submit', (event) => {
     if ($('new-name').value.trim() !== '') body.name = $('new-name').value.trim()
     if ($('new-per-minute').value !== '') body.perMinute = Number($('new-per-minute').value)
     if ($('new-per-day').value !== '') body.perDay = Number($('new-per-day').value)
+    if ($('new-concurrency').value !== '') body.concurrency = Number($('new-concurrency').value)
     body.scopes = [...$('new-scopes').querySelectorAll('[data-scope]')].filter((box) => box.checked).map((box) => box.value)
     if ($('new-expires').value !== '') body.expiresAt = `${$('new-expires').value}:00Z`
     const { json } = await api('POST', '/keys', body)

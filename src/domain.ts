@@ -41,6 +41,13 @@ export const DEFAULT_OVERLAP_SECONDS = 86_400
 /** The overlaps the console offers, longest last; 0 (at once) only when chosen on purpose. */
 export const SUGGESTED_OVERLAPS = [3_600, DEFAULT_OVERLAP_SECONDS, 3 * 86_400, MAX_OVERLAP_SECONDS, 0]
 
+/**
+ * The largest cap of requests in flight a key may be given its own
+ * (docs/API.md: Requests in flight); the plans' caps are in limits/plans.ts.
+ * Far more than one instance serves at once: a larger cap would hold nothing back.
+ */
+export const MAX_CONCURRENCY = 10_000
+
 /** The most days one usage report covers. */
 export const MAX_USAGE_DAYS = 366
 

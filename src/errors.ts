@@ -24,7 +24,7 @@ export const ERROR_CODES = {
   idempotency_key_reused: { status: 422, description: 'the Idempotency-Key was used before with a different body' },
   rate_limited: { status: 429, description: 'too many requests: wait for Retry-After, then back off exponentially' },
   api_key_banned: { status: 429, description: 'the key kept sending after being rate limited and is banned for a while; wait for Retry-After' },
-  concurrency_limited: { status: 429, description: 'the key has as many requests in flight as its plan allows; retry after Retry-After, or send fewer at once' },
+  concurrency_limited: { status: 429, description: 'the key has as many requests in flight as its cap allows; retry after Retry-After, or send fewer at once' },
   request_header_fields_too_large: { status: 431, description: 'the request headers are too large' },
   internal_error: { status: 500, description: 'something went wrong on the service side' },
   service_unavailable: { status: 503, description: 'the database cannot be reached; retry after Retry-After' },
@@ -179,7 +179,7 @@ export const Errors = {
   banned: (retryAfterSeconds: number) => new ApiError('api_key_banned', 'This API key kept sending after being rate limited and is banned for a while; wait for the number of seconds in Retry-After.', {
     headers: { 'retry-after': String(retryAfterSeconds) }
   }),
-  concurrencyLimited: (cap: number) => new ApiError('concurrency_limited', `This API key already has ${cap} requests in flight, as many as its plan allows: wait for one to finish, or for the number of seconds in Retry-After.`, {
+  concurrencyLimited: (cap: number) => new ApiError('concurrency_limited', `This API key already has ${cap} requests in flight, as many as it may have at once: wait for one to finish, or for the number of seconds in Retry-After.`, {
     headers: { 'retry-after': '1' }
   }),
   headersTooLarge: () => new ApiError('request_header_fields_too_large', 'The request headers are too large.'),

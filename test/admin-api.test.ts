@@ -16,7 +16,7 @@ import { OpenApiChecker, receivedOf } from './support/openapi-check.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 const KEY_FIELDS = [
-  'createdAt', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'name', 'perDay', 'perMinute', 'plan',
+  'concurrency', 'createdAt', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'name', 'perDay', 'perMinute', 'plan',
   'previousTokenExpiresAt', 'revoked', 'revokedAt', 'scopes', 'tokenHint'
 ]
 const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
@@ -91,6 +91,7 @@ for (const configuration of CONFIGURATIONS) {
           plan: 'free',
           perMinute: 60,
           perDay: 1000,
+          concurrency: 5,
           scopes: ['pets:read', 'pets:write'],
           environment: 'production',
           tokenHint: '',
@@ -142,12 +143,29 @@ for (const configuration of CONFIGURATIONS) {
 
         // Assert
         assert.equal(changed.statusCode, 200)
-        assert.deepEqual(changed.json(), { ...made, name: 'after', plan: 'enterprise', perMinute: 5, perDay: 50, scopes: ['pets:write'] })
+        assert.deepEqual(changed.json(), { ...made, name: 'after', plan: 'enterprise', perMinute: 5, perDay: 50, concurrency: 100, scopes: ['pets:write'] })
         assert.equal(cleared.statusCode, 200)
         assert.equal((cleared.json() as KeyBody).expiresAt, null)
         assert.equal((cleared.json() as KeyBody).name, 'after')
         assert.equal(back.statusCode, 200)
         assert.deepEqual([(back.json() as KeyBody).plan, (back.json() as KeyBody).perMinute, (back.json() as KeyBody).perDay], ['business', 1000, 100_000])
+      })
+
+      it('When a key is made with a cap of requests in flight, then 201 with it; changed, it holds across a plan change; null, it is the plan\'s and follows the plan', async () => {
+        // Arrange
+        const made = await create({ plan: 'pro', concurrency: 2 })
+
+        // Act
+        const raised = await patch(made.id, { concurrency: 7 })
+        const otherPlan = await patch(made.id, { plan: 'business' })
+        const back = await patch(made.id, { concurrency: null })
+        const free = await patch(made.id, { plan: 'free' })
+        const shown = await call({ url: `/admin/v1/keys/${made.id}`, headers: bearer(ADMIN_TOKEN) })
+
+        // Assert
+        assert.equal(made.concurrency, 2)
+        assert.deepEqual([raised, otherPlan, back, free, shown].map((answer) => answer.statusCode), [200, 200, 200, 200, 200])
+        assert.deepEqual([raised, otherPlan, back, free, shown].map((answer) => (answer.json() as KeyBody).concurrency), [7, 7, 100, 5, 5])
       })
 
       it('When a key is rolled, then 201 with the same key, a new token and hint, and the old token\'s end', async () => {
@@ -343,6 +361,22 @@ for (const configuration of CONFIGURATIONS) {
         assertRefused(await post('/admin/v1/keys', { plan: 'free', scopes: [] }), 'body.scopes')
         assertRefused(await patch(free.id, { scopes: [] }), 'body.scopes')
         assertRefused(await post('/admin/v1/keys', {}), 'body.plan')
+      })
+
+      it('When concurrency is outside 1 to 10000 or not an integer, then 400 naming it, on making and on changing; the bounds themselves are taken', async () => {
+        // Arrange
+        const made = await create()
+
+        // Act & Assert
+        for (const value of [0, -1, 10_001, 1.5, '2', true]) {
+          assertRefused(await post('/admin/v1/keys', { plan: 'free', concurrency: value }), 'body.concurrency')
+          assertRefused(await patch(made.id, { concurrency: value }), 'body.concurrency')
+        }
+        // Null means the plan's, which a new key has without asking.
+        assertRefused(await post('/admin/v1/keys', { plan: 'free', concurrency: null }), 'body.concurrency')
+        assert.equal(((await call({ url: `/admin/v1/keys/${made.id}`, headers: bearer(ADMIN_TOKEN) })).json() as KeyBody).concurrency, 5)
+        assert.equal((await create({ plan: 'free', concurrency: 1 })).concurrency, 1)
+        assert.equal((await create({ plan: 'free', concurrency: 10_000 })).concurrency, 10_000)
       })
 
       it('When expireCurrentInSeconds is outside 0 to 604800, missing or not an integer, then 400 naming it; the key keeps its token', async () => {

@@ -43,7 +43,11 @@ interface AdminDocument {
   servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }>
   security?: unknown[]
   paths: Record<string, Record<string, Operation>>
-  components: { securitySchemes: Record<string, { type: string, scheme?: string }>, responses?: Record<string, ResponseObject> }
+  components: {
+    securitySchemes: Record<string, { type: string, scheme?: string }>
+    responses?: Record<string, ResponseObject>
+    schemas: Record<string, { properties?: Record<string, Record<string, unknown>>, required?: string[] }>
+  }
 }
 
 describe('the admin OpenAPI document', () => {
@@ -126,6 +130,24 @@ describe('the admin OpenAPI document', () => {
 
   test('When its codes are read, then overloaded is not among them: the admin API is never shed', () => {
     assert.doesNotMatch(text, /overloaded/)
+  })
+
+  test('When the keys\' schemas are read, then concurrency is an integer from 1 to 10000: in every key, and optional when a key is made or changed, where null is the plan\'s', () => {
+    const schemas = document.components.schemas
+    const bounds = { minimum: 1, maximum: 10_000, format: 'int32' }
+    const concurrency = (name: string): Record<string, unknown> => {
+      const { type, minimum, maximum, format } = schemas[name]?.properties?.['concurrency'] ?? {}
+      return { type, minimum, maximum, format }
+    }
+
+    for (const name of ['Key', 'KeyWithToken', 'FoundKey']) {
+      assert.deepEqual(concurrency(name), { type: 'integer', ...bounds }, name)
+      assert.ok(schemas[name]?.required?.includes('concurrency'), `${name} may leave concurrency out`)
+    }
+    assert.deepEqual(concurrency('NewKey'), { type: 'integer', ...bounds })
+    assert.deepEqual(concurrency('KeyChanges'), { type: ['integer', 'null'], ...bounds })
+    assert.ok(!(schemas['NewKey']?.required ?? []).includes('concurrency'))
+    assert.ok(!(schemas['KeyChanges']?.required ?? []).includes('concurrency'))
   })
 
   test('When redocly lint (recommended) reads it, then it finds no errors', async (t) => {

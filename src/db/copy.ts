@@ -33,7 +33,8 @@ export const COPIED_TABLES: readonly Table[] = [
     columns: [
       ['id', 'int'], ['name', 'text'], ['plan', 'text'], ['per_minute', 'int'], ['per_day', 'int'], ['environment', 'text'],
       ['token_hash', 'text'], ['created_at', 'int'], ['revoked_at', 'int'], ['scopes', 'text'], ['expires_at', 'int'],
-      ['last_used_at', 'int'], ['token_hint', 'text'], ['previous_token_hash', 'text'], ['previous_token_expires_at', 'int']
+      ['last_used_at', 'int'], ['token_hint', 'text'], ['previous_token_hash', 'text'], ['previous_token_expires_at', 'int'],
+      ['concurrency', 'int']
     ],
     order: ['id'],
     sequence: true

@@ -25,6 +25,7 @@ export interface ApiKeyRow {
   plan: Plan
   per_minute: bigint | null
   per_day: bigint | null
+  concurrency: bigint | null
   environment: Environment
   /** Space-separated, as OAuth writes scopes (RFC 6749 §3.3). */
   scopes: string
@@ -37,7 +38,7 @@ export interface ApiKeyRow {
 }
 
 /** The columns an ApiKeyRow is read from. */
-export const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, environment, scopes, token_hint, created_at, expires_at, last_used_at, revoked_at, previous_token_expires_at'
+export const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, concurrency, environment, scopes, token_hint, created_at, expires_at, last_used_at, revoked_at, previous_token_expires_at'
 
 export function toPet (row: PetRow): PetRecord {
   return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
@@ -50,6 +51,7 @@ export function toApiKey (row: ApiKeyRow): ApiKeyRecord {
     plan: row.plan,
     perMinute: row.per_minute === null ? null : Number(row.per_minute),
     perDay: row.per_day === null ? null : Number(row.per_day),
+    concurrency: row.concurrency === null ? null : Number(row.concurrency),
     environment: row.environment,
     scopes: inScopeOrder(row.scopes.split(' ')),
     tokenHint: row.token_hint,
@@ -77,6 +79,7 @@ export function keyChangeSql (changes: ApiKeyChanges, param: (n: number) => stri
   if (changes.plan !== undefined) assign('plan', changes.plan)
   if (changes.perMinute !== undefined) assign('per_minute', changes.perMinute)
   if (changes.perDay !== undefined) assign('per_day', changes.perDay)
+  if (changes.concurrency !== undefined) assign('concurrency', changes.concurrency)
   if (changes.scopes !== undefined) assign('scopes', scopesColumn(changes.scopes))
   if (changes.expiresAt !== undefined) assign('expires_at', changes.expiresAt)
   if (changes.revokedAt !== undefined) assign('revoked_at', changes.revokedAt)

@@ -62,6 +62,8 @@ export interface ApiKeyRecord {
   /** Limits set on the key itself; `null` means the plan's. */
   perMinute: number | null
   perDay: number | null
+  /** Requests in flight at once, set on the key itself; `null` means the plan's. */
+  concurrency: number | null
   environment: Environment
   /** At least one, in the order of SCOPES. */
   scopes: Scope[]
@@ -91,6 +93,7 @@ export interface ApiKeyChanges {
   /** Null: the plan's. */
   perMinute?: number | null
   perDay?: number | null
+  concurrency?: number | null
   scopes?: Scope[]
   expiresAt?: number | null
   revokedAt?: number
@@ -103,7 +106,7 @@ export interface ApiKeyChanges {
 }
 
 /** A key as it is made: its first token's hash, and what the record starts with. */
-export type NewApiKeyRecord = Pick<ApiKeyRecord, 'name' | 'plan' | 'perMinute' | 'perDay' | 'environment' | 'scopes' | 'tokenHint' | 'createdAt' | 'expiresAt'> & {
+export type NewApiKeyRecord = Pick<ApiKeyRecord, 'name' | 'plan' | 'perMinute' | 'perDay' | 'concurrency' | 'environment' | 'scopes' | 'tokenHint' | 'createdAt' | 'expiresAt'> & {
   tokenHash: string
 }
 

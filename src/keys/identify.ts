@@ -86,7 +86,7 @@ export function createIdentify ({ environment, keys, now }: { environment: Envir
         // cache lifetime later.
         if (key.expiresAt !== null && now() >= key.expiresAt) return Errors.expiredKey(new Date(key.expiresAt))
         if (match.previous && (key.previousTokenExpiresAt === null || now() >= key.previousTokenExpiresAt)) return Errors.unknownKey()
-        return { key, limits: limitsFor(key.plan, key), concurrency: concurrencyFor(key.plan) }
+        return { key, limits: limitsFor(key.plan, key), concurrency: concurrencyFor(key.plan, key) }
       } catch (error) {
         // Counted as anonymous, then answered 503: the key could not be checked.
         if (error instanceof StorageUnavailableError) return Errors.storageUnavailable()

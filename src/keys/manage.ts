@@ -4,9 +4,9 @@
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
 import type { ApiKeyChanges, ApiKeyRecord, KeyStore, UsageStore } from '../db/storage.js'
-import { MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type MatchedToken, type Plan, type Scope } from '../domain.js'
+import { MAX_CONCURRENCY, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type MatchedToken, type Plan, type Scope } from '../domain.js'
 import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
-import { limitsFor } from '../limits/plans.js'
+import { concurrencyFor, limitsFor } from '../limits/plans.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
 
 /** A key as operators see it; times are RFC 3339 strings in UTC. */
@@ -16,6 +16,8 @@ export interface KeyView {
   plan: Plan
   perMinute: number
   perDay: number
+  /** Requests in flight at once: the key's own cap, else its plan's. */
+  concurrency: number
   scopes: Scope[]
   environment: Environment
   tokenHint: string
@@ -73,6 +75,8 @@ export interface IssueKeyInput {
   name: string
   perMinute: number | undefined
   perDay: number | undefined
+  /** Requests in flight at once; default: the plan's. */
+  concurrency?: number
   /** Default: every scope. */
   scopes?: readonly Scope[]
   /** Epoch milliseconds, after `now`; default: never. */
@@ -84,7 +88,7 @@ export interface IssueKeyInput {
 /** Refuses a key to issue that breaks a rule (KeyRuleError): what issueKey checks, for a door to check before it opens the storage. */
 export function checkNewKey (input: Omit<IssueKeyInput, 'name' | 'environment'>): void {
   const scopes = inScopeOrder(input.scopes ?? SCOPES)
-  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, scopes, expiresAt: input.expiresAt ?? null }, input.now)
+  checkRules({ plan: input.plan, perMinute: input.perMinute ?? null, perDay: input.perDay ?? null, concurrency: input.concurrency ?? null, scopes, expiresAt: input.expiresAt ?? null }, input.now)
 }
 
 export async function issueKey (storage: KeyStore, input: IssueKeyInput): Promise<KeyWithToken> {
@@ -97,6 +101,7 @@ export async function issueKey (storage: KeyStore, input: IssueKeyInput): Promis
     plan: input.plan,
     perMinute: input.perMinute ?? null,
     perDay: input.perDay ?? null,
+    concurrency: input.concurrency ?? null,
     environment: input.environment,
     scopes,
     tokenHash: hashToken(token),
@@ -124,6 +129,8 @@ export interface KeyUpdate {
   /** Null: back to the plan's. */
   perMinute?: number | null
   perDay?: number | null
+  /** Null: back to the plan's, which then follows the key's plan. */
+  concurrency?: number | null
   scopes?: readonly Scope[]
   /** Null: never expires. */
   expiresAt?: number | null
@@ -264,12 +271,20 @@ function found (id: number, key: ApiKeyRecord | undefined): ApiKeyRecord {
 }
 
 /** The rules every key keeps, whichever door made or changed it. */
-function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number | null, scopes: readonly Scope[], expiresAt: number | null }, now: number): void {
+function checkRules (key: { plan: Plan, perMinute: number | null, perDay: number | null, concurrency: number | null, scopes: readonly Scope[], expiresAt: number | null }, now: number): void {
   if (key.plan === 'enterprise' && (key.perMinute === null || key.perDay === null)) {
     throw new KeyRuleError(key.perMinute === null ? 'perMinute' : 'perDay', 'is required for an enterprise key (with perDay and perMinute)')
   }
+  if (key.concurrency !== null) checkConcurrency(key.concurrency)
   if (key.scopes.length === 0) throw new KeyRuleError('scopes', `must name at least one of ${SCOPES.join(', ')}`)
   if (key.expiresAt !== null) checkExpiry(key.expiresAt, now)
+}
+
+/** Refuses a cap of requests in flight to give a key (KeyRuleError): a whole number from 1 to MAX_CONCURRENCY. */
+export function checkConcurrency (concurrency: number): void {
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
+    throw new KeyRuleError('concurrency', `must be an integer from 1 to ${MAX_CONCURRENCY}`)
+  }
 }
 
 /** Refuses an expiry to give a key (KeyRuleError): it must lie ahead, and be one every answer can write. */
@@ -289,6 +304,7 @@ export function view (key: ApiKeyRecord, now: number): KeyView {
     plan: key.plan,
     perMinute: limits.perMinute,
     perDay: limits.perDay,
+    concurrency: concurrencyFor(key.plan, key),
     scopes: key.scopes,
     environment: key.environment,
     tokenHint: key.tokenHint,

@@ -23,9 +23,9 @@ const PLAN_CONCURRENCY: Record<Plan, number> = { free: 5, pro: 25, business: 100
  */
 export const CONCURRENCY_WAIT_MS = 250
 
-/** The requests a key may have in flight at once. */
-export function concurrencyFor (plan: Plan): number {
-  return PLAN_CONCURRENCY[plan]
+/** The requests a key may have in flight at once: its own cap where set, else its plan's. */
+export function concurrencyFor (plan: Plan, own: { concurrency: number | null }): number {
+  return own.concurrency ?? PLAN_CONCURRENCY[plan]
 }
 
 /** Requests without a valid key are limited per client address, by the minute only. */

@@ -58,9 +58,17 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
       response: adminAnswers(201, KeyWithToken, 'The key, and its token.', WITH_BODY)
     })
   }, async (request, reply) => {
-    const { plan, name, perMinute, perDay, scopes, expiresAt } = request.body
+    const { plan, name, perMinute, perDay, concurrency, scopes, expiresAt } = request.body
     const key = await issueKey(storage, {
-      plan, name: name ?? '', perMinute: number(perMinute), perDay: number(perDay), scopes, expiresAt: expiresAt === undefined ? null : instant(expiresAt), environment, now: now()
+      plan,
+      name: name ?? '',
+      perMinute: number(perMinute),
+      perDay: number(perDay),
+      concurrency: number(concurrency),
+      scopes,
+      expiresAt: expiresAt === undefined ? null : instant(expiresAt),
+      environment,
+      now: now()
     })
     return reply.code(201).send(key)
   })
@@ -97,18 +105,19 @@ const adminKeyRoutes: FastifyPluginAsyncTypebox<AdminKeyRoutesOptions> = async (
     schema: oneKeyOperation({
       operationId: 'updateKey',
       summary: 'Change a key',
-      description: 'Changes the fields sent; `expiresAt: null` takes the expiry away, and a limit set to null goes back to the plan\'s. Every instance applies the change within one second. A revoked key cannot be changed (409).',
+      description: 'Changes the fields sent; `expiresAt: null` takes the expiry away, and a limit or `concurrency` set to null goes back to the plan\'s. Every instance applies the change within one second. A revoked key cannot be changed (409).',
       body: KeyChanges,
       response: adminAnswers(200, Key, 'The key as changed.', [...WITH_BODY, 404, 409])
     })
   }, async (request) => {
-    const { name, plan, perMinute, perDay, scopes, expiresAt } = request.body
+    const { name, plan, perMinute, perDay, concurrency, scopes, expiresAt } = request.body
     const update: KeyUpdate = {
       name,
       plan,
       scopes,
       perMinute: perMinute === null ? null : number(perMinute),
       perDay: perDay === null ? null : number(perDay),
+      concurrency: concurrency === null ? null : number(concurrency),
       expiresAt: expiresAt === undefined ? undefined : expiresAt === null ? null : instant(expiresAt)
     }
     return await updateKey(storage, request.params.id, update, now())

@@ -2,7 +2,7 @@
 // it, and what each operation takes. Written once: they validate requests,
 // serialize answers, type the handlers and make the admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
-import { KEY_SORTS, KEY_STATES, MATCHED_TOKENS, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, PLANS, SCOPES, type Scope } from '../domain.js'
+import { KEY_SORTS, KEY_STATES, MATCHED_TOKENS, MAX_CONCURRENCY, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, PLANS, SCOPES, type Scope } from '../domain.js'
 import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../instant.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'
 
@@ -29,32 +29,30 @@ function DateTime (options: { description: string, nullable?: boolean }): TUnsaf
 }
 
 /**
- * An integer in a request body. Bodies are parsed without rounding
- * (json.ts), so it arrives as a `bigint`; handlers take its Number, safe
- * within these bounds.
+ * An integer in a request body, or null where `nullable`. Bodies are parsed
+ * without rounding (json.ts), so it arrives as a `bigint`; handlers take its
+ * Number, safe within these bounds.
  */
-function BodyInteger (minimum: number, maximum: number, options: { description: string, format: 'int32' | 'int64' }): TUnsafe<bigint> {
+function BodyInteger (minimum: number, maximum: number, { nullable = false, ...options }: { description: string, format: 'int32' | 'int64', nullable?: boolean }): TUnsafe<bigint> {
+  const rule = `must be an integer from ${minimum} to ${maximum}`
   return Type.Unsafe<bigint>({
-    type: 'integer',
+    type: nullable ? ['integer', 'null'] : 'integer',
     minimum,
     maximum,
     ...options,
-    [Check]: (value: unknown) => typeof value === 'bigint' && value >= BigInt(minimum) && value <= BigInt(maximum),
-    [Rule]: `must be an integer from ${minimum} to ${maximum}`
+    [Check]: (value: unknown) => (nullable && value === null) || (typeof value === 'bigint' && value >= BigInt(minimum) && value <= BigInt(maximum)),
+    [Rule]: nullable ? `${rule}, or null` : rule
   })
 }
 
 /** A limit in a request: a positive integer, or null (the plan's) where `nullable`. */
 function Limit (description: string, nullable = false): TUnsafe<bigint> {
-  const limit = BodyInteger(1, MAX_LIMIT, { description, format: 'int64' })
-  if (!nullable) return limit
-  const check = (limit as unknown as Record<symbol, (value: unknown) => boolean>)[Check] as (value: unknown) => boolean
-  return Type.Unsafe<bigint>({
-    ...limit,
-    type: ['integer', 'null'],
-    [Check]: (value: unknown) => value === null || check(value),
-    [Rule]: `must be an integer from 1 to ${MAX_LIMIT}, or null`
-  })
+  return BodyInteger(1, MAX_LIMIT, { description, format: 'int64', nullable })
+}
+
+/** A key's own cap of requests in flight in a request, or null (the plan's) where `nullable`. */
+function Concurrency (description: string, nullable = false): TUnsafe<bigint> {
+  return BodyInteger(1, MAX_CONCURRENCY, { description, format: 'int32', nullable })
 }
 
 /** One or both scopes, each once. */
@@ -81,6 +79,7 @@ export const Key = Type.Object({
   plan: StringEnum(PLANS, { description: 'The plan whose limits apply.' }),
   perMinute: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, format: 'int64', description: 'Requests allowed per minute: the key\'s own, else its plan\'s.' }),
   perDay: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, format: 'int64', description: 'Requests allowed per UTC day: the key\'s own, else its plan\'s.' }),
+  concurrency: Type.Integer({ minimum: 1, maximum: MAX_CONCURRENCY, format: 'int32', description: 'Requests allowed in flight at once: the key\'s own cap, else its plan\'s. One more waits a moment, then gets 429 `concurrency_limited`.' }),
   scopes: Type.Array(StringEnum(SCOPES), { minItems: 1, maxItems: SCOPES.length, uniqueItems: true, description: 'What the key may do.' }),
   environment: StringEnum(['production', 'staging'] as const, { description: 'Which service accepts it: `pet_live_…` tokens in production, `pet_test_…` in staging.' }),
   tokenHint: Type.String({ maxLength: 20, description: 'The current token\'s prefix and last four characters (`pet_live_…Wx3k`), to tell keys apart; never enough to use.' }),
@@ -112,6 +111,7 @@ export const NewKey = Type.Object({
   name: Type.Optional(KeyName),
   perMinute: Type.Optional(Limit('Requests per minute; required for `enterprise`, and overrides the plan\'s otherwise.')),
   perDay: Type.Optional(Limit('Requests per UTC day; required for `enterprise`, and overrides the plan\'s otherwise.')),
+  concurrency: Type.Optional(Concurrency('Requests in flight at once; default: the plan\'s, which follows the key\'s plan when it changes.')),
   scopes: Type.Optional(ScopeList),
   expiresAt: Type.Optional(DateTime({ description: 'When the key stops working, in the future; default: never.' }))
 }, { $id: 'NewKey', additionalProperties: false, title: 'NewKey', description: 'A key to make.' })
@@ -122,6 +122,7 @@ export const KeyChanges = Type.Object({
   plan: Type.Optional(Plan),
   perMinute: Type.Optional(Limit('Requests per minute; null: the plan\'s (not for `enterprise`).', true)),
   perDay: Type.Optional(Limit('Requests per UTC day; null: the plan\'s (not for `enterprise`).', true)),
+  concurrency: Type.Optional(Concurrency('Requests in flight at once; null: the plan\'s, which follows the key\'s plan when it changes.', true)),
   scopes: Type.Optional(ScopeList),
   expiresAt: Type.Optional(DateTime({ description: 'When the key stops working, in the future; null: never.', nullable: true }))
 }, { $id: 'KeyChanges', additionalProperties: false, title: 'KeyChanges', description: 'What to change on a key; a field left out keeps its value. Every instance applies the change within one second.' })

@@ -12,7 +12,7 @@ import { bearer, newPetJson } from '../support/fixtures.js'
 /**
  * The one key a version-1 database holds ('old', pro, made at 1000), once
  * migrated: both scopes, no expiry, the prefix alone as its hint (its token
- * is gone), its token is among the tokens issued (what every instance's
+ * is gone), no cap of requests in flight of its own, its token is among the tokens issued (what every instance's
  * index of tokens is built from), and it still reads and writes.
  */
 export async function assertOldKeyServed (storage: Storage, token: string): Promise<void> {
@@ -33,6 +33,7 @@ export async function assertOldKeyServed (storage: Storage, token: string): Prom
       plan: 'pro',
       perMinute: null,
       perDay: null,
+      concurrency: null,
       environment: 'production',
       scopes: ['pets:read', 'pets:write'],
       tokenHint: 'pet_live_…',

@@ -159,6 +159,30 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.deepEqual(listed.filter((key) => key.id === readOnly.id || key.id === writeOnly.id), [readOnly, writeOnly])
     }))
 
+    it('When a key is made with its own cap of requests in flight, then every read gives it back, and a change sets it or takes it away (null)', () => withStorage(async (storage) => {
+      // Arrange
+      const tokenHash = `h-${randomUUID()}`
+      const key = await storage.createApiKey(buildKeyRecord({ concurrency: 2, tokenHash }))
+      const unset = await storage.createApiKey(buildKeyRecord())
+
+      // Act
+      const found = await storage.findApiKeyByTokenHash(tokenHash)
+      const got = await storage.getApiKey(key.id)
+      const listed = await storage.listApiKeys(key.id - 1, 1)
+      const raised = await storage.changeApiKey(key.id, () => ({ concurrency: 10_000 }))
+      const cleared = await storage.changeApiKey(key.id, () => ({ concurrency: null }))
+      const given = await storage.changeApiKey(unset.id, () => ({ concurrency: 7 }))
+
+      // Assert
+      assert.equal(key.concurrency, 2)
+      assert.equal(unset.concurrency, null)
+      assert.deepEqual([found?.key, got, ...listed], [key, key, key])
+      assert.equal(raised?.concurrency, 10_000)
+      assert.deepEqual(cleared, { ...key, concurrency: null })
+      assert.deepEqual(await storage.getApiKey(key.id), cleared)
+      assert.deepEqual(given, { ...unset, concurrency: 7 })
+    }))
+
     it('When no key has an id, then getting it gives undefined', () => withStorage(async (storage) => {
       assert.equal(await storage.getApiKey(2 ** 31 - 1), undefined)
     }))

@@ -129,7 +129,11 @@ describe('petstore, on bad usage', { timeout: 60_000 }, () => {
     ['a roll without its overlap', ['keys', 'roll', '1'], /^petstore: required option '--expire-current-in <duration>' not specified$/, 'petstore keys roll'],
     ['a roll overlap past 7 days', ['keys', 'roll', '1', '--expire-current-in', '8d'], /^petstore: --expire-current-in must be at most 7 days/, 'petstore keys roll'],
     ['a roll overlap without its unit', ['keys', 'roll', '1', '--expire-current-in', '60'], /^petstore: option '--expire-current-in <duration>' argument '60' is invalid\. must be 0 or a number of minutes, hours or days/, 'petstore keys roll'],
-    ['an update that changes nothing', ['keys', 'update', '1'], /^petstore: nothing to change: give --name, --plan, --per-minute, --per-day, --scopes or --expires-at$/, 'petstore keys update'],
+    ['an update that changes nothing', ['keys', 'update', '1'], /^petstore: nothing to change: give --name, --plan, --per-minute, --per-day, --concurrency, --scopes or --expires-at$/, 'petstore keys update'],
+    ['a cap of requests in flight of zero', ['keys', 'create', '--plan', 'free', '--concurrency', '0'], /^petstore: option '--concurrency <n>' argument '0' is invalid\. must be a positive integer$/, 'petstore keys create'],
+    ['a cap of requests in flight past 10000', ['keys', 'create', '--plan', 'free', '--concurrency', '10001'], /^petstore: --concurrency must be an integer from 1 to 10000$/, 'petstore keys create'],
+    ['an update to a cap of requests in flight past 10000', ['keys', 'update', '1', '--concurrency', '10001'], /^petstore: --concurrency must be an integer from 1 to 10000$/, 'petstore keys update'],
+    ['an update to a cap of requests in flight that is no number', ['keys', 'update', '1', '--concurrency', 'many'], /^petstore: option '--concurrency <n>' argument 'many' is invalid\. must be a positive integer, or `plan`/, 'petstore keys update'],
     ['an update to an expiry in the past', ['keys', 'update', '1', '--expires-at', '2020-01-01'], /^petstore: --expires-at must be in the future$/, 'petstore keys update'],
     ['an update to a limit of zero', ['keys', 'update', '1', '--per-minute', '0'], /^petstore: option '--per-minute <n>' argument '0' is invalid\. must be a positive integer, or `plan`/, 'petstore keys update'],
     ['a token given to find as an argument', ['keys', 'find', 'pet_live_000000000000000000000000000000000000'], /^petstore: keys find takes the token on standard input, never as an argument/, 'petstore keys find']
@@ -486,6 +490,33 @@ describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }
     assert.deepEqual([key?.scopes, key?.expiresAt], [['pets:read', 'pets:write'], '2099-01-02T00:00:00.000Z'])
     assert.ok(table.stdout.includes(`pet_live_…${token.slice(-4)}`), table.stdout)
     assert.ok(table.stdout.includes('2099-01-02T00:00:00.000Z'), table.stdout)
+  })
+
+  it('When a key is created with --concurrency 2, then its line, show, list and their --json say 2; `--concurrency plan` gives it its plan\'s cap, which then follows its plan', async () => {
+    // Arrange
+    const env = { DATABASE_URL: sqliteUrl(dir) }
+    const created = await runCliOk(['keys', 'create', '--plan', 'pro', '--name', 'capped', '--concurrency', '2'], env)
+    const id = Number(/ key (\d+) /.exec(created.stdout)?.[1])
+
+    // Act
+    const shown = (await runCliOk(['keys', 'show', String(id)], env)).stdout
+    const shownJson = JSON.parse((await runCliOk(['keys', 'show', String(id), '--json'], env)).stdout) as { concurrency: number }
+    const table = lines((await runCliOk(['keys', 'list', '--search', 'capped'], env)).stdout)
+    const listed = (JSON.parse((await runCliOk(['keys', 'list', '--json'], env)).stdout) as Array<{ id: number, concurrency: number }>).find((key) => key.id === id)
+    const update = async (...args: string[]): Promise<{ concurrency: number }> => JSON.parse((await runCliOk(['keys', 'update', String(id), ...args, '--json'], env)).stdout) as { concurrency: number }
+    const raised = await update('--concurrency', '40')
+    const otherPlan = await update('--plan', 'business')
+    const back = await update('--concurrency', 'plan')
+    const free = await update('--plan', 'free')
+
+    // Assert
+    assert.match(created.stdout, /^Created production key \d+ \(capped\): plan pro, 300 requests a minute, 10000 a day, 2 in flight at once; scopes /)
+    assert.match(shown, /^concurrency: 2$/m)
+    assert.equal(shownJson.concurrency, 2)
+    assert.match(table[0] ?? '', /PER DAY +CONCURRENCY +SCOPES/)
+    assert.match(table[1] ?? '', new RegExp(`^ *${id} +capped +pro +300 +10000 +2 +pets:read,pets:write `))
+    assert.equal(listed?.concurrency, 2)
+    assert.deepEqual([raised, otherPlan, back, free].map((key) => key.concurrency), [40, 40, 100, 5])
   })
 
   it('When a key is shown for people, then each field is on a line of its own, with its hint and never its token', async () => {

@@ -287,6 +287,7 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await page.locator('#create-panel summary').click()
     await page.locator('#new-name').fill('partner portal')
     await page.locator('#new-plan').selectOption('free')
+    await page.locator('#new-concurrency').fill('3')
     await page.locator('#create button[type=submit]').click()
     const value = page.locator('#new-token-value')
     await value.waitFor({ state: 'visible' })
@@ -299,6 +300,7 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.match(await page.locator('#key-title').innerText(), /partner portal/)
     assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'active')
     assert.ok((await page.locator('[data-fact="token"]').innerText()).endsWith(token.slice(-4)), 'the token hint ends as the token does')
+    assert.equal(await page.locator('[data-fact="in flight"]').innerText(), '3 at once')
     await waitForStatus(token, 200, 'the new key')
     await page.locator('#new-token-done').click()
     await page.locator('#new-token').waitFor({ state: 'hidden' })
@@ -333,11 +335,11 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
 
     // Assert
     assert.deepEqual([...first, ...second], made.map((key) => String(key.id)))
-    // Each row shows what an operator tells keys apart by: name, plan, scopes, token hint, state, created, expires, last use.
-    assert.deepEqual(revokedRow.slice(1, 6), ['paged partner 7', 'pro', 'pets:read pets:write', revokedRow[4], 'revoked'])
-    assert.match(revokedRow[4] ?? '', /^pet_live_…[0-9A-Za-z]{4}$/)
-    assert.match(revokedRow[6] ?? '', /^\d{4}-\d{2}-\d{2}$/)
-    assert.deepEqual(revokedRow.slice(7), ['never', '—'])
+    // Each row shows what an operator tells keys apart by: name, plan, cap in flight, scopes, token hint, state, created, expires, last use.
+    assert.deepEqual(revokedRow.slice(1, 7), ['paged partner 7', 'pro', '25', 'pets:read pets:write', revokedRow[5], 'revoked'])
+    assert.match(revokedRow[5] ?? '', /^pet_live_…[0-9A-Za-z]{4}$/)
+    assert.match(revokedRow[7] ?? '', /^\d{4}-\d{2}-\d{2}$/)
+    assert.deepEqual(revokedRow.slice(8), ['never', '—'])
     assert.equal(await page.locator('#next').isDisabled(), true)
     assert.deepEqual(revokedShown, [String(revoked)])
     await page.close()
@@ -361,11 +363,45 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await pollUntil(async () => (await page.locator('#edit-ok').innerText()).startsWith('Saved') ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what: 'the change saved' })
 
     // Assert
-    const changed = await adminApi<{ name: string, plan: string, perMinute: number, perDay: number, scopes: string[], expiresAt: string | null }>('GET', `/keys/${key.id}`)
+    const changed = await adminApi<{ name: string, plan: string, perMinute: number, perDay: number, concurrency: number, scopes: string[], expiresAt: string | null }>('GET', `/keys/${key.id}`)
+    // The cap was left as shown: the key has none of its own, so it takes the new plan's.
     assert.deepEqual({ ...changed, expiresAt: changed.expiresAt?.slice(0, 16) }, {
-      ...changed, name: 'reporting tool', plan: 'business', perMinute: 77, perDay: 100_000, scopes: ['pets:read'], expiresAt: expires
+      ...changed, name: 'reporting tool', plan: 'business', perMinute: 77, perDay: 100_000, concurrency: 100, scopes: ['pets:read'], expiresAt: expires
     })
     assert.match(await page.locator('#key-title').innerText(), /reporting tool/)
+    await page.close()
+  })
+
+  it('When a key\'s cap of requests in flight is set on its page, then the admin API and the page have it; emptied, it is the plan\'s again, and follows the plan', async () => {
+    // Arrange
+    const key = await createKey(env, ['--plan', 'free', '--name', 'batch importer'])
+    const { page } = await openConsole('concurrency')
+    await signIn(page)
+    await openKey(page, key.id)
+    const shownBefore = [await page.locator('[data-fact="in flight"]').innerText(), await page.locator('#edit-concurrency').inputValue()]
+    const save = async (what: string): Promise<void> => {
+      await page.locator('#edit button[type=submit]').click()
+      await pollUntil(async () => (await page.locator('#edit-ok').innerText()).startsWith('Saved') ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what })
+      await page.locator('#edit-ok').evaluate((node) => { node.textContent = '' })
+    }
+
+    // Act
+    await page.locator('#edit-concurrency').fill('2')
+    await save('the cap saved')
+    const set = await adminApi<{ concurrency: number }>('GET', `/keys/${key.id}`)
+    const shownSet = await page.locator('[data-fact="in flight"]').innerText()
+    await page.locator('#edit-concurrency').fill('')
+    await page.locator('#edit-plan').selectOption('pro')
+    await save('the plan\'s cap saved')
+    const back = await adminApi<{ plan: string, concurrency: number }>('GET', `/keys/${key.id}`)
+
+    // Assert
+    assert.deepEqual(shownBefore, ['5 at once', '5'])
+    assert.equal(set.concurrency, 2)
+    assert.equal(shownSet, '2 at once')
+    assert.deepEqual([back.plan, back.concurrency], ['pro', 25])
+    assert.equal(await page.locator('[data-fact="in flight"]').innerText(), '25 at once')
+    assert.equal(await page.locator('#edit-concurrency').inputValue(), '25')
     await page.close()
   })
 

@@ -36,7 +36,7 @@ async function withStorage<T> (url: string, work: (storage: Storage) => Promise<
   }
 }
 
-/** Keys in every state a token can be in: current, previous within its overlap, previous past it, revoked, expired. */
+/** Keys in every state a token can be in: current, previous within its overlap, previous past it, revoked, expired; one has a cap of requests in flight of its own. */
 async function makeKeys (url: string): Promise<Tokens> {
   return await withStorage(url, async (storage) => {
     const now = Date.now()
@@ -49,7 +49,7 @@ async function makeKeys (url: string): Promise<Tokens> {
     const revoked = await issueKey(storage, { ...base, name: 'revoked', now })
     await revokeKey(storage, revoked.id, now)
     const expired = await issueKey(storage, { ...base, name: 'expired', now: now - 2 * HOUR_MS, expiresAt: now - HOUR_MS })
-    const readOnly = await issueKey(storage, { ...base, name: 'read only', scopes: ['pets:read'], now })
+    const readOnly = await issueKey(storage, { ...base, name: 'read only', scopes: ['pets:read'], concurrency: 3, now })
     assert.ok(rolled !== undefined && rolledAgain !== undefined)
     return {
       current: current.token,
@@ -170,6 +170,7 @@ describe('petstore copy-store', { timeout: 300_000 }, () => {
       const copied = await contents(target)
       assert.deepEqual(copied, before)
       assert.ok(before.usage.length > 0 && before.pets.length === PETS + 2)
+      assert.deepEqual(before.keys.map((key) => key.concurrency).filter((cap) => cap !== null), [3])
       assert.deepEqual(answered, {
         current: { status: 200, code: undefined },
         overlapNew: { status: 200, code: undefined },

@@ -36,6 +36,7 @@ function buildKey (overrides: Partial<NewApiKeyRecord> = {}): NewApiKeyRecord {
     plan: 'free',
     perMinute: null,
     perDay: null,
+    concurrency: null,
     environment: 'production',
     scopes: ['pets:read', 'pets:write'],
     tokenHash: hashToken(generateToken('production')),
@@ -330,7 +331,7 @@ class HeldLookups implements LookupStorage {
   finds = 0
 
   add (tokenHash: string, environment: Environment = 'production'): ApiKeyRecord {
-    const key: ApiKeyRecord = { id: this.#keys.size + 1, name: 'k', plan: 'free', perMinute: null, perDay: null, environment, scopes: ['pets:read'], tokenHint: 'pet_live_…0000', createdAt: 0, expiresAt: null, lastUsedAt: null, revokedAt: null, previousTokenExpiresAt: null }
+    const key: ApiKeyRecord = { id: this.#keys.size + 1, name: 'k', plan: 'free', perMinute: null, perDay: null, concurrency: null, environment, scopes: ['pets:read'], tokenHint: 'pet_live_…0000', createdAt: 0, expiresAt: null, lastUsedAt: null, revokedAt: null, previousTokenExpiresAt: null }
     this.#keys.set(tokenHash, key)
     return key
   }

@@ -54,6 +54,27 @@ describe('issuing API keys', () => {
   })
 })
 
+describe('the cap of requests in flight of an issued key', () => {
+  it('When keys are issued with and without a cap of their own, then each shows its own, or else its plan\'s', async () => {
+    // Arrange
+    const storage = openSqlite('sqlite::memory:')
+    try {
+      // Act
+      const own = await issueKey(storage, buildKeyRequest({ plan: 'pro', concurrency: 2 }))
+      const most = await issueKey(storage, buildKeyRequest({ concurrency: 10_000 }))
+      const plans = await Promise.all((['free', 'pro', 'business'] as const).map(async (plan) => await issueKey(storage, buildKeyRequest({ plan }))))
+      const enterprise = await issueKey(storage, buildKeyRequest({ plan: 'enterprise', perMinute: 10, perDay: 100 }))
+
+      // Assert
+      assert.deepEqual([own.concurrency, most.concurrency], [2, 10_000])
+      assert.deepEqual([...plans, enterprise].map((key) => key.concurrency), [5, 25, 100, 100])
+      assert.equal((await showKey(storage, own.id, CLOCK_START)).concurrency, 2)
+    } finally {
+      await storage.close()
+    }
+  })
+})
+
 describe('the scopes, expiry and hint of an issued key', () => {
   it('When a key is issued without scopes or expiry, then it has both scopes, never expires, and its hint is its prefix and last four characters', async () => {
     // Arrange
@@ -92,7 +113,10 @@ describe('the scopes, expiry and hint of an issued key', () => {
     ['an expiry in the past', { expiresAt: CLOCK_START - 1 }, /expiresAt must be in the future/],
     ['no scope', { scopes: [] }, /scopes must name at least one/],
     // 9999-12-31T23:59:59.999999999-23:59 is in year 10000 in UTC, which no answer's RFC 3339 can write.
-    ['an expiry past year 9999 in UTC', { expiresAt: Date.UTC(10_000, 0, 1, 23, 58, 59, 999) }, /expiresAt must lie between 0100-01-01T00:00:00Z and 9999-12-31T23:59:59\.999Z/]
+    ['an expiry past year 9999 in UTC', { expiresAt: Date.UTC(10_000, 0, 1, 23, 58, 59, 999) }, /expiresAt must lie between 0100-01-01T00:00:00Z and 9999-12-31T23:59:59\.999Z/],
+    ['a cap of 0 requests in flight', { concurrency: 0 }, /concurrency must be an integer from 1 to 10000/],
+    ['a cap of 10001 requests in flight', { concurrency: 10_001 }, /concurrency must be an integer from 1 to 10000/],
+    ['a cap of 1.5 requests in flight', { concurrency: 1.5 }, /concurrency must be an integer from 1 to 10000/]
   ]
   for (const [what, input, message] of refused) {
     it(`When a key is asked for with ${what}, then it is refused and no key is stored`, async () => {
@@ -141,7 +165,7 @@ describe('a key stored with an expiry no answer can write', () => {
     try {
       const token = generateToken('production')
       const expiresAt = Date.UTC(10_000, 0, 1, 23, 58, 59, 999)
-      const stored = await storage.createApiKey({ name: 'old', plan: 'free', perMinute: null, perDay: null, environment: 'production', scopes: ['pets:read'], tokenHash: hashToken(token), tokenHint: tokenHint(token), createdAt: CLOCK_START, expiresAt })
+      const stored = await storage.createApiKey({ name: 'old', plan: 'free', perMinute: null, perDay: null, concurrency: null, environment: 'production', scopes: ['pets:read'], tokenHash: hashToken(token), tokenHint: tokenHint(token), createdAt: CLOCK_START, expiresAt })
 
       // Act
       const listed = await listKeys(storage, CLOCK_START)
@@ -176,7 +200,7 @@ describe('changing a key', () => {
 
     // Assert
     const { token, ...before } = key
-    assert.deepEqual(updated, { ...before, name: 'after', plan: 'pro', perMinute: 300, perDay: 10_000 })
+    assert.deepEqual(updated, { ...before, name: 'after', plan: 'pro', perMinute: 300, perDay: 10_000, concurrency: 25 })
     assert.deepEqual(await showKey(storage, key.id, CLOCK_START), updated)
     assert.equal(JSON.stringify(updated).includes(token), false)
   }))
@@ -232,6 +256,37 @@ describe('changing a key', () => {
     // Assert
     assert.deepEqual([key.perMinute, key.perDay], [5, 50])
     assert.deepEqual([back.perMinute, back.perDay], [300, 10_000])
+  }))
+
+  it('When a key without a cap of its own changes plan, then its cap is the new plan\'s; a key with one keeps it', () => withStorage(async (storage) => {
+    // Arrange
+    const unset = await issueKey(storage, buildKeyRequest({ plan: 'free' }))
+    const own = await issueKey(storage, buildKeyRequest({ plan: 'free', concurrency: 3 }))
+
+    // Act
+    const moved = await updateKey(storage, unset.id, { plan: 'business' }, CLOCK_START)
+    const kept = await updateKey(storage, own.id, { plan: 'business' }, CLOCK_START)
+
+    // Assert
+    assert.deepEqual([unset.concurrency, moved.concurrency], [5, 100])
+    assert.deepEqual([own.concurrency, kept.concurrency], [3, 3])
+  }))
+
+  it('When a cap of requests in flight is set, then the key has it; set to null, it is back to its plan\'s; out of bounds, it is refused and nothing changes', () => withStorage(async (storage) => {
+    // Arrange
+    const key = await issueKey(storage, buildKeyRequest({ plan: 'pro' }))
+
+    // Act
+    const set = await updateKey(storage, key.id, { concurrency: 2 }, CLOCK_START)
+    const back = await updateKey(storage, key.id, { concurrency: null }, CLOCK_START)
+    const tooMany = updateKey(storage, key.id, { concurrency: 10_001 }, CLOCK_START)
+    const none = updateKey(storage, key.id, { concurrency: 0 }, CLOCK_START)
+
+    // Assert
+    assert.deepEqual([key.concurrency, set.concurrency, back.concurrency], [25, 2, 25])
+    await assertRuleBroken(tooMany, 'concurrency', /^must be an integer from 1 to 10000$/)
+    await assertRuleBroken(none, 'concurrency')
+    assert.equal((await showKey(storage, key.id, CLOCK_START)).concurrency, 25)
   }))
 
   it('When a new expiry is not in the future, then it is refused; null makes the key never expire', () => withStorage(async (storage) => {

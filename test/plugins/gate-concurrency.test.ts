@@ -1,5 +1,5 @@
 // Requests in flight per key (docs/API.md: Requests in flight): the gate
-// holds a key to its plan's cap, and a request over it waits a moment, then
+// holds a key to its own cap, else its plan's, and a request over it waits a moment, then
 // gets 429 `concurrency_limited` without spending its windows or earning a ban.
 import { afterEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
@@ -70,6 +70,30 @@ describe('requests in flight per key', () => {
     assert.equal(minute.limits.find((limit) => limit.window === 'minute')?.remaining, 55)
     assert.equal(minute.bannedUntil, null)
     assert.match(await metrics.registry.metrics(), /^petstore_rate_limit_refusals_total\{code="concurrency_limited"\} 195$/m)
+  })
+
+  it('When a pro key has a cap of 2 of its own, then its third request in flight gets 429 concurrency_limited naming 2, and the two held are served', async () => {
+    // Arrange: what `petstore keys create --plan pro --concurrency 2` makes; the plan alone would allow 25.
+    const listings = pausedListings(openSqlite('sqlite::memory:'))
+    t = await buildTestApp({}, { storage: listings.storage })
+    const app = t.app
+    const token = await t.newKey('pro', { concurrency: 2 })
+    const held = Array.from({ length: 2 }, async () => await app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) }))
+    await pollUntil(async () => (listings.waiting() === 2 ? true : undefined), { ms: 5_000, every: 10, what: '2 listings waiting' })
+
+    // Act: held too, it would wait for ever.
+    const third = await Promise.race([
+      app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) }),
+      new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error('the third request was not refused')), 5_000))
+    ]).finally(listings.open)
+    const served = await Promise.all(held)
+
+    // Assert
+    assert.equal(`${third.statusCode} ${errorOf(third).code}`, '429 concurrency_limited')
+    assert.match(String(third.headers['ratelimit-policy']), /"concurrency";q=2;qu="concurrent-requests"/)
+    assert.match(errorOf(third).message, /already has 2 requests in flight/)
+    assert.equal(listings.most(), 2)
+    assert.deepEqual(served.map((answer) => answer.statusCode), [200, 200])
   })
 
   it('When a client resets its connection while its request is held, then its slot is given back at once', async () => {

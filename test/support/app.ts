@@ -36,7 +36,7 @@ export interface TestApp {
   clock: TestClock
   config: Config
   /** A new key's token; free plan unless told otherwise. */
-  newKey (plan?: Plan, limits?: { perMinute?: number, perDay?: number }): Promise<string>
+  newKey (plan?: Plan, limits?: { perMinute?: number, perDay?: number, concurrency?: number }): Promise<string>
   close (): Promise<void>
 }
 
@@ -95,6 +95,7 @@ export async function buildTestApp (
         name: 'test',
         perMinute: limits.perMinute,
         perDay: limits.perDay,
+        concurrency: limits.concurrency,
         environment: config.environment,
         now: clock.now()
       })

@@ -42,6 +42,7 @@ export function buildKeyRecord (overrides: Partial<NewApiKeyRecord> = {}): NewAp
     plan: 'free',
     perMinute: null,
     perDay: null,
+    concurrency: null,
     environment: 'production',
     scopes: ['pets:read', 'pets:write'],
     tokenHash: `h-${randomUUID()}`,

@@ -279,7 +279,7 @@ export interface components {
                 };
             };
         };
-        /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. `concurrency_limited`: the key has as many requests in flight as its plan allows; retry after Retry-After, or send fewer at once. */
+        /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. `concurrency_limited`: the key has as many requests in flight as its cap allows; retry after Retry-After, or send fewer at once. */
         TooManyRequests: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -774,7 +774,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. `concurrency_limited`: the key has as many requests in flight as its plan allows; retry after Retry-After, or send fewer at once. */
+            /** @description `rate_limited`: too many requests: wait for Retry-After, then back off exponentially. `api_key_banned`: the key kept sending after being rate limited and is banned for a while; wait for Retry-After. `concurrency_limited`: the key has as many requests in flight as its cap allows; retry after Retry-After, or send fewer at once. */
             429: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

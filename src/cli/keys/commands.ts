@@ -6,9 +6,9 @@
 import { type Command, Option } from 'commander'
 import { loadConfig, type Config } from '../../config.js'
 import type { Storage } from '../../db/storage.js'
-import { KEY_SORTS, KEY_STATES, PLANS, SCOPES } from '../../domain.js'
+import { KEY_SORTS, KEY_STATES, MAX_CONCURRENCY, PLANS, SCOPES } from '../../domain.js'
 import {
-  KeyRuleError, checkExpiry, checkNewKey, checkOverlap, findKey, issueKey, keyUsage, revokeKey, rollKey,
+  KeyRuleError, checkConcurrency, checkExpiry, checkNewKey, checkOverlap, findKey, issueKey, keyUsage, revokeKey, rollKey,
   showKey, updateKey, type KeyView
 } from '../../keys/manage.js'
 import { searchKeys } from '../../keys/overview.js'
@@ -74,6 +74,7 @@ export function addKeysCommands (program: Command): void {
     .option('--name <label>', 'a label for the key')
     .option('--per-minute <n>', 'requests per minute (required for enterprise; overrides the plan)', positiveInteger)
     .option('--per-day <n>', 'requests per day (required for enterprise; overrides the plan)', positiveInteger)
+    .option('--concurrency <n>', `requests in flight at once, 1 to ${MAX_CONCURRENCY} (overrides the plan's)`, positiveInteger)
     .option('--scopes <scopes>', `what the key may do, comma-separated: ${SCOPES.join(', ')} (default: both)`, scopeList)
     .addOption(new Option('--expires-at <date>', 'when the key stops working: an RFC 3339 time, or a date (its start, UTC)').argParser(instant).conflicts('expiresIn'))
     .option('--expires-in <duration>', 'how long the key works: minutes, hours or days (30m, 12h, 90d)', duration)
@@ -84,6 +85,7 @@ export function addKeysCommands (program: Command): void {
         plan: options.plan,
         perMinute: options.perMinute,
         perDay: options.perDay,
+        concurrency: options.concurrency,
         scopes: options.scopes,
         expiresAt: options.expiresAt ?? (options.expiresIn === undefined ? null : now + options.expiresIn),
         now
@@ -97,7 +99,7 @@ export function addKeysCommands (program: Command): void {
       }
       writeWithToken(key,
         `Created ${key.environment} key ${key.id}${nameOf(key)}: plan ${key.plan}, ` +
-        `${key.perMinute} requests a minute, ${key.perDay} a day; scopes ${key.scopes.join(', ')}; ` +
+        `${key.perMinute} requests a minute, ${key.perDay} a day, ${key.concurrency} in flight at once; scopes ${key.scopes.join(', ')}; ` +
         `${key.expiresAt === null ? 'never expires' : `expires ${key.expiresAt}`}.`)
     })
 
@@ -139,24 +141,26 @@ export function addKeysCommands (program: Command): void {
     })
 
   keys.command('update')
-    .description('change a key\'s name, plan, limits, scopes or expiry; every instance applies it within one second')
+    .description('change a key\'s name, plan, limits, cap of requests in flight, scopes or expiry; every instance applies it within one second')
     .argument('<id>', ID_HELP, positiveInteger)
     .option('--name <label>', 'a label for the key')
     .addOption(new Option('--plan <plan>', 'the plan whose limits apply').choices(PLANS))
     .option('--per-minute <n>', 'requests per minute (required for enterprise; overrides the plan); `plan`: the plan\'s again', limitOrPlan)
     .option('--per-day <n>', 'requests per day (required for enterprise; overrides the plan); `plan`: the plan\'s again', limitOrPlan)
+    .option('--concurrency <n>', `requests in flight at once, 1 to ${MAX_CONCURRENCY} (overrides the plan's); \`plan\`: the plan's again, which follows the plan`, limitOrPlan)
     .option('--scopes <scopes>', `what the key may do, comma-separated: ${SCOPES.join(', ')}`, scopeList)
     .option('--expires-at <date>', 'when the key stops working: an RFC 3339 time, a date (its start, UTC), or `never`', instantOrNever)
     .option('--json', 'print the key as one JSON object, as `keys show --json` does')
     .action(async (id: number, options: UpdateOptions, command: Command) => {
       const update = asKeyUpdate(options)
       if (Object.keys(update).length === 0) {
-        command.error('nothing to change: give --name, --plan, --per-minute, --per-day, --scopes or --expires-at', { exitCode: EXIT_USAGE, code: 'petstore.nothingToChange' })
+        command.error('nothing to change: give --name, --plan, --per-minute, --per-day, --concurrency, --scopes or --expires-at', { exitCode: EXIT_USAGE, code: 'petstore.nothingToChange' })
       }
       const now = Date.now()
-      // An expiry is the command line's own; the other rules need the key as stored, and a change that breaks them is a failure (status 1).
-      const { expiresAt } = update
+      // An expiry and a cap are the command line's own; the other rules need the key as stored, and a change that breaks them is a failure (status 1).
+      const { expiresAt, concurrency } = update
       if (expiresAt !== undefined && expiresAt !== null) checkUsage(command, () => checkExpiry(expiresAt, now))
+      if (concurrency !== undefined && concurrency !== null) checkUsage(command, () => checkConcurrency(concurrency))
       const key = await withStorage(async (storage) => await updateKey(storage, id, update, now))
       if (options.json !== true) writeLine(`Updated key ${id}.`)
       writeKey(key, options.json)

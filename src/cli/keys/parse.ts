@@ -55,7 +55,7 @@ export function instantOrNever (value: string): number | 'never' {
   return value === 'never' ? value : instant(value)
 }
 
-/** A positive integer, or `plan`: the plan's limit again. */
+/** A positive integer, or `plan`: the plan's limit (or cap) again. */
 export function limitOrPlan (value: string): number | 'plan' {
   if (value === 'plan') return value
   if (!/^[1-9]\d{0,9}$/.test(value)) throw new InvalidArgumentError('must be a positive integer, or `plan` for the plan\'s')
@@ -74,6 +74,7 @@ export interface CreateOptions {
   name?: string
   perMinute?: number
   perDay?: number
+  concurrency?: number
   scopes?: Scope[]
   expiresAt?: number
   expiresIn?: number
@@ -93,16 +94,18 @@ export interface UpdateOptions {
   plan?: Plan
   perMinute?: number | 'plan'
   perDay?: number | 'plan'
+  concurrency?: number | 'plan'
   scopes?: Scope[]
   expiresAt?: number | 'never'
   json?: boolean
 }
 
-/** The words an option may take instead of a value, as null: back to the plan's limit, or no expiry. */
-export function asKeyUpdate ({ json: _json, perMinute, perDay, expiresAt, ...rest }: UpdateOptions): KeyUpdate {
+/** The words an option may take instead of a value, as null: back to the plan's limit or cap, or no expiry. */
+export function asKeyUpdate ({ json: _json, perMinute, perDay, concurrency, expiresAt, ...rest }: UpdateOptions): KeyUpdate {
   const update: KeyUpdate = { ...rest }
   if (perMinute !== undefined) update.perMinute = perMinute === 'plan' ? null : perMinute
   if (perDay !== undefined) update.perDay = perDay === 'plan' ? null : perDay
+  if (concurrency !== undefined) update.concurrency = concurrency === 'plan' ? null : concurrency
   if (expiresAt !== undefined) update.expiresAt = expiresAt === 'never' ? null : expiresAt
   return update
 }

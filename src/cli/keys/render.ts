@@ -22,6 +22,7 @@ const KEY_COLUMNS: readonly Column[] = [
   { title: 'PLAN' },
   { title: 'PER MINUTE', align: 'right' },
   { title: 'PER DAY', align: 'right' },
+  { title: 'CONCURRENCY', align: 'right' },
   { title: 'SCOPES' },
   { title: 'ENVIRONMENT' },
   { title: 'TOKEN' },
@@ -38,7 +39,7 @@ const USAGE_COLUMNS: readonly Column[] = [
 
 function keyRow (key: KeyView): string[] {
   return [
-    String(key.id), key.name, key.plan, String(key.perMinute), String(key.perDay), key.scopes.join(','), key.environment,
+    String(key.id), key.name, key.plan, String(key.perMinute), String(key.perDay), String(key.concurrency), key.scopes.join(','), key.environment,
     key.tokenHint, key.createdAt, key.expiresAt ?? 'never', key.revokedAt ?? 'no'
   ]
 }
@@ -95,6 +96,7 @@ const OPTION_OF_FIELD: Readonly<Record<string, string>> = {
   plan: '--plan',
   perMinute: '--per-minute',
   perDay: '--per-day',
+  concurrency: '--concurrency',
   scopes: '--scopes',
   expiresAt: '--expires-at',
   expireCurrentInSeconds: '--expire-current-in',

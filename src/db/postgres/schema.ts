@@ -79,7 +79,10 @@ const MIGRATIONS: readonly string[] = [
   // a few milliseconds at 10,000 keys. Unlike SQLite's, this index leaves
   // the counts out: they change with every write of usage, and indexed they
   // would stop those updates from being HOT (heap-only) updates.
-  'CREATE INDEX key_usage_day ON key_usage (day);'
+  'CREATE INDEX key_usage_day ON key_usage (day);',
+  // A key's own cap of requests in flight (docs/API.md: Requests in flight);
+  // null, as for every key made before it: the plan's.
+  'ALTER TABLE api_keys ADD COLUMN concurrency bigint CHECK (concurrency >= 1);'
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

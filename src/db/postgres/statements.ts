@@ -37,8 +37,8 @@ export const PET_SQL = {
 export const KEY_SQL = {
   // One statement, so one transaction: the key and its token are written together.
   create: `WITH key AS (
-      INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${KEY_COLUMNS}
+      INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at, concurrency)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${KEY_COLUMNS}
     ), token AS (
       INSERT INTO api_key_tokens (api_key_id, token_hash) SELECT id, $7 FROM key
     )

@@ -166,7 +166,7 @@ export class PostgresStorage implements Storage {
   async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
     const rows = await this.#query<ApiKeyRow>(KEY_SQL.create,
       [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
-        key.createdAt, key.expiresAt])
+        key.createdAt, key.expiresAt, key.concurrency])
     return toApiKey(rows[0] as ApiKeyRow)
   }
 

@@ -71,7 +71,10 @@ const MIGRATIONS: readonly string[] = [
   // a few milliseconds at 10,000 keys.
   // The counts are in the index: read through a bare index on day, 30
   // days of 10,000 keys took 0.5 to 1.4 s of row lookups.
-  'CREATE INDEX key_usage_day ON key_usage (day, admitted, refused);'
+  'CREATE INDEX key_usage_day ON key_usage (day, admitted, refused);',
+  // A key's own cap of requests in flight (docs/API.md: Requests in flight);
+  // null, as for every key made before it: the plan's.
+  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);'
 ]
 
 export function migrateSqlite (db: Database): void {

@@ -41,9 +41,9 @@ export function petStatements (db: Database) {
 export type KeyStatements = ReturnType<typeof keyStatements>
 
 export function keyStatements (db: Database) {
-  const insert = db.prepare<[string, string, number | null, number | null, string, string, string, string, bigint, bigint | null]>(
-    `INSERT INTO api_keys (name, plan, per_minute, per_day, environment, scopes, token_hash, token_hint, created_at, expires_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
+  const insert = db.prepare<[string, string, number | null, number | null, number | null, string, string, string, string, bigint, bigint | null]>(
+    `INSERT INTO api_keys (name, plan, per_minute, per_day, concurrency, environment, scopes, token_hash, token_hint, created_at, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
   const get = db.prepare<[bigint], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
   const insertToken = db.prepare<[bigint, string]>('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES (?, ?)')
   return {
@@ -61,7 +61,7 @@ export function keyStatements (db: Database) {
     countTokens: db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_key_tokens'),
     // The key and its first token, together.
     create: db.transaction((key: NewApiKeyRecord): ApiKeyRecord => {
-      const { id } = insert.get(key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes),
+      const { id } = insert.get(key.name, key.plan, key.perMinute, key.perDay, key.concurrency, key.environment, scopesColumn(key.scopes),
         key.tokenHash, key.tokenHint, BigInt(key.createdAt), key.expiresAt === null ? null : BigInt(key.expiresAt)) as { id: bigint }
       insertToken.run(id, key.tokenHash)
       return toApiKey(get.get(id) as ApiKeyRow)
