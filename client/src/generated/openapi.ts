@@ -363,9 +363,9 @@ export interface components {
         "X-RateLimit-Remaining": number;
         /** @description Unix time, in seconds, at which that window resets (while banned: at which the ban ends; on a 503 `overloaded`: once its Retry-After has passed). */
         "X-RateLimit-Reset": number;
-        /** @description Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban. A 503 `overloaded` has `"overload"` alone, with quota 0 and its Retry-After as length. */
+        /** @description Both windows, as the IETF draft `RateLimit-Policy` header: quota (q) and length in seconds (w) of the `"minute"` and (for a key) `"day"` window; while the key is banned, also `"ban"` with quota 0 and the length of the ban; a 429 `concurrency_limited` adds `"concurrency"`, the key's cap of requests in flight, in the quota unit `"concurrent-requests"`. A 503 `overloaded` has `"overload"` alone, with quota 0 and its Retry-After as length. */
         "RateLimit-Policy": string;
-        /** @description Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends. A 503 `overloaded` has `"overload";r=0` alone, with its Retry-After. */
+        /** @description Both windows, as the IETF draft `RateLimit` header: requests left (r) and seconds until reset (t) of each window; while the key is banned, also `"ban";r=0` with the seconds until the ban ends; a 429 `concurrency_limited` adds `"concurrency";r=0`. A 503 `overloaded` has `"overload";r=0` alone, with its Retry-After. */
         RateLimit: string;
         /** @description Seconds to wait before retrying. */
         "Retry-After": number;
