@@ -65,6 +65,8 @@ interface Held {
   subject: string
   /** When its lease was last written in Redis (performance.now()); -Infinity while it has never been. */
   written: number
+  /** Whether any command named it, answered or not: only then may Redis have it to give back. */
+  sent: boolean
 }
 
 export class RedisSlots implements SharedSlots {
@@ -100,13 +102,13 @@ export class RedisSlots implements SharedSlots {
     const reply = await this.#client.petstoreTake(1, this.#key(subject), String(cap), String(this.#leaseMs), member)
     if (reply !== 0 && reply !== 1) throw new Error(`unexpected reply from the slot script: ${JSON.stringify(reply)}`)
     if (reply === 0) return undefined
-    const release = this.#keep(member, subject, sent)
+    const release = this.#keep({ subject, written: sent, sent: true }, member)
     if (signal?.aborted === true) release()
     return release
   }
 
   hold (subject: string): Release {
-    return this.#keep(this.#member(), subject, -Infinity)
+    return this.#keep({ subject, written: -Infinity, sent: false }, this.#member())
   }
 
   /** Stops renewing. The slots still held are left to their leases: a store closes after its requests have ended. */
@@ -122,16 +124,19 @@ export class RedisSlots implements SharedSlots {
     return `${this.#keyPrefix}{${subject}}:inflight`
   }
 
-  #keep (member: string, subject: string, written: number): Release {
-    this.#held.set(member, { subject, written })
-    let held = true
+  #keep (held: Held, member: string): Release {
+    this.#held.set(member, held)
+    let kept = true
     return () => {
-      if (!held) return
-      held = false
+      if (!kept) return
+      kept = false
       this.#held.delete(member)
+      // A slot held while Redis was away, and never written since, has nothing
+      // there to give back: a dead or frozen Redis is not sent a command per request.
+      if (!held.sent) return
       // One connection answers in order, so this comes after any renewal that
       // named the member. If it fails, nothing renews the lease any more: it ends there.
-      this.#client.zrem(this.#key(subject), member).catch(() => {})
+      this.#client.zrem(this.#key(held.subject), member).catch(() => {})
     }
   }
 
@@ -139,13 +144,15 @@ export class RedisSlots implements SharedSlots {
   async #renew (): Promise<void> {
     const due = performance.now() - this.#renewEveryMs
     const bySubject = new Map<string, string[]>()
-    for (const [member, { subject, written }] of this.#held) {
-      if (written > due) continue
-      const members = bySubject.get(subject)
-      if (members === undefined) bySubject.set(subject, [member])
+    if (this.#client.status !== 'ready') return
+    for (const [member, held] of this.#held) {
+      if (held.written > due) continue
+      held.sent = true
+      const members = bySubject.get(held.subject)
+      if (members === undefined) bySubject.set(held.subject, [member])
       else members.push(member)
     }
-    if (bySubject.size === 0 || this.#client.status !== 'ready') return
+    if (bySubject.size === 0) return
     const sent = performance.now()
     await Promise.all([...bySubject].map(async ([subject, members]) => {
       try {
