@@ -106,7 +106,7 @@ export async function buildApp ({
     if (warnedFull) return
     warnedFull = true
     logger?.warn('requests in flight: the table of keys is full; keys not in it are not capped until a restart (docs/INTERNALS.md: Requests in flight)')
-  })
+  }, limiter.slots)
   const gate = createGate({ identify, limit, usage, inFlight })
   const { mode: shedMode, ...thresholds } = config.shed
   const watch = shedMode === 'off' || given !== undefined

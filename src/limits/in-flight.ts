@@ -11,6 +11,12 @@
 // earlier one, so the sum admitted never passes the cap; two requests adding
 // at once may both take theirs back, and then try again at once. When a
 // worker dies, the main thread empties its column.
+//
+// With Redis, a request that has its slot here asks the shared store for one
+// of the key's slots across every instance as well (redis-slots.ts); this
+// table then keeps one process's share under the cap without a round trip,
+// and decides alone while Redis is away (resilient-store.ts).
+import type { Release, SharedSlots } from './store.js'
 
 /** Keys a table holds at once: more cost their requests no cap (fail open), and one warning. */
 const DEFAULT_SLOTS = 1 << 16
@@ -60,9 +66,6 @@ export function releaseColumn ({ buffer }: InFlightTable, column: number): numbe
   return released
 }
 
-/** Gives a slot back: once; later calls do nothing. */
-export type Release = () => void
-
 const NOTHING_HELD: Release = () => {}
 
 export class InFlight {
@@ -72,9 +75,14 @@ export class InFlight {
   readonly #stride: number
   readonly #column: number
   readonly #full: () => void
+  readonly #shared: SharedSlots | undefined
 
-  /** `column`: this worker's own, below the table's columns. `full`: told when a key finds no slot and goes uncapped. */
-  constructor ({ buffer }: InFlightTable, column: number, full: () => void = () => {}) {
+  /**
+   * `column`: this worker's own, below the table's columns. `full`: told when
+   * a key finds no slot and goes uncapped. `shared`: the slots every instance
+   * shares, when there are (RateLimitStore `slots`).
+   */
+  constructor ({ buffer }: InFlightTable, column: number, full: () => void = () => {}, shared?: SharedSlots) {
     this.#words = new Int32Array(buffer)
     if (this.#words[H_VERSION] !== LAYOUT_VERSION) throw new Error('the in-flight table has another layout')
     this.#slots = this.#words[H_SLOTS] ?? 0
@@ -83,6 +91,7 @@ export class InFlight {
     this.#stride = S_COUNTS + this.#columns
     this.#column = column
     this.#full = full
+    this.#shared = shared
   }
 
   /**
@@ -99,23 +108,61 @@ export class InFlight {
     const words = this.#words
     const own = base + S_COUNTS + this.#column
     const deadline = performance.now() + waitMs
-    for (;;) {
+    let local: Release | undefined
+    while (local === undefined) {
       const releases = Atomics.load(words, base + S_RELEASES)
       const room = this.#tryTake(base, own, cap)
-      if (room === 'taken') return this.#releaseOf(base, own)
+      if (room === 'taken') local = this.#releaseOf(base, own)
       // Another request added at the same moment and took its addition back too: one of the two may have room now.
-      if (room === 'contended') continue
-      const left = deadline - performance.now()
-      if (left <= 0) return undefined
-      const waited = Atomics.waitAsync(words, base + S_RELEASES, releases, left)
-      if (!waited.async) continue
-      // V8's own timeout holds no handle of the event loop's, and may come
-      // after the loop has nothing else to do: a timer of ours ends the wait.
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left)
-        waited.value.then(() => { clearTimeout(timer); resolve() }, resolve)
-      })
+      else if (room === 'contended') continue
+      else if (deadline <= performance.now()) return undefined
+      else await this.#released(base, releases, deadline)
     }
+    return this.#shared === undefined ? local : await this.#acquireShared(key, cap, base, local, deadline)
+  }
+
+  /**
+   * The key's slot across every instance, for a request that has one here.
+   * Other instances' releases send no word, so a request that finds every
+   * slot taken waits for a release in this process, which frees one
+   * everywhere, or for the deadline, and then asks once more: at most one
+   * round trip per release here, and one at the end, whatever the load.
+   */
+  async #acquireShared (key: number, cap: number, base: number, local: Release, deadline: number): Promise<Release | undefined> {
+    const shared = this.#shared as SharedSlots
+    for (;;) {
+      // Read before asking, so that a release while the question is out is not missed.
+      const releases = Atomics.load(this.#words, base + S_RELEASES)
+      let everywhere: Release | undefined
+      try {
+        everywhere = await shared.take(`key:${key}`, cap)
+      } catch (error) {
+        local()
+        throw error
+      }
+      if (everywhere !== undefined) {
+        // The shared slot first: a request this release wakes here then finds it free there too.
+        return () => { everywhere(); local() }
+      }
+      if (deadline <= performance.now()) {
+        local()
+        return undefined
+      }
+      await this.#released(base, releases, deadline)
+    }
+  }
+
+  /** Until the key's release word moves from `releases`, or the deadline. */
+  async #released (base: number, releases: number, deadline: number): Promise<void> {
+    const left = deadline - performance.now()
+    const waited = Atomics.waitAsync(this.#words, base + S_RELEASES, releases, left)
+    if (!waited.async) return
+    // V8's own timeout holds no handle of the event loop's, and may come
+    // after the loop has nothing else to do: a timer of ours ends the wait.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, left)
+      waited.value.then(() => { clearTimeout(timer); resolve() }, resolve)
+    })
   }
 
   /** Requests of `key` in flight now, across every worker. */

@@ -5,6 +5,7 @@
 import { performance } from 'node:perf_hooks'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { within } from '../deadline.js'
+import { DEFAULT_LEASE_MS, RedisSlots, defineSlotScripts, type WithSlotScripts } from './redis-slots.js'
 import type { RedisTarget } from './redis-url.js'
 import {
   WINDOW_MS, windowStart,
@@ -113,16 +114,19 @@ export interface RedisStoreOptions {
    * share `key:1`: the service gives the id of its database here.
    */
   namespace?: string
+  /** How long a slot of requests in flight outlives its instance's last word about it (redis-slots.ts); tests shorten it. */
+  leaseMs?: number
 }
 
 export class RedisStore implements RateLimitStore {
   readonly name = 'redis'
-  readonly #client: (Redis | Cluster) & WithHitScript
+  readonly slots: RedisSlots
+  readonly #client: (Redis | Cluster) & WithHitScript & WithSlotScripts
   readonly #namespace: string
   /** The client's last connection error, to say why Redis is unreachable. */
   #lastError: string | undefined
 
-  constructor (target: RedisTarget, { namespace = '' }: RedisStoreOptions = {}) {
+  constructor (target: RedisTarget, { namespace = '', leaseMs = DEFAULT_LEASE_MS }: RedisStoreOptions = {}) {
     this.#namespace = namespace === '' ? '' : `${namespace}:`
     // No offline queue: a command sent while Redis is away fails at once
     // instead of waiting for a reconnection. Nothing is resent after one
@@ -150,12 +154,15 @@ export class RedisStore implements RateLimitStore {
     client.on('ready', () => { this.#lastError = undefined })
     // EVALSHA, with EVAL the first time a server has not seen the script (a new or restarted one).
     client.defineCommand('petstoreHit', { lua: HIT_SCRIPT })
-    // Cast: the line above added petstoreHit.
-    this.#client = client as typeof client & WithHitScript
+    defineSlotScripts(client)
+    // Cast: the lines above added the scripts.
+    this.#client = client as typeof client & WithHitScript & WithSlotScripts
+    this.slots = new RedisSlots(this.#client, `petstore:${this.#namespace}`, leaseMs)
   }
 
   async hit ({ subject, windows, ban, charge = true }: HitRequest, now: number): Promise<Decision> {
     this.#assertReady()
+    // The slots' keys (redis-slots.ts) share this prefix and hash tag.
     const prefix = `petstore:${this.#namespace}{${subject}}:`
     const keys = [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)]
     const args = [
@@ -221,6 +228,7 @@ export class RedisStore implements RateLimitStore {
   }
 
   async close (): Promise<void> {
+    this.slots.close()
     try {
       await this.#client.quit()
     } catch {

@@ -2,8 +2,10 @@
 // is unreachable): past a failure or 500 ms without an answer, the instance limits on
 // its own, reports itself degraded, and leaves the shared store to a background probe
 // until it answers, so that a frozen Redis does not cost every request the full wait.
+// Its slots of requests in flight go the same way, on the same state: while it is
+// degraded the process's own table decides alone (limits/in-flight.ts).
 import { within } from '../deadline.js'
-import type { Decision, HitRequest, RateLimitStore, StoreHealth } from './store.js'
+import type { Decision, HitRequest, RateLimitStore, Release, SharedSlots, StoreHealth } from './store.js'
 
 /** What this store logs with: pino's logger is one, and so is anything with these two methods. */
 export interface StoreLogger {
@@ -22,6 +24,7 @@ const PROBE_EVERY_MS = 500
 
 export class ResilientStore implements RateLimitStore {
   readonly name: string
+  readonly slots: SharedSlots | undefined
   readonly #primary: RateLimitStore
   readonly #fallback: RateLimitStore
   readonly #logger: StoreLogger
@@ -48,6 +51,10 @@ export class ResilientStore implements RateLimitStore {
     this.#primary = primary
     this.#fallback = fallback
     this.#logger = logger
+    const shared = primary.slots
+    this.slots = shared === undefined
+      ? undefined
+      : { take: async (subject, cap) => await this.#take(shared, subject, cap), hold: (subject) => shared.hold(subject) }
   }
 
   async hit (request: HitRequest, now: number): Promise<Decision> {
@@ -59,6 +66,21 @@ export class ResilientStore implements RateLimitStore {
       }
     }
     return await this.#fallback.hit(request, now)
+  }
+
+  /**
+   * The shared store's answer, or, when it cannot give one in time, a slot
+   * held without it: the caller has one from the process's own table already.
+   */
+  async #take (shared: SharedSlots, subject: string, cap: number): Promise<Release | undefined> {
+    if (this.#degraded === undefined) {
+      try {
+        return await within(DEADLINE_MS, async (signal) => await shared.take(subject, cap, signal))
+      } catch (error) {
+        this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
+      }
+    }
+    return shared.hold(subject)
   }
 
   /** While the shared store is used, one probe of it, so that readiness names a store that went away while no request came. */
@@ -87,7 +109,7 @@ export class ResilientStore implements RateLimitStore {
   #degrade (reason: string): void {
     if (this.#degraded !== undefined || this.#closed) return
     this.#degraded = { reason, since: Date.now() }
-    this.#logger.warn({ store: this.name, reason }, `rate-limit store ${this.name} unreachable: limiting in-process, per instance, until it answers again`)
+    this.#logger.warn({ store: this.name, reason }, `rate-limit store ${this.name} unreachable: limiting in-process, per instance${this.slots === undefined ? '' : ' (rate limits and requests in flight)'}, until it answers again`)
     this.#scheduleProbe()
   }
 

@@ -60,8 +60,33 @@ export type StoreHealth =
   | { status: 'degraded', reason: string }
   | { status: 'down', reason: string }
 
+/** Gives a slot of requests in flight back: once; later calls do nothing. */
+export type Release = () => void
+
+/**
+ * A key's slots of requests in flight, counted where every instance sees
+ * them (docs/INTERNALS.md, section "Requests in flight"). Only a shared
+ * store has them: without one, the process's own table decides alone.
+ */
+export interface SharedSlots {
+  /**
+   * One of `subject`'s `cap` slots: its release, or undefined when all are
+   * taken. Rejects when the store cannot answer. `signal`: aborted when the
+   * caller stops waiting, so that a slot taken after that is given back.
+   */
+  take (subject: string, cap: number, signal?: AbortSignal): Promise<Release | undefined>
+  /**
+   * A slot the store was not asked for, because it could not answer and the
+   * process's own table decided: counted in the store once it is back, so that
+   * the requests in flight then are not forgotten.
+   */
+  hold (subject: string): Release
+}
+
 export interface RateLimitStore {
   readonly name: string
+  /** The requests in flight every instance shares; none in a store of one process. */
+  readonly slots?: SharedSlots
   /** Checks every window and, only when all have room (and the request charges), charges one unit to each. */
   hit (request: HitRequest, now: number): Promise<Decision>
   /**

@@ -5,13 +5,16 @@
 import { afterEach, beforeEach, describe, it, mock, type Mock, type TestContext } from 'node:test'
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
+import { setTimeout as delay } from 'node:timers/promises'
 import { Redis } from 'ioredis'
+import { MemoryStore } from '../../src/limits/memory-store.js'
 import { openRateLimitStore } from '../../src/limits/open.js'
 import { RedisStore } from '../../src/limits/redis-store.js'
-import type { StoreLogger } from '../../src/limits/resilient-store.js'
-import type { Decision, HitRequest, RateLimitStore } from '../../src/limits/store.js'
+import { parseRedisUrl } from '../../src/limits/redis-url.js'
+import { ResilientStore, type StoreLogger } from '../../src/limits/resilient-store.js'
+import type { Decision, HitRequest, RateLimitStore, Release, SharedSlots } from '../../src/limits/store.js'
 import { pollUntil, withTimeout } from '../support/process.js'
-import { OwnRedisServer } from '../support/redis.js'
+import { OwnRedisServer, redisTime } from '../support/redis.js'
 
 /** Keeps what the store logs. */
 class Log implements StoreLogger {
@@ -170,6 +173,109 @@ describe('the Redis store when Redis fails', () => {
       assert.equal(redisHitsWhileDegraded, 0, 'a hit while degraded does not try Redis at all')
       assert.deepEqual([log.warnings.length, log.infos.length], [1, 1])
       assert.equal(await countInRedis(server.url, r), 1)
+    } finally {
+      await stopBoth(server, store)
+    }
+  })
+})
+
+describe('requests in flight when Redis fails', () => {
+  const LEASE_MS = 1000
+
+  /** The store the service opens from REDIS_URL, with leases of a second, so that a renewal comes within a fifth of one. */
+  async function openWithSlots (url: string, log: StoreLogger): Promise<{ store: RateLimitStore, slots: SharedSlots }> {
+    const redis = new RedisStore(parseRedisUrl(url), { namespace: 'test', leaseMs: LEASE_MS })
+    await redis.whenReady(5000)
+    const store = await ResilientStore.open(redis, new MemoryStore(), log)
+    assert.ok(store.slots !== undefined)
+    return { store, slots: store.slots }
+  }
+
+  /** A slot, timed; it must be had within a second, however Redis is. */
+  async function timedTake (slots: SharedSlots, subject: string): Promise<{ release: Release | undefined, ms: number }> {
+    const started = performance.now()
+    const release = await withTimeout(slots.take(subject, 5), 5000, 'a slot')
+    return { release, ms: performance.now() - started }
+  }
+
+  /** The leases of `subject` that have not ended, on Redis's clock, read with a client of the test's own. */
+  async function liveLeases (url: string, subject: string): Promise<number> {
+    const client = new Redis(url)
+    try {
+      return await client.zcount(`petstore:test:{${subject}}:inflight`, `(${await redisTime(client)}`, '+inf')
+    } finally {
+      client.disconnect()
+    }
+  }
+
+  it('When Redis freezes, then a slot is had within a second from the process\'s own count, the log and health say so once, and after it thaws the slots still held are counted in Redis again', { timeout: 30_000 }, async (t: TestContext) => {
+    // Arrange: one slot taken in Redis.
+    const server = await OwnRedisServer.start()
+    const log = new Log()
+    const { store, slots } = await openWithSlots(server.url, log)
+    const subject = `key:fault-slots-${process.pid}-${Date.now()}`
+    try {
+      const before = await slots.take(subject, 5)
+      assert.notEqual(before, undefined)
+
+      // Act
+      server.freeze()
+      const during = await timedTake(slots, subject)
+      const degraded = await store.health()
+
+      // Assert
+      t.diagnostic(`frozen: a slot had in ${during.ms.toFixed(0)} ms`)
+      assert.notEqual(during.release, undefined)
+      assert.ok(during.ms < 1000, `a slot waited ${during.ms} ms`)
+      assert.equal(degraded.status, 'degraded')
+      assert.deepEqual(log.warnings, ['rate-limit store redis unreachable: limiting in-process, per instance (rate limits and requests in flight), until it answers again'])
+
+      // Act: it thaws.
+      server.thaw()
+      await untilHealthy(store)
+      // The slot asked for while it was frozen reached it and was taken on thawing, after the
+      // store had stopped waiting: its lease, which nobody renews, ends within one.
+      await delay(LEASE_MS + 200)
+      const live = await liveLeases(server.url, subject)
+      before?.()
+      during.release?.()
+
+      // Assert: the slot taken before and the one held while Redis was frozen are both counted, both are given back, and the way back is logged once.
+      assert.equal(live, 2)
+      await pollUntil(async () => (await liveLeases(server.url, subject)) === 0 ? true : undefined, { ms: 5000, every: 50, what: 'both slots given back' })
+      assert.equal(log.infos.length, 1)
+    } finally {
+      await stopBoth(server, store)
+    }
+  })
+
+  it('When Redis is killed and restarted empty, then a slot is had within a second meanwhile, and every slot still held is counted in the new Redis within a renewal', { timeout: 30_000 }, async (t: TestContext) => {
+    // Arrange
+    const server = await OwnRedisServer.start()
+    const log = new Log()
+    const { store, slots } = await openWithSlots(server.url, log)
+    const subject = `key:fault-slots-${process.pid}-${Date.now()}`
+    try {
+      const before = await slots.take(subject, 5)
+      assert.notEqual(before, undefined)
+
+      // Act
+      await server.kill()
+      const during = await timedTake(slots, subject)
+      await server.restart()
+      await untilHealthy(store)
+      const back = performance.now()
+      await pollUntil(async () => (await liveLeases(server.url, subject)) === 2 ? true : undefined, { ms: 5 * LEASE_MS, every: 50, what: 'both slots in the new Redis' })
+      const countedIn = performance.now() - back
+
+      // Assert
+      t.diagnostic(`killed: a slot had in ${during.ms.toFixed(1)} ms; restarted: both slots counted ${countedIn.toFixed(0)} ms after the store was back`)
+      assert.notEqual(during.release, undefined)
+      assert.ok(during.ms < 1000, `a slot waited ${during.ms} ms`)
+      assert.ok(countedIn <= 2 * LEASE_MS / 5 + 200, `counted ${countedIn} ms after, not within a renewal`)
+      before?.()
+      during.release?.()
+      await pollUntil(async () => (await liveLeases(server.url, subject)) === 0 ? true : undefined, { ms: 5000, every: 50, what: 'both slots given back' })
     } finally {
       await stopBoth(server, store)
     }

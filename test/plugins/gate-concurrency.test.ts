@@ -3,6 +3,7 @@
 // gets 429 `concurrency_limited` without spending its windows or earning a ban.
 import { afterEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
@@ -10,13 +11,18 @@ import type { Storage } from '../../src/db/storage.js'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
 import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
-import { pollUntil } from '../support/process.js'
+import { makeTempDir, pollUntil, removeTempDir, sqliteUrl } from '../support/process.js'
+import { openTestStore } from '../support/redis.js'
 import { createMetrics } from '../../src/telemetry/metrics.js'
 
-/** A store whose listings wait until opened, counting how many wait at once. */
-function pausedListings (storage: Storage): { storage: Storage, waiting: () => number, most: () => number, open: () => void } {
-  let waiting = 0
-  let most = 0
+/** Listings waiting now, and the most that ever waited at once: one count may serve several stores. */
+interface Waits {
+  waiting: number
+  most: number
+}
+
+/** A store whose listings wait until opened, counting how many wait at once (in `waits`, when several stores share one count). */
+function pausedListings (storage: Storage, waits: Waits = { waiting: 0, most: 0 }): { storage: Storage, waiting: () => number, most: () => number, open: () => void } {
   let open = (): void => {}
   const opened = new Promise<void>((resolve) => { open = resolve })
   const paused = new Proxy(storage, {
@@ -24,19 +30,26 @@ function pausedListings (storage: Storage): { storage: Storage, waiting: () => n
       const value: unknown = Reflect.get(target, property, receiver)
       if (property !== 'listPetsJson' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value
       return async (...args: unknown[]) => {
-        most = Math.max(most, ++waiting)
+        waits.most = Math.max(waits.most, ++waits.waiting)
         await opened
-        waiting--
+        waits.waiting--
         return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)
       }
     }
   })
-  return { storage: paused, waiting: () => waiting, most: () => most, open }
+  return { storage: paused, waiting: () => waits.waiting, most: () => waits.most, open }
 }
 
 describe('requests in flight per key', () => {
   let t: TestApp | undefined
-  afterEach(async () => { await t?.close() })
+  let others: TestApp[] = []
+  let dir: string | undefined
+  afterEach(async () => {
+    await Promise.all([t, ...others].map(async (app) => { await app?.close() }))
+    others = []
+    removeTempDir(dir)
+    dir = undefined
+  })
 
   it('When 200 requests of a free key arrive at once, then exactly 5 are served at a time, and the others get 429 concurrency_limited without spending the windows or earning a ban', async () => {
     // Arrange
@@ -121,5 +134,40 @@ describe('requests in flight per key', () => {
     listings.open()
     assert.equal((await sixth).statusCode, 200)
     for (const client of clients) client.destroy()
+  })
+
+  it('When 10 requests of a free key are held across two instances sharing Redis, then exactly 5 are in flight between them, and the other 5 get 429 concurrency_limited', async () => {
+    // Arrange: two instances on one database and one Redis, as a deployment's share them; their listings wait, counted together.
+    dir = makeTempDir()
+    const url = sqliteUrl(dir)
+    const namespace = randomUUID()
+    const waits: Waits = { waiting: 0, most: 0 }
+    const listings = [pausedListings(openSqlite(url), waits), pausedListings(openSqlite(url), waits)]
+    const a = await buildTestApp({}, { storage: listings[0]?.storage, limiter: await openTestStore('single', { namespace }) })
+    others.push(a)
+    // The key first: the second instance then has it in its index from the start.
+    const token = await a.newKey('free')
+    const b = await buildTestApp({}, { storage: listings[1]?.storage, limiter: await openTestStore('single', { namespace }) })
+    others.push(b)
+
+    // Act: five requests to each instance.
+    const settled: number[] = []
+    const answers = Array.from({ length: 10 }, async (_, i) => {
+      const answer = await (i % 2 === 0 ? a : b).app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) })
+      settled.push(i)
+      return answer
+    })
+    await pollUntil(async () => (settled.length === 5 ? true : undefined), { ms: 5_000, every: 10, what: 'the first 5 answers' })
+    const refusedFirst = [...settled]
+    const heldThen = waits.waiting
+    for (const each of listings) each.open()
+    const all = await Promise.all(answers)
+
+    // Assert
+    assert.equal(heldThen, 5)
+    assert.equal(waits.most, 5)
+    const statuses = all.map((answer) => answer.statusCode === 200 ? '200' : `${answer.statusCode} ${errorOf(answer).code}`)
+    assert.deepEqual(refusedFirst.map((i) => statuses[i]), Array(5).fill('429 concurrency_limited'))
+    assert.deepEqual(statuses.filter((status) => status === '200').length, 5)
   })
 })
