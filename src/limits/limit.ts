@@ -92,6 +92,9 @@ export type CountAddress = (address: string) => Promise<Record<string, string>>
  */
 const policyItem = (name: string, quota: number, seconds: number): string => `"${name}";q=${quota};w=${seconds}`
 const stateItem = (name: string, remaining: number, seconds: number): string => `"${name}";r=${remaining};t=${seconds}`
+/** A cap on requests at once has no window: the draft's quota unit for it instead, and nothing left when it refuses. */
+const concurrencyPolicyItem = (cap: number): string => `"concurrency";q=${cap};qu="concurrent-requests"`
+const CONCURRENCY_STATE_ITEM = '"concurrency";r=0'
 
 /** Requests without a valid key: counted per client address, by the minute, never banned. */
 function hitAddress (store: RateLimitStore, address: string, time: number): Promise<Decision> {
@@ -126,6 +129,9 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
     }
     return { headers, refusal: undefined }
   }
+  /** Where a key's windows stand, nothing charged. */
+  const lookAt = async (caller: Caller, time: number): Promise<Decision> =>
+    await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
   const standing = async (caller: Caller): Promise<LimitDecision & { standing: Standing | undefined }> => {
     const time = now()
     const looks = await store.hit({ subject: `standing:key:${caller.key.id}`, windows: [{ window: 'minute', limit: STANDING_PER_MINUTE }], ban: undefined }, time)
@@ -134,16 +140,14 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
       // The cap's own headers: the key's quota is not what ran out.
       return { headers: rateLimitHeaders(looks, time), refusal: Errors.rateLimited(retryAfter(looks, time)), standing: undefined }
     }
-    const decision = await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
+    const decision = await lookAt(caller, time)
     return { headers: rateLimitHeaders(decision, time, ban), refusal: undefined, standing: decision }
   }
   const overConcurrency = async (caller: Caller): Promise<LimitDecision & { refusal: ApiError }> => {
     const time = now()
-    const decision = await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
-    const headers = rateLimitHeaders(decision, time, ban)
-    // The IETF draft's quota unit for a cap on requests at once.
-    headers['ratelimit-policy'] += `, "concurrency";q=${caller.concurrency};qu="concurrent-requests"`
-    headers.ratelimit += ', "concurrency";r=0'
+    const headers = rateLimitHeaders(await lookAt(caller, time), time, ban)
+    headers['ratelimit-policy'] += `, ${concurrencyPolicyItem(caller.concurrency)}`
+    headers.ratelimit += `, ${CONCURRENCY_STATE_ITEM}`
     events?.refused('concurrency_limited')
     return { headers, refusal: Errors.concurrencyLimited(caller.concurrency) }
   }
