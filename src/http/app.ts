@@ -17,6 +17,7 @@ import { createUsageCounter } from '../keys/usage.js'
 import { createAddressCounter, createLimit, type LimitEvents } from '../limits/limit.js'
 import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import framingPlugin, { framingRefusal } from '../plugins/framing.js'
+import { TurnShare } from '../limits/turn-share.js'
 import gatePlugin, { createGate, isApiPath } from '../plugins/gate.js'
 import deprecationPlugin from '../plugins/deprecation.js'
 import errorsPlugin, { sendError, toApiError } from '../plugins/errors.js'
@@ -107,7 +108,7 @@ export async function buildApp ({
     warnedFull = true
     logger?.warn('requests in flight: the table of keys is full; keys not in it are not capped until a restart (docs/INTERNALS.md: Requests in flight)')
   }, limiter.slots)
-  const gate = createGate({ identify, limit, usage, inFlight })
+  const gate = createGate({ identify, limit, usage, inFlight, turns: new TurnShare() })
   const { mode: shedMode, ...thresholds } = config.shed
   const watch = shedMode === 'off' || given !== undefined
     ? undefined

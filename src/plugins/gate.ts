@@ -8,6 +8,7 @@ import { ApiError, Errors, statusesOf, type ErrorCode } from '../errors.js'
 import { FRAMING_ANSWERS } from './framing.js'
 import { authorizationHeaders, type Caller, type Identify } from '../keys/identify.js'
 import type { InFlight } from '../limits/in-flight.js'
+import type { TurnShare } from '../limits/turn-share.js'
 import type { Limit, Standing } from '../limits/limit.js'
 import { CONCURRENCY_WAIT_MS } from '../limits/plans.js'
 import type { Scope } from '../domain.js'
@@ -48,7 +49,7 @@ export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
   return statusesOf(GATE_ANSWERS.filter((code) => scoped || code !== 'insufficient_scope'))
 }
 
-export function createGate ({ identify, limit, usage, inFlight }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'>, inFlight: InFlight }): Gate {
+export function createGate ({ identify, limit, usage, inFlight, turns }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'>, inFlight: InFlight, turns: TurnShare }): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // Read once: behind trusted proxies each read of request.ip parses X-Forwarded-For again.
@@ -66,6 +67,9 @@ export function createGate ({ identify, limit, usage, inFlight }: { identify: Id
     const refusal = identity instanceof ApiError ? identity : undefined
     const caller = identity instanceof ApiError ? undefined : identity
     request.access = caller
+    // Past its share of this turn of the loop, a key's request waits for a later one, so that others go first.
+    const turn = caller === undefined ? undefined : turns.take(caller.key.id)
+    if (turn !== undefined) await turn
     // Each request is counted once against whom it names: its key when it
     // has one, else its address, unless that was done above.
     let decision
