@@ -17,6 +17,7 @@ import { createUsageCounter } from '../keys/usage.js'
 import { createAddressCounter, createLimit, type LimitEvents } from '../limits/limit.js'
 import { DEFAULT_CONNECTION_CAPS, DEFAULT_TIMEOUTS, createEdge, type ConnectionCaps, type Timeouts } from './edge.js'
 import framingPlugin, { framingRefusal } from '../plugins/framing.js'
+import { FairPool } from '../limits/fair-pool.js'
 import { TurnShare } from '../limits/turn-share.js'
 import gatePlugin, { createGate, isApiPath } from '../plugins/gate.js'
 import deprecationPlugin from '../plugins/deprecation.js'
@@ -108,7 +109,6 @@ export async function buildApp ({
     warnedFull = true
     logger?.warn('requests in flight: the table of keys is full; keys not in it are not capped until a restart (docs/INTERNALS.md: Requests in flight)')
   }, limiter.slots)
-  const gate = createGate({ identify, limit, usage, inFlight, turns: new TurnShare() })
   const { mode: shedMode, ...thresholds } = config.shed
   const watch = shedMode === 'off' || given !== undefined
     ? undefined
@@ -117,6 +117,9 @@ export async function buildApp ({
   const shed: Shed | undefined = shedMode === 'off' || overload === undefined
     ? undefined
     : createShed({ mode: shedMode, overload, thresholds, now, monotonic, logger, metrics })
+  const places = storage.poolUse()?.max
+  const pool = places === undefined ? undefined : new FairPool(places)
+  const gate = createGate({ identify, limit, usage, inFlight, turns: new TurnShare(), shed, pool })
   // Behind trusted proxies every connection is a proxy's: no cap per address.
   const secrets = config.adminToken === undefined ? [] : [config.adminToken]
   const caps = { ...DEFAULT_CONNECTION_CAPS, ...(config.trustProxy === false ? {} : { perAddress: undefined }), ...connectionCaps }
@@ -150,7 +153,7 @@ export async function buildApp ({
       routerAnswerHeaders(request, reply)
       const answer = Errors.invalidUrl()
       const api = isApiPath(request.url)
-      const shedding = api ? shed?.(reply) : undefined
+      const shedding = api ? shed?.anyone(reply) : undefined
       if (shedding !== undefined) {
         sendError(reply, shedding)
         return

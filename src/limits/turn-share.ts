@@ -39,11 +39,9 @@ export class TurnShare {
     })
   }
 
-  /** Requests waiting for a later turn, every key's. */
-  waiting (): number {
-    let count = 0
-    for (const queue of this.#waiting.values()) count += queue.length
-    return count
+  /** Requests of key `keyId` waiting for a later turn. */
+  waiting (keyId: number): number {
+    return this.#waiting.get(keyId)?.length ?? 0
   }
 
   // setImmediate runs once the loop has read its sockets: the turn's end.

@@ -8,7 +8,9 @@ import { ApiError, Errors, statusesOf, type ErrorCode } from '../errors.js'
 import { FRAMING_ANSWERS } from './framing.js'
 import { authorizationHeaders, type Caller, type Identify } from '../keys/identify.js'
 import type { InFlight } from '../limits/in-flight.js'
+import type { FairPool } from '../limits/fair-pool.js'
 import type { TurnShare } from '../limits/turn-share.js'
+import { BUSY_IN_FLIGHT, type Shed } from './shed.js'
 import type { Limit, Standing } from '../limits/limit.js'
 import { CONCURRENCY_WAIT_MS } from '../limits/plans.js'
 import type { Scope } from '../domain.js'
@@ -49,7 +51,17 @@ export function gateStatuses ({ scoped }: { scoped: boolean }): number[] {
   return statusesOf(GATE_ANSWERS.filter((code) => scoped || code !== 'insufficient_scope'))
 }
 
-export function createGate ({ identify, limit, usage, inFlight, turns }: { identify: Identify, limit: Limit, usage: Pick<UsageCounter, 'count'>, inFlight: InFlight, turns: TurnShare }): Gate {
+export function createGate ({ identify, limit, usage, inFlight, turns, shed, pool }: {
+  identify: Identify
+  limit: Limit
+  usage: Pick<UsageCounter, 'count'>
+  inFlight: InFlight
+  turns: TurnShare
+  /** Undefined with SHED=off. */
+  shed: Shed | undefined
+  /** The database pool's places, given to keys in turn; undefined without a pool (SQLite). */
+  pool: FairPool | undefined
+}): Gate {
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // Read once: behind trusted proxies each read of request.ip parses X-Forwarded-For again.
@@ -67,9 +79,15 @@ export function createGate ({ identify, limit, usage, inFlight, turns }: { ident
     const refusal = identity instanceof ApiError ? identity : undefined
     const caller = identity instanceof ApiError ? undefined : identity
     request.access = caller
-    // Past its share of this turn of the loop, a key's request waits for a later one, so that others go first.
-    const turn = caller === undefined ? undefined : turns.take(caller.key.id)
-    if (turn !== undefined) await turn
+    if (caller !== undefined) {
+      const id = caller.key.id
+      // Overloaded, the busy keys are shed first (plugins/shed.ts); uncounted, as a request shed before the gate.
+      const shedding = shed?.busyKey(reply, () => turns.waiting(id) > 0 || inFlight.inFlight(id) >= BUSY_IN_FLIGHT)
+      if (shedding !== undefined) throw shedding
+      // Past its share of this turn of the loop, a key's request waits for a later one, so that others go first.
+      const turn = turns.take(id)
+      if (turn !== undefined) await turn
+    }
     // Each request is counted once against whom it names: its key when it
     // has one, else its address, unless that was done above.
     let decision
@@ -103,6 +121,13 @@ export function createGate ({ identify, limit, usage, inFlight, turns }: { ident
     // A refusal keeps its connection unless its body is still unread (app.ts, edge.ts `bodyUnread`):
     // a new socket for each refused attempt would cost the server more than the answer.
     if (refused !== undefined) throw refused
+    if (caller !== undefined && spends && pool !== undefined) {
+      // Admitted: its operation waits for a place in the pool in its key's turn, not behind a greedy key's queries.
+      const place = pool.take(caller.key.id)
+      const giveBack = typeof place === 'function' ? place : await place
+      reply.raw.once('close', giveBack)
+      if (reply.raw.closed) giveBack()
+    }
   }
 }
 

@@ -1,9 +1,12 @@
 // Shedding (docs/OPERATING.md: Overload): while the service itself is
-// overloaded (telemetry/load.ts), an API request is answered 503 `overloaded`
-// by the first /v1 hook that may refuse it, before its key is looked up or
-// counted, its body read or the database asked, so that the refusal costs
-// little of what the overload is short of. With SHED=log it is served, and
-// the log says it would have been shed.
+// overloaded (telemetry/load.ts), API requests are answered 503 `overloaded`
+// before their body is read or the database asked, so that the refusal
+// costs little of what the overload is short of. Past a threshold, the
+// requests of busy keys (many in flight, or waiting for a turn) are shed,
+// by the gate once the key is known; past twice the threshold, every API
+// request, by the first /v1 hook, before its key is looked up. So one
+// greedy key is shed before its neighbours are. With SHED=log a request is
+// served, and the log says it would have been shed.
 //
 // Not @fastify/under-pressure: its event-loop check reads a histogram of its
 // own on its own timer, so a test can only block the real loop and race
@@ -47,8 +50,19 @@ export interface ShedOptions {
   metrics?: Pick<Metrics, 'shed'>
 }
 
+/**
+ * Requests in flight, in this process, from which a key counts as busy while
+ * the service is overloaded: more than a polite client keeps going at once.
+ */
+export const BUSY_IN_FLIGHT = 4
+
 /** Decides one API request: the refusal to answer it with, or undefined to let it go on. */
-export type Shed = (reply: FastifyReply) => ApiError | undefined
+export interface Shed {
+  /** Before the gate, whoever sends it: refused while a signal reads twice its threshold. */
+  anyone: (reply: FastifyReply) => ApiError | undefined
+  /** In the gate, once its key is known: refused past the threshold itself when `busy()` says its key is busy. */
+  busyKey: (reply: FastifyReply, busy: () => boolean) => ApiError | undefined
+}
 
 export function createShed ({ mode, overload, thresholds, now, monotonic, logger, metrics }: ShedOptions): Shed {
   // One for every answer: a 5xx captures its stack when it is made (errors.ts).
@@ -85,12 +99,7 @@ export function createShed ({ mode, overload, thresholds, now, monotonic, logger
     shedding = false
   }
 
-  return (reply) => {
-    const cause = overload.cause
-    if (cause === undefined) {
-      if (shedding) settle()
-      return undefined
-    }
+  const shed = (reply: FastifyReply, cause: LoadSignal): ApiError | undefined => {
     metrics?.shed(mode)
     unlogged++
     shedding = true
@@ -99,6 +108,26 @@ export function createShed ({ mode, overload, thresholds, now, monotonic, logger
     reply.headers(overloadHeaders(now(), SHED_RETRY_AFTER_S))
     return refusal
   }
+
+  return {
+    anyone (reply) {
+      const cause = overload.cause
+      if (cause === undefined) {
+        if (shedding) settle()
+        return undefined
+      }
+      return severe(overload.reading, thresholds) ? shed(reply, cause) : undefined
+    },
+    busyKey (reply, busy) {
+      const cause = overload.cause
+      return cause === undefined || !busy() ? undefined : shed(reply, cause)
+    }
+  }
+}
+
+/** A signal at twice its threshold: the busy keys' shedding has not been enough. */
+function severe ({ eventLoopDelayMs, dbPoolWaitMs }: LoadReading, thresholds: LoadThresholds): boolean {
+  return eventLoopDelayMs > 2 * thresholds.eventLoopDelayMs || (dbPoolWaitMs !== undefined && dbPoolWaitMs > 2 * thresholds.dbPoolWaitMs)
 }
 
 const requests = (count: number): string => `${count} API request${count === 1 ? '' : 's'}`
@@ -107,11 +136,11 @@ function rounded (ms: number | undefined): number | undefined {
   return ms === undefined ? undefined : Math.round(ms)
 }
 
-/** The shedder, on every request of the scope it is registered in: before the gate, so that a shed request costs no lookup and no count. */
+/** The shedder, on every request of the scope it is registered in: before the gate, so that a request shed whoever sends it costs no lookup and no count. */
 export default fp<{ shed: Shed }>(async function shed (app, { shed }) {
   // A callback: every API request passes here, and nearly all go on at once.
   app.addHook('onRequest', (_request, reply, done) => {
-    const refusal = shed(reply)
+    const refusal = shed.anyone(reply)
     if (refusal === undefined) done()
     else sendError(reply, refusal)
   })

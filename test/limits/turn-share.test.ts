@@ -34,7 +34,7 @@ describe('a key\'s share of a turn', () => {
     assert.deepEqual(inFirstTurn, names(0, SHARE_A_TURN))
     assert.deepEqual(afterSecond, names(0, SHARE_A_TURN * 2))
     assert.deepEqual(started, names(0, SHARE_A_TURN * 2 + 3))
-    assert.equal(turns.waiting(), 0)
+    assert.equal(turns.waiting(1), 0)
   })
 
   it('When a greedy key has requests waiting, then another key\'s request starts at once, and the greedy key\'s new ones queue behind its own', async () => {
@@ -53,7 +53,7 @@ describe('a key\'s share of a turn', () => {
     assert.notEqual(greedyAgain, undefined, 'a key with requests waiting does not jump its own queue')
     assert.deepEqual(started.slice(SHARE_A_TURN + 1), ['1:8', '1:9'])
     await greedyAgain
-    assert.equal(turns.waiting(), 0)
+    assert.equal(turns.waiting(1), 0)
   })
 
   it('When a key has used its share, then in the next turn it has a fresh one', async () => {

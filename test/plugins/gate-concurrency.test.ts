@@ -7,38 +7,13 @@ import { randomUUID } from 'node:crypto'
 import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
-import type { Storage } from '../../src/db/storage.js'
 import { buildTestApp, errorOf, type TestApp } from '../support/app.js'
+import { pausedListings, type Waits } from '../support/paused-listings.js'
 import { bearer } from '../support/fixtures.js'
 import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 import { makeTempDir, pollUntil, removeTempDir, sqliteUrl } from '../support/process.js'
 import { openTestStore } from '../support/redis.js'
 import { createMetrics } from '../../src/telemetry/metrics.js'
-
-/** Listings waiting now, and the most that ever waited at once: one count may serve several stores. */
-interface Waits {
-  waiting: number
-  most: number
-}
-
-/** A store whose listings wait until opened, counting how many wait at once (in `waits`, when several stores share one count). */
-function pausedListings (storage: Storage, waits: Waits = { waiting: 0, most: 0 }): { storage: Storage, waiting: () => number, most: () => number, open: () => void } {
-  let open = (): void => {}
-  const opened = new Promise<void>((resolve) => { open = resolve })
-  const paused = new Proxy(storage, {
-    get (target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver)
-      if (property !== 'listPetsJson' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value
-      return async (...args: unknown[]) => {
-        waits.most = Math.max(waits.most, ++waits.waiting)
-        await opened
-        waits.waiting--
-        return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args)
-      }
-    }
-  })
-  return { storage: paused, waiting: () => waits.waiting, most: () => waits.most, open }
-}
 
 describe('requests in flight per key', () => {
   let t: TestApp | undefined

@@ -19,6 +19,9 @@ import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders, type LogEntry, type TestApp } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
+import { pausedListings } from '../support/paused-listings.js'
+import { pollUntil } from '../support/process.js'
+import { BUSY_IN_FLIGHT } from '../../src/plugins/shed.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 
@@ -27,7 +30,8 @@ class TestLoad implements Overload {
   cause: LoadSignal | undefined = undefined
   reading: LoadReading = { eventLoopDelayMs: 3, dbPoolWaitMs: undefined }
 
-  overloaded (eventLoopDelayMs = 350): void {
+  /** Over twice the default threshold (200 ms) unless told: every API request is shed, whoever sends it. */
+  overloaded (eventLoopDelayMs = 450): void {
     this.cause = 'event_loop_delay'
     this.reading = { eventLoopDelayMs, dbPoolWaitMs: undefined }
   }
@@ -104,6 +108,31 @@ describe('shedding under overload', () => {
     assert.deepEqual(limiter.calls, [], 'the request was counted')
   })
 
+  it('When the load is over its threshold but under twice it, then a key with 4 requests in flight has its next shed, while another key\'s request is served', async () => {
+    // Arrange: the greedy key's four listings held in flight.
+    const load = new TestLoad()
+    const listings = pausedListings(openSqlite('sqlite::memory:'))
+    t = await buildTestApp({}, { storage: listings.storage, overload: load })
+    const app = t.app
+    const greedy = await t.newKey('pro')
+    const polite = await t.newKey('pro')
+    const held = Array.from({ length: BUSY_IN_FLIGHT }, async () => await app.inject({ url: '/v1/pets', headers: bearer(greedy) }))
+    await pollUntil(async () => (listings.waiting() === BUSY_IN_FLIGHT ? true : undefined), { ms: 5_000, every: 10, what: `${BUSY_IN_FLIGHT} listings held` })
+    load.overloaded(300)
+
+    // Act
+    const greedyNext = await app.inject({ url: '/v1/pets', headers: bearer(greedy) })
+    const politeAnswer = app.inject({ url: '/v1/pets', headers: bearer(polite) })
+    await pollUntil(async () => (listings.waiting() === BUSY_IN_FLIGHT + 1 ? true : undefined), { ms: 5_000, every: 10, what: 'the polite key\'s listing' })
+    listings.open()
+    const served = await Promise.all([...held, politeAnswer])
+
+    // Assert
+    assert.equal(`${greedyNext.statusCode} ${errorOf(greedyNext).code}`, '503 overloaded')
+    assert.equal(greedyNext.headers['retry-after'], '2')
+    assert.deepEqual(served.map((answer) => answer.statusCode), [200, 200, 200, 200, 200])
+  })
+
   it('When the overload ends, then API requests are served again, and the shed ones spent none of the key\'s quota', async () => {
     // Arrange
     const load = new TestLoad()
@@ -127,7 +156,7 @@ describe('shedding under overload', () => {
     t = await buildTestApp({}, { overload: load })
     const token = await t.newKey('free')
     load.cause = 'db_pool_wait'
-    load.reading = { eventLoopDelayMs: 2, dbPoolWaitMs: 900 }
+    load.reading = { eventLoopDelayMs: 2, dbPoolWaitMs: 1_100 }
 
     // Act
     const response = await t.app.inject({ url: '/v1/pets', headers: bearer(token) })
@@ -297,7 +326,7 @@ describe('shedding under overload', () => {
     const limiter = new MemoryStore()
     const app = await buildApp({ config: loadConfig({ DATABASE_URL: 'sqlite::memory:' }), storage, limiter })
     try {
-      const until = performance.now() + 350
+      const until = performance.now() + 450
       while (performance.now() < until) { /* busy, as loading and compiling are */ }
 
       // Act
@@ -314,7 +343,7 @@ describe('shedding under overload', () => {
     }
   })
 
-  it('When the event loop is blocked for 350 ms, then the reading after it sheds API requests, and the next calm reading stops it', async () => {
+  it('When the event loop is blocked for 450 ms, twice the threshold, then the reading after it sheds API requests, and the next calm reading stops it', async () => {
     // Arrange: the real event loop's delay, read only when the test says.
     const delay = eventLoopDelay()
     const watch = watchLoad({
@@ -328,7 +357,7 @@ describe('shedding under overload', () => {
       watch.read()
 
       // Act
-      const until = performance.now() + 350
+      const until = performance.now() + 450
       while (performance.now() < until) { /* busy: the loop cannot turn */ }
       await turnOfTheLoop()
       watch.read()
