@@ -11,7 +11,7 @@ export const CALLER_DAYS = 30
 /** The callers listed per operation, most calls first: an answer of bounded size however many keys call. */
 export const MAX_CALLERS = 10_000
 
-export interface DeprecatedCallerView {
+interface DeprecatedCallerView {
   key: KeyView
   /** Calls over the days looked at, by every instance, up to USAGE_FLUSH_MS late. */
   calls: number
