@@ -8,6 +8,8 @@
 // requests from this listener only: nothing here may be inline, use eval
 // or reach another origin; text from the API is set as text, never HTML.
 import { api, nextPath, token } from './api.js'
+// Its own panel, loaded when opened (docs/OPERATING.md: The deprecated operation's callers).
+import './deprecations.js'
 
 // The charts (and uPlot, the largest file) load while the first requests are under way, not before them.
 const charts = import('./chart.js')

@@ -2,6 +2,7 @@
 // a bad value stops the process with a message that names the variable.
 import { availableParallelism } from 'node:os'
 import ipaddr from 'ipaddr.js'
+import { readBrownouts, type Brownout } from './deprecations.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
 import { inspectToken } from './keys/tokens.js'
 import { parseRedisUrl } from './limits/redis-url.js'
@@ -53,6 +54,8 @@ export interface Config {
   readonly workers: number
   /** Shedding API requests while the service is overloaded (docs/OPERATING.md: Overload). */
   readonly shed: ShedConfig
+  /** When the deprecated operations answer as after their sunset (docs/OPERATING.md: Brownouts), sorted; none by default. */
+  readonly deprecationBrownouts: readonly Brownout[]
 }
 
 /** SHED's modes: `log` writes what it would shed and serves it, so that thresholds can be tried before they refuse anyone. */
@@ -133,8 +136,17 @@ export function loadConfig (env: Env = process.env): Config {
       eventLoopDelayMs: integer(env, 'SHED_EVENT_LOOP_DELAY_MS', 200, 10, 60_000),
       // A wait for a connection ends at 5 s (db/postgres/storage.ts), so 5000 never sheds.
       dbPoolWaitMs: integer(env, 'SHED_DB_POOL_WAIT_MS', 500, 10, 5000)
-    })
+    }),
+    deprecationBrownouts: brownouts(env)
   })
+}
+
+function brownouts (env: Env): readonly Brownout[] {
+  const raw = nonEmpty(env, 'DEPRECATION_BROWNOUTS')
+  if (raw === undefined) return Object.freeze([])
+  const reading = readBrownouts(raw)
+  if (!reading.ok) throw new ConfigError(`DEPRECATION_BROWNOUTS must be comma-separated intervals START/END in UTC that do not overlap: ${reading.reason}`)
+  return Object.freeze(reading.brownouts.map((brownout) => Object.freeze(brownout)))
 }
 
 /** More workers than this is a typo, not a machine: each holds its own heap and database connection. */

@@ -162,6 +162,10 @@ export const Errors = {
   keyRevoked: (message: string) => new ApiError('key_revoked', message),
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
+  /** As after the sunset, for the brownout's length: Retry-After says when it ends, and the operation answers again. */
+  brownout: (brownout: { text: string, end: number }, sunset: Date, successor: string, retryAfterSeconds: number) =>
+    new ApiError('gone', `This operation is unavailable during a scheduled brownout (${brownout.text}), until ${new Date(brownout.end).toISOString()}, ` +
+      `and will be removed on ${sunset.toUTCString()}; use GET ${successor} instead.`, { headers: { 'retry-after': String(retryAfterSeconds) } }),
 
   // 413, 415, 417, 422, 429, 431
   payloadTooLarge: () => new ApiError('payload_too_large', 'The body is larger than 16 KiB.'),

@@ -33,7 +33,8 @@ const STATUSES: Record<string, string[]> = {
   findKeyByToken: ['200', ...WITH_BODY, '404'],
   getKeyUsage: ['200', ...ALWAYS, '404'],
   getUsage: ['200', ...ALWAYS],
-  getOverview: ['200', ...ALWAYS]
+  getOverview: ['200', ...ALWAYS],
+  listDeprecations: ['200', ...ALWAYS]
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

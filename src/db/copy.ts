@@ -53,6 +53,12 @@ export const COPIED_TABLES: readonly Table[] = [
     order: ['api_key_id', 'day'],
     sequence: false
   },
+  {
+    name: 'deprecated_calls',
+    columns: [['api_key_id', 'int'], ['operation', 'text'], ['day', 'int'], ['calls', 'int'], ['last_call', 'int']],
+    order: ['api_key_id', 'operation', 'day'],
+    sequence: false
+  },
   // The cursor secret: cursors handed out by the source go on working.
   { name: 'secrets', columns: [['name', 'text'], ['value', 'blob']], order: ['name'], sequence: false }
 ]

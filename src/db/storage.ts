@@ -127,6 +127,26 @@ export interface KeyUsage {
   refused: number
 }
 
+/** Calls of one deprecated operation by one key on one UTC day, as counted by one instance since its last write, or as stored. */
+export interface DeprecatedCalls {
+  keyId: number
+  /** The operation's operationId. */
+  operation: string
+  /** Days since 1970-01-01, UTC. */
+  day: number
+  calls: number
+  /** The last call's time, Unix milliseconds. */
+  lastCall: number
+}
+
+/** A key's calls of a deprecated operation over some days, added up. */
+export interface DeprecatedCaller {
+  operation: string
+  key: ApiKeyRecord
+  calls: number
+  lastCall: number
+}
+
 export interface PoolUse {
   /** Connections open, idle or not. */
   open: number
@@ -204,15 +224,19 @@ export interface UsageStore {
    * Adds counts to what is stored, in one transaction: each row to its
    * key and day (one additive upsert each, so that every instance's counts
    * add up), and each key's last use, which only moves forward. A key
-   * deleted meanwhile cannot be: keys are revoked, never deleted.
+   * deleted meanwhile cannot be: keys are revoked, never deleted. Calls of
+   * deprecated operations are added the same way, each row to its key,
+   * operation and day, its last call only moving forward.
    */
-  addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void>
+  addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>, deprecatedCalls?: readonly DeprecatedCalls[]): Promise<void>
   /** A key's stored counts for the days from `fromDay` to `toDay`, oldest first; days without any are left out. */
   usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]>
   /** Every key's counts added up per day, from `fromDay` to `toDay`, oldest first; days without any are left out. */
   usageTotals (fromDay: number, toDay: number): Promise<DayTotals[]>
   /** The `limit` keys with the most requests (admitted and refused) on `day`, most first, then by id. */
   busiestKeys (day: number, limit: number): Promise<KeyDayUsage[]>
+  /** Every key that called a deprecated operation from `fromDay` to `toDay`, its calls added up: by operation, then most calls first, then by key id. */
+  deprecatedCallers (fromDay: number, toDay: number): Promise<DeprecatedCaller[]>
 }
 
 /** The database itself. */

@@ -47,6 +47,7 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     searchApiKeys: timed('searchApiKeys', storage.searchApiKeys),
     usageTotals: timed('usageTotals', storage.usageTotals),
     busiestKeys: timed('busiestKeys', storage.busiestKeys),
+    deprecatedCallers: timed('deprecatedCallers', storage.deprecatedCallers),
     countApiKeys: timed('countApiKeys', storage.countApiKeys)
   }
 }

@@ -16,6 +16,7 @@ import jsonBodyPlugin, { BODY_LIMIT } from '../plugins/json-body.js'
 import { RequestLog, requestIdMaker } from '../telemetry/request-log.js'
 import adminKeyRoutes from '../routes/admin-keys.js'
 import adminOverviewRoutes from '../routes/admin-overview.js'
+import adminDeprecationRoutes from '../routes/admin-deprecations.js'
 import consoleRoutes from '../routes/console.js'
 import methodNotAllowedRoutes, { collectPaths } from '../routes/method-not-allowed.js'
 import { routerAnswerHeaders, setUpAnswers } from './answers.js'
@@ -92,6 +93,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
       const paths = collectPaths(scope)
       await scope.register(adminKeyRoutes, { storage: api.storage, environment: api.environment, now })
       await scope.register(adminOverviewRoutes, { storage: api.storage, now })
+      await scope.register(adminDeprecationRoutes, { storage: api.storage, now })
       await scope.register(methodNotAllowedRoutes, { paths })
       // Unknown paths under the prefix need the token too: they tell nothing to whoever lacks it.
       scope.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })

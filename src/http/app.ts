@@ -200,7 +200,9 @@ export async function buildApp ({
 
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
   await app.register(async function v1 (api) {
-    await api.register(deprecationPlugin, { baseUrl, now })
+    await api.register(deprecationPlugin, {
+      baseUrl, now, brownouts: config.deprecationBrownouts, onCalled: (keyId, operationId) => { usage.countDeprecated(keyId, operationId) }
+    })
     // After the deprecation's headers, which every answer of its operation carries; before the gate, whose lookup and count a shed request must not cost.
     if (shed !== undefined) await api.register(shedPlugin, { shed })
     await api.register(gatePlugin, { gate })

@@ -1,13 +1,15 @@
 // What each key used (docs/OPERATING.md: Usage): admitted and refused requests per key
-// and UTC day, counted in memory and added to the database every USAGE_FLUSH_MS,
+// and UTC day, and calls of deprecated operations per key, operation and UTC day
+// (docs/OPERATING.md: The deprecated operation's callers), counted in memory and
+// added to the database every USAGE_FLUSH_MS,
 // with bounded memory whatever the number of keys or the length of an outage
 // (docs/INTERNALS.md, section "Usage").
 import { USAGE_FLUSH_MS } from '../config.js'
-import type { ApiKeyRecord, KeyUsage, UsageStore } from '../db/storage.js'
+import type { ApiKeyRecord, DeprecatedCalls, KeyUsage, UsageStore } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 
-/** Keys and days waiting to be written, at most. */
+/** Keys and days waiting to be written, at most; and as many keys, operations and days of deprecated calls. */
 export const MAX_USAGE_ENTRIES = 100_000
 
 type UsageOutcome = 'admitted' | 'refused'
@@ -29,6 +31,8 @@ export interface UsageCounterOptions {
 export interface UsageCounter {
   /** Counts one request of a key, now. */
   count: (key: Pick<ApiKeyRecord, 'id' | 'plan'>, outcome: UsageOutcome) => void
+  /** Counts one call of a deprecated operation by a key, now. */
+  countDeprecated: (keyId: number, operation: string) => void
   /** Writes what is counted; resolves once written (or failed, and kept). */
   flush: () => Promise<void>
   /** Starts writing every `flushMs`. */
@@ -41,6 +45,8 @@ export function createUsageCounter ({ storage, now: clock, flushMs = USAGE_FLUSH
   /** Keyed `keyId:day`. */
   let pending = new Map<string, KeyUsage>()
   let lastUsed = new Map<number, number>()
+  /** Keyed `keyId:day:operation`. */
+  let deprecated = new Map<string, DeprecatedCalls>()
   let writing: Promise<void> | undefined
   /** Counts dropped since the last write; told once per write, so that an outage cannot flood the log with a line per request. */
   let dropped = 0
@@ -72,17 +78,38 @@ export function createUsageCounter ({ storage, now: clock, flushMs = USAGE_FLUSH
     }
   }
 
+  function countDeprecated (keyId: number, operation: string): void {
+    const now = clock()
+    const day = Math.floor(now / DAY_MS)
+    const entry = `${keyId}:${day}:${operation}`
+    let calls = deprecated.get(entry)
+    if (calls === undefined) {
+      // Bounded as the usage counts are; these entries are few (one per key that calls a deprecated operation).
+      if (deprecated.size >= MAX_USAGE_ENTRIES) {
+        dropped++
+        return
+      }
+      calls = { keyId, operation, day, calls: 0, lastCall: now }
+      deprecated.set(entry, calls)
+    }
+    calls.calls++
+    if (calls.lastCall < now) calls.lastCall = now
+  }
+
   async function write (): Promise<void> {
-    if (pending.size === 0 && lastUsed.size === 0) return
+    if (pending.size === 0 && lastUsed.size === 0 && deprecated.size === 0) return
     const batch = pending
     const used = lastUsed
+    const called = deprecated
     pending = new Map()
     lastUsed = new Map()
+    deprecated = new Map()
     // In one order on every instance, so that two writes never wait on each other's rows in a cycle.
     const rows = [...batch.values()].sort((a, b) => a.keyId - b.keyId || a.day - b.day)
     const touched = new Map([...used.entries()].sort((a, b) => a[0] - b[0]))
+    const calls = [...called.values()].sort((a, b) => a.keyId - b.keyId || a.day - b.day || (a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : 0))
     try {
-      await storage.addUsage(rows, touched)
+      await storage.addUsage(rows, touched, calls)
     } catch (error) {
       onError(error)
       // Kept for the next write, added to what was counted meanwhile.
@@ -98,6 +125,17 @@ export function createUsageCounter ({ storage, now: clock, flushMs = USAGE_FLUSH
         }
       }
       for (const [keyId, at] of used) if ((lastUsed.get(keyId) ?? 0) < at) lastUsed.set(keyId, at)
+      for (const [entry, kept] of called) {
+        const now = deprecated.get(entry)
+        if (now !== undefined) {
+          now.calls += kept.calls
+          now.lastCall = Math.max(now.lastCall, kept.lastCall)
+        } else if (deprecated.size < MAX_USAGE_ENTRIES) {
+          deprecated.set(entry, kept)
+        } else {
+          dropped += kept.calls
+        }
+      }
     }
     if (dropped > 0) {
       onDropped(dropped)
@@ -119,6 +157,7 @@ export function createUsageCounter ({ storage, now: clock, flushMs = USAGE_FLUSH
 
   return {
     count,
+    countDeprecated,
     flush,
     start () {
       timer = setInterval(() => { flush().catch(onError) }, flushMs)

@@ -30,6 +30,7 @@ function assets (): Map<string, Asset> {
     own('console.js', 'text/javascript; charset=utf-8'),
     own('api.js', 'text/javascript; charset=utf-8'),
     own('chart.js', 'text/javascript; charset=utf-8'),
+    own('deprecations.js', 'text/javascript; charset=utf-8'),
     own('console.css', 'text/css; charset=utf-8'),
     // uPlot's ES module: the page's modules import it by this name.
     installed('uPlot.esm.js', resolve('uplot/dist/uPlot.esm.js'), 'text/javascript; charset=utf-8'),

@@ -11,18 +11,12 @@ import type { PetService } from '../pets/service.js'
 import { DEFAULT_PAGE_SIZE } from '../domain.js'
 import { Errors } from '../errors.js'
 import { callerOf, gateStatuses } from '../plugins/gate.js'
+import { GET_PET_DEPRECATION } from '../deprecations.js'
 
 interface PetRoutesOptions {
   pets: PetService
   /** This instance's own address, ending in /v1. */
   baseUrl: () => string
-}
-
-/** Announced 2026-11-20; removed 2030-12-05 (docs/API.md: The deprecated operation). */
-const GET_PET_DEPRECATION = {
-  since: new Date('2026-11-20T00:00:00Z'),
-  sunset: new Date('2030-12-05T00:00:00Z'),
-  successor: '/pets'
 }
 
 /** Statuses every operation may answer besides its own: the gate's, and a fault of ours. */
@@ -87,9 +81,9 @@ const petRoutes: FastifyPluginAsyncTypebox<PetRoutesOptions> = async (app, { pet
   app.get('/pets/:petId', {
     config: { scope: 'pets:read', deprecation: GET_PET_DEPRECATION },
     schema: {
-      operationId: 'getPet',
+      operationId: GET_PET_DEPRECATION.operationId,
       summary: 'Get an animal (deprecated)',
-      description: 'Deprecated: removed on 5 December 2030, after which it answers 410. Use `GET /pets` with a `status` filter instead.',
+      description: 'Deprecated: removed on 5 December 2030, after which it answers 410; before then it answers 410 during scheduled brownouts too, with `Retry-After` until the brownout ends. Use `GET /pets` with a `status` filter instead.',
       tags: ['pets'],
       deprecated: true,
       params: PetIdParams,

@@ -139,6 +139,8 @@ const ERROR_HEADERS: Record<number, Headers> = {
   403: sent(HEADERS['WWW-Authenticate']),
   405: sent(HEADERS.Allow),
   409: RETRY_AFTER,
+  // During a brownout: when it ends (docs/API.md: The deprecated operation).
+  410: RETRY_AFTER,
   429: RETRY_AFTER,
   503: RETRY_AFTER
 }

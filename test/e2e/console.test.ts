@@ -619,4 +619,38 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.deepEqual(problems, [])
     assert.deepEqual(elsewhere(requested), [])
   })
+
+  it('When the operator opens the deprecated operations panel, then it lists the keys that called getPet with their calls, and no other key', async () => {
+    // Arrange: one key calls getPet twice (404s count: the caller still calls it), another only lists.
+    const caller = await createKey(env, ['--plan', 'pro', '--name', 'old client'])
+    const lister = await createKey(env, ['--plan', 'pro', '--name', 'new client'])
+    for (let i = 0; i < 2; i++) {
+      const response = await fetch(`${running().origin}/v1/pets/999999`, { headers: { authorization: `Bearer ${caller.token}` } })
+      await response.arrayBuffer()
+      assert.equal(response.status, 404)
+    }
+    assert.equal(await publicStatus(lister.token), 200)
+    await pollUntil(async () => {
+      const operations = await adminApi<Array<{ callers: Array<{ key: { id: number }, calls: number }> }>>('GET', '/deprecations')
+      return operations[0]?.callers.some((c) => c.key.id === caller.id && c.calls === 2) === true ? true : undefined
+    }, { ms: CHANGE_TIMEOUT_MS, every: 100, what: 'the calls to be written' })
+    const { page, problems } = await openConsole('deprecations')
+    await signIn(page)
+
+    // Act
+    await page.locator('#deprecations-panel summary').click()
+    const row = page.locator(`#deprecations tr[data-caller="${caller.id}"]`)
+    await row.waitFor()
+
+    // Assert
+    const cells = await row.locator('td').allInnerTexts()
+    assert.equal(cells[0], `${caller.id} · old client`)
+    assert.equal(cells[1], 'pro')
+    assert.equal(cells[4], '2')
+    assert.match(cells[5] ?? '', /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/)
+    assert.match(await page.locator('#deprecations tr[data-operation="getPet"]').innerText(), /getPet\s+sunset 2030-12-05; 1 key in the last 30 days/)
+    assert.equal(await page.locator(`#deprecations tr[data-caller="${lister.id}"]`).count(), 0)
+    assert.deepEqual(problems, [])
+    await page.close()
+  })
 })

@@ -36,7 +36,7 @@ export interface paths {
         /**
          * Get an animal (deprecated)
          * @deprecated
-         * @description Deprecated: removed on 5 December 2030, after which it answers 410. Use `GET /pets` with a `status` filter instead.
+         * @description Deprecated: removed on 5 December 2030, after which it answers 410; before then it answers 410 during scheduled brownouts too, with `Retry-After` until the brownout ends. Use `GET /pets` with a `status` filter instead.
          */
         get: operations["getPet"];
         put?: never;
@@ -733,6 +733,7 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["Link-Deprecation"];
+                    "Retry-After": components["headers"]["Retry-After"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
                     "Cache-Control": components["headers"]["Cache-Control"];

@@ -12,6 +12,7 @@ import {
   showKey, updateKey, type KeyView
 } from '../../keys/manage.js'
 import { searchKeys } from '../../keys/overview.js'
+import { CALLER_DAYS, deprecatedCallers } from '../../keys/deprecated-callers.js'
 import { inspectToken } from '../../keys/tokens.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from '../database.js'
 import { CommandFailure, EXIT_USAGE } from '../errors.js'
@@ -19,7 +20,9 @@ import {
   asKeyUpdate, duration, instant, instantOrNever, limitOrPlan, overlap, positiveInteger, scopeList, searchText,
   type CreateOptions, type ListOptions, type UpdateOptions
 } from './parse.js'
-import { asKeyFailure, nameOf, ruleBroken, writeFoundKey, writeJson, writeKey, writeKeyTable, writeLine, writeUsageTable, writeWithToken } from './render.js'
+import {
+  asKeyFailure, callingKeys, nameOf, ruleBroken, writeCallerTable, writeFoundKey, writeJson, writeKey, writeKeyTable, writeLine, writeUsageTable, writeWithToken
+} from './render.js'
 import { readToken } from './token-input.js'
 
 async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
@@ -109,8 +112,16 @@ export function addKeysCommands (program: Command): void {
     .addOption(new Option('--state <state>', 'keys in this state').choices(KEY_STATES))
     .addOption(new Option('--plan <plan>', 'keys on this plan').choices(PLANS))
     .addOption(new Option('--sort <order>', 'id: oldest first; lastUsed: the most recently used first, never-used keys last').choices(KEY_SORTS).default('id'))
-    .option('--json', 'print a JSON array of objects (id, name, plan, limits, scopes, tokenHint, createdAt, expiresAt, lastUsedAt, revoked, …)')
+    .addOption(new Option('--calls-deprecated', `only the keys that called a deprecated operation in the last ${CALLER_DAYS} days (UTC, today included), with their calls and last call, most calls first`)
+      .conflicts(['search', 'state', 'plan']))
+    .option('--json', 'print a JSON array of objects (id, name, plan, limits, scopes, tokenHint, createdAt, expiresAt, lastUsedAt, revoked, …; with --calls-deprecated, deprecatedCalls too)')
     .action(async (options: ListOptions) => {
+      if (options.callsDeprecated === true) {
+        const operations = await withStorage(async (storage) => await deprecatedCallers(storage, Date.now()))
+        if (options.json === true) writeJson(callingKeys(operations))
+        else writeCallerTable(operations, `No key called a deprecated operation in the last ${CALLER_DAYS} days.`)
+        return
+      }
       const filtered = options.search !== undefined || options.state !== undefined || options.plan !== undefined
       const { all, url } = await withStorage(async (storage, config) => ({ all: await everyMatch(storage, options), url: config.databaseUrl }))
       if (options.json === true) {

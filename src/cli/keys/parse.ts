@@ -86,6 +86,8 @@ export interface ListOptions {
   state?: KeyState
   plan?: Plan
   sort: typeof KEY_SORTS[number]
+  /** Only the keys that called a deprecated operation lately, with their calls. */
+  callsDeprecated?: boolean
   json?: boolean
 }
 

@@ -2,6 +2,7 @@
 // line) or for scripts (JSON), and the refusals of keys/manage.ts in the
 // admin API's words, naming the option rather than the field.
 import { KeyRuleError, type DayUsage, type FoundKey, type KeyView, type KeyWithToken } from '../../keys/manage.js'
+import type { DeprecatedOperationView } from '../../keys/deprecated-callers.js'
 import { CommandFailure } from '../errors.js'
 import { formatTable, printable, type Column } from '../table.js'
 
@@ -74,6 +75,39 @@ export function writeKeyTable (keys: readonly KeyView[], empty: string): void {
 
 export function writeUsageTable (days: readonly DayUsage[]): void {
   write(formatTable(USAGE_COLUMNS, days.map((day) => [day.date, String(day.admitted), String(day.refused)])))
+}
+
+const CALLER_COLUMNS: readonly Column[] = [
+  { title: 'ID', align: 'right' },
+  { title: 'NAME', maxWidth: NAME_COLUMNS },
+  { title: 'PLAN' },
+  { title: 'TOKEN' },
+  { title: 'REVOKED' },
+  { title: 'OPERATION' },
+  { title: 'SUNSET' },
+  { title: 'CALLS', align: 'right' },
+  { title: 'LAST CALL' }
+]
+
+/** The callers of each deprecated operation for people, a row per key and operation; `empty`, a line, when there are none. */
+export function writeCallerTable (operations: readonly DeprecatedOperationView[], empty: string): void {
+  const rows = operations.flatMap(({ operationId, sunset, callers }) => callers.map(({ key, calls, lastCall }) => [
+    String(key.id), key.name, key.plan, key.tokenHint, key.revokedAt ?? 'no', operationId, sunset, String(calls), lastCall
+  ]))
+  write(rows.length === 0 ? `${empty}\n` : formatTable(CALLER_COLUMNS, rows))
+}
+
+/** For scripts: each key that called a deprecated operation, once, with its calls of each, in the order first listed. */
+export function callingKeys (operations: readonly DeprecatedOperationView[]): Array<KeyView & { deprecatedCalls: Array<{ operationId: string, sunset: string, calls: number, lastCall: string }> }> {
+  const keys = new Map<number, KeyView & { deprecatedCalls: Array<{ operationId: string, sunset: string, calls: number, lastCall: string }> }>()
+  for (const { operationId, sunset, callers } of operations) {
+    for (const { key, calls, lastCall } of callers) {
+      const entry = keys.get(key.id) ?? { ...key, deprecatedCalls: [] }
+      entry.deprecatedCalls.push({ operationId, sunset, calls, lastCall })
+      keys.set(key.id, entry)
+    }
+  }
+  return [...keys.values()]
 }
 
 /** A line for people, then the new token alone on the last line, which `| tail -n 1` takes. */

@@ -63,6 +63,15 @@ export const USAGE_SQL = {
     SELECT * FROM unnest($1::int8[], $2::int4[], $3::int8[], $4::int8[])
     ON CONFLICT (api_key_id, day) DO UPDATE
       SET admitted = key_usage.admitted + excluded.admitted, refused = key_usage.refused + excluded.refused`,
+  addCalls: `INSERT INTO deprecated_calls (api_key_id, operation, day, calls, last_call)
+    SELECT * FROM unnest($1::int8[], $2::text[], $3::int4[], $4::int8[], $5::int8[])
+    ON CONFLICT (api_key_id, operation, day) DO UPDATE
+      SET calls = deprecated_calls.calls + excluded.calls, last_call = greatest(deprecated_calls.last_call, excluded.last_call)`,
+  callers: `SELECT c.operation, ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, c.calls, c.last_call
+    FROM (SELECT operation, api_key_id, sum(calls) AS calls, max(last_call) AS last_call
+          FROM deprecated_calls WHERE day BETWEEN $1 AND $2 GROUP BY operation, api_key_id) c
+    JOIN api_keys k ON k.id = c.api_key_id
+    ORDER BY c.operation, c.calls DESC, k.id`,
   touch: `UPDATE api_keys SET last_used_at = used.at
     FROM unnest($1::int8[], $2::int8[]) AS used (id, at)
     WHERE api_keys.id = used.id AND coalesce(api_keys.last_used_at, 0) < used.at`,

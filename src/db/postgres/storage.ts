@@ -12,7 +12,7 @@ import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
 } from '../storage.js'
-import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from '../rows.js'
 import { KEY_SQL, PET_SQL, USAGE_SQL } from './statements.js'
@@ -226,13 +226,22 @@ export class PostgresStorage implements Storage {
   }
 
   // UsageStore
-  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
-    if (usage.length === 0 && lastUsed.size === 0) return
+  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>, deprecatedCalls: readonly DeprecatedCalls[] = []): Promise<void> {
+    if (usage.length === 0 && lastUsed.size === 0 && deprecatedCalls.length === 0) return
     await this.#transaction(async (client) => {
       await client.query(USAGE_SQL.add,
         [usage.map((u) => u.keyId), usage.map((u) => u.day), usage.map((u) => u.admitted), usage.map((u) => u.refused)])
       await client.query(USAGE_SQL.touch, [[...lastUsed.keys()], [...lastUsed.values()]])
+      if (deprecatedCalls.length > 0) {
+        await client.query(USAGE_SQL.addCalls, [deprecatedCalls.map((c) => c.keyId), deprecatedCalls.map((c) => c.operation),
+          deprecatedCalls.map((c) => c.day), deprecatedCalls.map((c) => c.calls), deprecatedCalls.map((c) => c.lastCall)])
+      }
     })
+  }
+
+  async deprecatedCallers (fromDay: number, toDay: number): Promise<DeprecatedCaller[]> {
+    const rows = await this.#query<ApiKeyRow & { operation: string, calls: string | bigint, last_call: string | bigint }>(USAGE_SQL.callers, [fromDay, toDay])
+    return rows.map((row) => ({ operation: row.operation, key: toApiKey(row), calls: Number(row.calls), lastCall: Number(row.last_call) }))
   }
 
   async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {

@@ -74,7 +74,19 @@ const MIGRATIONS: readonly string[] = [
   'CREATE INDEX key_usage_day ON key_usage (day, admitted, refused);',
   // A key's own cap of requests in flight (docs/API.md: Requests in flight);
   // null, as for every key made before it: the plan's.
-  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);'
+  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);',
+  // Calls of deprecated operations per key, operation and UTC day (docs/OPERATING.md:
+  // The deprecated operation's callers), added to by every instance as key_usage is;
+  // `last_call` in Unix milliseconds. Read by day range, for the last 30 days.
+  `CREATE TABLE deprecated_calls (
+     api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     operation TEXT NOT NULL,
+     day INTEGER NOT NULL,
+     calls INTEGER NOT NULL DEFAULT 0,
+     last_call INTEGER NOT NULL,
+     PRIMARY KEY (api_key_id, operation, day)
+   ) WITHOUT ROWID;
+   CREATE INDEX deprecated_calls_day ON deprecated_calls (day);`
 ]
 
 export function migrateSqlite (db: Database): void {

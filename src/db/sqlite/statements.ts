@@ -2,7 +2,7 @@
 // by the part of Storage they serve; a write that spans statements is here
 // too, as one transaction function. New animals are pet-inserts.ts's.
 import type { PetStatus } from '../../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, KeyUsage, NewApiKeyRecord } from '../storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeprecatedCalls, KeyUsage, NewApiKeyRecord } from '../storage.js'
 import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, type ApiKeyRow, type PetRow } from '../rows.js'
 import type { Database } from './driver.js'
 import { StatementPerLimit } from './statement-per-limit.js'
@@ -87,10 +87,14 @@ export function usageStatements (db: Database) {
     `INSERT INTO key_usage (api_key_id, day, admitted, refused) VALUES (?, ?, ?, ?)
      ON CONFLICT (api_key_id, day) DO UPDATE SET admitted = admitted + excluded.admitted, refused = refused + excluded.refused`)
   const touch = db.prepare<[bigint, bigint, bigint]>('UPDATE api_keys SET last_used_at = ? WHERE id = ? AND coalesce(last_used_at, 0) < ?')
+  const addCalls = db.prepare<[bigint, string, bigint, bigint, bigint]>(
+    `INSERT INTO deprecated_calls (api_key_id, operation, day, calls, last_call) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (api_key_id, operation, day) DO UPDATE SET calls = calls + excluded.calls, last_call = max(last_call, excluded.last_call)`)
   return {
-    add: db.transaction((usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>) => {
+    add: db.transaction((usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>, deprecatedCalls: readonly DeprecatedCalls[]) => {
       for (const { keyId, day, admitted, refused } of usage) addDay.run(BigInt(keyId), BigInt(day), BigInt(admitted), BigInt(refused))
       for (const [keyId, at] of lastUsed) touch.run(BigInt(at), BigInt(keyId), BigInt(at))
+      for (const { keyId, operation, day, calls, lastCall } of deprecatedCalls) addCalls.run(BigInt(keyId), operation, BigInt(day), BigInt(calls), BigInt(lastCall))
     }),
     of: db.prepare<[bigint, bigint, bigint], [bigint, bigint, bigint, bigint]>(
       'SELECT api_key_id, day, admitted, refused FROM key_usage WHERE api_key_id = ? AND day BETWEEN ? AND ? ORDER BY day').raw(true)

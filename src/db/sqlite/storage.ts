@@ -12,7 +12,7 @@ import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
 } from '../storage.js'
-import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
 import { KEY_COLUMNS, toApiKey, toPet, type ApiKeyRow } from '../rows.js'
 import { Database, createOwnerOnly } from './driver.js'
@@ -216,8 +216,18 @@ export class SqliteStorage implements Storage {
   }
 
   // UsageStore
-  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>): Promise<void> {
-    await this.#write(() => { this.#usageSql.add.immediate(usage, lastUsed) })
+  async addUsage (usage: readonly KeyUsage[], lastUsed: ReadonlyMap<number, number>, deprecatedCalls: readonly DeprecatedCalls[] = []): Promise<void> {
+    await this.#write(() => { this.#usageSql.add.immediate(usage, lastUsed, deprecatedCalls) })
+  }
+
+  async deprecatedCallers (fromDay: number, toDay: number): Promise<DeprecatedCaller[]> {
+    const rows = this.#read(() => this.#db.prepare<[bigint, bigint], ApiKeyRow & { operation: string, calls: bigint, last_call: bigint }>(
+      `SELECT c.operation, ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, c.calls, c.last_call
+       FROM (SELECT operation, api_key_id, sum(calls) AS calls, max(last_call) AS last_call
+             FROM deprecated_calls WHERE day BETWEEN ? AND ? GROUP BY operation, api_key_id) c
+       JOIN api_keys k ON k.id = c.api_key_id
+       ORDER BY c.operation, c.calls DESC, k.id`).all(BigInt(fromDay), BigInt(toDay)))
+    return rows.map((row) => ({ operation: row.operation, key: toApiKey(row), calls: Number(row.calls), lastCall: Number(row.last_call) }))
   }
 
   async usageOf (keyId: number, fromDay: number, toDay: number): Promise<KeyUsage[]> {

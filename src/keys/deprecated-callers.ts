@@ -1,0 +1,43 @@
+// Who still calls the deprecated operations (docs/OPERATING.md: The deprecated
+// operation's callers): each one, its sunset, and the keys that called it in
+// the last 30 days, for the admin API, the CLI and the console alike.
+import type { UsageStore } from '../db/storage.js'
+import { DEPRECATED_OPERATIONS } from '../deprecations.js'
+import { DAY_MS } from '../instant.js'
+import { view, type KeyView } from './manage.js'
+
+/** The days looked at, today included. */
+export const CALLER_DAYS = 30
+/** The callers listed per operation, most calls first: an answer of bounded size however many keys call. */
+export const MAX_CALLERS = 10_000
+
+interface DeprecatedCallerView {
+  key: KeyView
+  /** Calls over the days looked at, by every instance, up to USAGE_FLUSH_MS late. */
+  calls: number
+  lastCall: string
+}
+
+export interface DeprecatedOperationView {
+  operationId: string
+  sunset: string
+  /** Every key that called it, counted; `callers` lists the first MAX_CALLERS of them. */
+  callerCount: number
+  /** Most calls first, then by key id. */
+  callers: DeprecatedCallerView[]
+}
+
+/** Every deprecated operation, in the order of DEPRECATED_OPERATIONS, with the keys that called it in the last CALLER_DAYS days. */
+export async function deprecatedCallers (storage: Pick<UsageStore, 'deprecatedCallers'>, now: number): Promise<DeprecatedOperationView[]> {
+  const today = Math.floor(now / DAY_MS)
+  const rows = await storage.deprecatedCallers(today - CALLER_DAYS + 1, today)
+  return DEPRECATED_OPERATIONS.map(({ operationId, sunset }) => {
+    const callers = rows.filter((row) => row.operation === operationId)
+    return {
+      operationId,
+      sunset: sunset.toISOString(),
+      callerCount: callers.length,
+      callers: callers.slice(0, MAX_CALLERS).map((row) => ({ key: view(row.key, now), calls: row.calls, lastCall: new Date(row.lastCall).toISOString() }))
+    }
+  })
+}
