@@ -98,6 +98,9 @@ const MIGRATIONS: readonly string[] = [
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */
+/** The schema's version once every migration has run: the highest row of schema_migrations. */
+export const POSTGRES_SCHEMA_VERSION = MIGRATIONS.length
+
 export async function migratePostgres (client: pg.ClientBase): Promise<void> {
   await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK])
   await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())')

@@ -89,6 +89,9 @@ const MIGRATIONS: readonly string[] = [
    CREATE INDEX deprecated_calls_day ON deprecated_calls (day);`
 ]
 
+/** The schema's version once every migration has run: `PRAGMA user_version`. */
+export const SQLITE_SCHEMA_VERSION = MIGRATIONS.length
+
 export function migrateSqlite (db: Database): void {
   db.transaction(() => {
     const current = Number(db.pragma('user_version', { simple: true }))

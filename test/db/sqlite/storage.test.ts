@@ -15,6 +15,7 @@ import { buildKeyRecord, buildPet } from '../../support/fixtures.js'
 import { pollUntil } from '../../support/process.js'
 import { SQLITE_SCHEMA_V1, assertOldKeyServed } from '../schema-v1.js'
 import { storageContract } from '../storage-contract.js'
+import { SQLITE_SCHEMA_VERSION } from '../../../src/db/sqlite/schema.js'
 
 // One file for the whole suite, reopened by every test: each finds the rows
 // of the tests before it, as it would on a PostgreSQL database.
@@ -307,7 +308,7 @@ describe('SQLite, a database of the schema before key scopes', () => {
     const version = Number(db.pragma('user_version', { simple: true }))
     const keys = db.prepare('SELECT name, scopes, token_hint FROM api_keys').all()
     db.close()
-    assert.equal(version, 6)
+    assert.equal(version, SQLITE_SCHEMA_VERSION)
     assert.deepEqual(keys, [{ name: 'old', scopes: 'pets:read pets:write', token_hint: 'pet_live_…' }])
   })
 })
