@@ -53,6 +53,8 @@ export interface Config {
   readonly workers: number
   /** Shedding API requests while the service is overloaded (docs/OPERATING.md: Overload). */
   readonly shed: ShedConfig
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may go to http:// and to private addresses (docs/WEBHOOKS.md), for development and tests. */
+  readonly webhookAllowPrivate: boolean
 }
 
 /** SHED's modes: `log` writes what it would shed and serves it, so that thresholds can be tried before they refuse anyone. */
@@ -133,7 +135,8 @@ export function loadConfig (env: Env = process.env): Config {
       eventLoopDelayMs: integer(env, 'SHED_EVENT_LOOP_DELAY_MS', 200, 10, 60_000),
       // A wait for a connection ends at 5 s (db/postgres/storage.ts), so 5000 never sheds.
       dbPoolWaitMs: integer(env, 'SHED_DB_POOL_WAIT_MS', 500, 10, 5000)
-    })
+    }),
+    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
   })
 }
 

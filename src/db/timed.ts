@@ -47,6 +47,15 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     searchApiKeys: timed('searchApiKeys', storage.searchApiKeys),
     usageTotals: timed('usageTotals', storage.usageTotals),
     busiestKeys: timed('busiestKeys', storage.busiestKeys),
-    countApiKeys: timed('countApiKeys', storage.countApiKeys)
+    countApiKeys: timed('countApiKeys', storage.countApiKeys),
+    createWebhook: timed('createWebhook', storage.createWebhook),
+    getWebhook: timed('getWebhook', storage.getWebhook),
+    listWebhooks: timed('listWebhooks', storage.listWebhooks),
+    changeWebhook: timed('changeWebhook', storage.changeWebhook),
+    deleteWebhook: timed('deleteWebhook', storage.deleteWebhook),
+    fanOutEvents: timed('fanOutEvents', storage.fanOutEvents),
+    claimDeliveries: timed('claimDeliveries', storage.claimDeliveries),
+    recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
+    purgeEvents: timed('purgeEvents', storage.purgeEvents)
   }
 }

@@ -74,7 +74,41 @@ const MIGRATIONS: readonly string[] = [
   'CREATE INDEX key_usage_day ON key_usage (day, admitted, refused);',
   // A key's own cap of requests in flight (docs/API.md: Requests in flight);
   // null, as for every key made before it: the plan's.
-  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);'
+  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);',
+  // Events and their webhook deliveries (docs/WEBHOOKS.md). An event is written
+  // in its change's own transaction; fanning it out to the endpoints that
+  // want it is the dispatcher's, later. The secret is kept as it is: HMAC
+  // signing needs it, not a hash of it.
+  `CREATE TABLE webhook_endpoints (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     url TEXT NOT NULL,
+     events TEXT,
+     description TEXT NOT NULL,
+     enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+     secret BLOB NOT NULL,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE TABLE events (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     type TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     data TEXT NOT NULL,
+     fanned_out INTEGER NOT NULL DEFAULT 0
+   );
+   CREATE INDEX events_to_fan_out ON events (id) WHERE fanned_out = 0;
+   CREATE TABLE webhook_deliveries (
+     event_id INTEGER NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+     endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'failed')),
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at INTEGER NOT NULL,
+     last_status INTEGER,
+     last_error TEXT,
+     PRIMARY KEY (event_id, endpoint_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, event_id);`
 ]
 
 export function migrateSqlite (db: Database): void {

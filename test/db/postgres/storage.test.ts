@@ -74,7 +74,7 @@ describe('PostgreSQL', () => {
     await client.connect()
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
     await client.end()
-    assert.deepEqual(rows.map((row) => row.version), [1, 2, 3, 4, 5, 6])
+    assert.deepEqual(rows.map((row) => row.version), [1, 2, 3, 4, 5, 6, 7])
   })
 
   it('When creates arrive together, then they are inserted by one statement, in one transaction', async () => {
@@ -199,6 +199,6 @@ describe('PostgreSQL, a database of the schema before key scopes', () => {
     await client.connect()
     const { rows } = await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
     await client.end()
-    assert.deepEqual(rows.map((row) => row.version), [1, 2, 3, 4, 5, 6])
+    assert.deepEqual(rows.map((row) => row.version), [1, 2, 3, 4, 5, 6, 7])
   })
 })

@@ -307,7 +307,7 @@ describe('SQLite, a database of the schema before key scopes', () => {
     const version = Number(db.pragma('user_version', { simple: true }))
     const keys = db.prepare('SELECT name, scopes, token_hint FROM api_keys').all()
     db.close()
-    assert.equal(version, 6)
+    assert.equal(version, 7)
     assert.deepEqual(keys, [{ name: 'old', scopes: 'pets:read pets:write', token_hint: 'pet_live_…' }])
   })
 })
