@@ -45,7 +45,7 @@ export function nextAttempt (attempt: Extract<Attempt, { ok: false }>, attempts:
   const backoff = Math.min(FIRST_RETRY_MS * 2 ** Math.min(attempts - 1, 30), LONGEST_RETRY_MS)
   // Equal jitter: half the wait fixed, half random, so that receivers back up are not sent everything at once.
   const wait = Math.max(attempt.retryAfterMs ?? 0, backoff / 2 + random() * backoff / 2)
-  const at = now + Math.min(wait, LONGEST_RETRY_MS)
+  const at = now + Math.round(Math.min(wait, LONGEST_RETRY_MS))
   return at > createdAt + GIVE_UP_AFTER_MS ? undefined : at
 }
 

@@ -8,11 +8,12 @@ const PET_COLUMNS = 'id, name, category_id, status'
 /**
  * Each new animal's pet.created event, written by the statement that adds
  * it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md).
- * Its data is the Pet as the API writes it (json keeps the keys' order).
+ * Its data is the Pet as the API writes it, key for key and without spaces
+ * (json_build_object would add them); to_json escapes the strings.
  */
 const PET_EVENT = `INSERT INTO events (type, created_at, data)
   SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint,
-    json_build_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)::text`
+    format('{"id":%s,"name":%s,"categoryId":%s,"status":%s}', id, to_json(name), category_id, to_json(status))`
 
 export const PET_SQL = {
   /**
