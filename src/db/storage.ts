@@ -219,7 +219,7 @@ export interface UsageStore {
 }
 
 /** An event as its change writes it, in the change's own transaction (docs/WEBHOOKS.md). */
-export interface NewEvent {
+interface NewEvent {
   type: EventType
   createdAt: number
   /** The event's `data`, as JSON. */

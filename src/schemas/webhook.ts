@@ -11,7 +11,7 @@ const MAX_WEBHOOK_PAGE_SIZE = 100
 /** Ids fit in a JavaScript number: endpoints are made one by one by operators. */
 const MAX_WEBHOOK_ID = Number.MAX_SAFE_INTEGER
 /** Longer URLs are refused by many receivers' servers anyway. */
-export const MAX_WEBHOOK_URL_LENGTH = 2000
+const MAX_WEBHOOK_URL_LENGTH = 2000
 
 const TYPES_RULE = `must be a list of 1 to ${EVENT_TYPES.length} of ${EVENT_TYPES.map((t) => `"${t}"`).join(', ')}, each once`
 

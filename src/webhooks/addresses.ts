@@ -29,7 +29,7 @@ export function literalAddress (hostname: string): string | undefined {
   return ipaddr.isValid(bare) ? bare : undefined
 }
 
-export class PrivateAddressError extends Error {
+class PrivateAddressError extends Error {
   override name = 'PrivateAddressError'
   readonly code = 'EPRIVATEADDRESS'
 }

@@ -33,12 +33,12 @@ export function webhookId (eventId: bigint): string {
 }
 
 /** The body every endpoint is sent: `data` is the JSON written with the event, as it was. */
-export function deliveryBody (delivery: Pick<DueDelivery, 'type' | 'createdAt' | 'data'>): string {
+function deliveryBody (delivery: Pick<DueDelivery, 'type' | 'createdAt' | 'data'>): string {
   return `{"type":${JSON.stringify(delivery.type)},"timestamp":"${new Date(delivery.createdAt).toISOString()}","data":${delivery.data}}`
 }
 
 /** `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` with each live secret, space-separated. */
-export function signatures (secrets: readonly Buffer[], id: string, timestamp: number, body: string): string {
+function signatures (secrets: readonly Buffer[], id: string, timestamp: number, body: string): string {
   return secrets.map((secret) => `v1,${createHmac('sha256', secret).update(`${id}.${timestamp}.${body}`).digest('base64')}`).join(' ')
 }
 

@@ -50,7 +50,7 @@ export interface WebhookPolicy {
  * it, or a literal address that is not public. A name is checked again at
  * each delivery, after it is resolved.
  */
-export function checkUrl (text: string, { allowPrivate }: WebhookPolicy): URL {
+function checkUrl (text: string, { allowPrivate }: WebhookPolicy): URL {
   let url: URL
   try {
     url = new URL(text)

@@ -91,7 +91,7 @@ export function keyStatements (db: Database) {
 }
 
 /** An event, written in the transaction of the change it announces. */
-export function eventInsert (db: Database) {
+function eventInsert (db: Database) {
   return db.prepare<[string, bigint, string]>('INSERT INTO events (type, created_at, data) VALUES (?, ?, ?)')
 }
 
