@@ -1,4 +1,4 @@
-// When a failed delivery goes again (docs/WEBHOOKS.md: Retries): backing off
+// When a failed delivery goes again (docs/WEBHOOKS.md: Answers, retries and order): backing off
 // exponentially with jitter, honouring a 429's Retry-After, never after a
 // final answer, and given up about three days after its event.
 import { describe, it } from 'node:test'
