@@ -33,6 +33,8 @@ Environment (default in brackets; more in README.md, "Configuration"):
   ADMIN_TOKEN                bearer token of the admin API and console on the ADMIN_PORT listener;
                              32+ characters of random hex or base64 [unset: no admin API]
   USAGE_FLUSH_MS             how often usage counts are written to the database, 100 to 10000 [10000]
+  WEBHOOK_ALLOW_PRIVATE      true: webhooks may go to http:// and private addresses, for development
+                             and tests [false]
   SHED                       off, log or on: answer API requests 503 overloaded while the service is
                              overloaded; log writes what it would shed and serves it [on]
   SHED_EVENT_LOOP_DELAY_MS   the event loop's mean delay over half a second that means overloaded [200]
