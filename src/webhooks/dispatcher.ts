@@ -16,10 +16,13 @@ const POLL_MS = 200
 const MOST_IN_FLIGHT = 64
 const MOST_PER_ENDPOINT = 16
 /**
- * How long a taken delivery is this dispatcher's. A delivery waits behind at
- * most one attempt to its endpoint (ATTEMPT_TIMEOUT_MS) before its own.
+ * How long a taken delivery is this dispatcher's. One taken beyond its
+ * endpoint's share waits for at most MOST_IN_FLIGHT / MOST_PER_ENDPOINT
+ * attempts to that endpoint (each at most ATTEMPT_TIMEOUT_MS) before its own.
  */
-const LEASE_MS = 3 * ATTEMPT_TIMEOUT_MS
+const LEASE_MS = (MOST_IN_FLIGHT / MOST_PER_ENDPOINT + 2) * ATTEMPT_TIMEOUT_MS
+/** Turns woken by attempts that ended come at most this often, so that each writes and takes many at once. */
+const TURN_SPACING_MS = 20
 /** Events fanned out per statement. */
 const FAN_OUT_BATCH = 500
 /** Retries back off from this, doubling, up to the longest wait; a delivery still failing this long after its event is given up. */
@@ -68,6 +71,7 @@ export class Dispatcher {
   #turn: Promise<void> | undefined
   #again = false
   #purgedAt = 0
+  #soon: NodeJS.Timeout | undefined
 
   constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random }: DispatcherOptions) {
     this.#storage = storage
@@ -86,6 +90,7 @@ export class Dispatcher {
   /** Stops taking deliveries and abandons those in flight: their leases end, and another turn sends them again. */
   async stop (): Promise<void> {
     clearInterval(this.#timer)
+    clearTimeout(this.#soon)
     this.#stopping.abort()
     await Promise.allSettled([...this.#attempts])
     await this.#turn
@@ -96,6 +101,14 @@ export class Dispatcher {
     }
     this.#agents.http.destroy()
     this.#agents.https.destroy()
+  }
+
+  #wakeSoon (): void {
+    if (this.#soon !== undefined) return
+    this.#soon = setTimeout(() => {
+      this.#soon = undefined
+      this.#wake()
+    }, TURN_SPACING_MS)
   }
 
   /** Runs a turn now, or right after the one running. */
@@ -136,18 +149,13 @@ export class Dispatcher {
     }
   }
 
-  /** Takes due deliveries while there is room, a share per endpoint at a time. */
+  /** Takes as many due deliveries as there is room for; endpoints with their share in flight are left to the next turns. */
   async #take (now: number): Promise<void> {
-    while (!this.#stopping.signal.aborted) {
-      const room = MOST_IN_FLIGHT - this.#sending - [...this.#waiting.values()].reduce((sum, queue) => sum + queue.length, 0)
-      if (room <= 0) return
-      const full = [...this.#inFlight].filter(([, count]) => count >= MOST_PER_ENDPOINT).map(([id]) => id)
-      const taken = await this.#storage.claimDeliveries({
-        now, leaseUntil: now + LEASE_MS, limit: Math.min(room, MOST_PER_ENDPOINT), skipEndpoints: full
-      })
-      for (const delivery of taken) this.#queue(delivery)
-      if (taken.length < Math.min(room, MOST_PER_ENDPOINT)) return
-    }
+    const room = MOST_IN_FLIGHT - this.#sending - [...this.#waiting.values()].reduce((sum, queue) => sum + queue.length, 0)
+    if (room <= 0) return
+    const full = [...this.#inFlight].filter(([, count]) => count >= MOST_PER_ENDPOINT).map(([id]) => id)
+    const taken = await this.#storage.claimDeliveries({ now, leaseUntil: now + LEASE_MS, limit: room, skipEndpoints: full })
+    for (const delivery of taken) this.#queue(delivery)
   }
 
   #queue (delivery: DueDelivery): void {
@@ -173,8 +181,8 @@ export class Dispatcher {
       const next = this.#waiting.get(endpointId)?.shift()
       if (this.#waiting.get(endpointId)?.length === 0) this.#waiting.delete(endpointId)
       if (next !== undefined && !this.#stopping.signal.aborted) this.#start(next)
-      // Its outcome is written, and the room it leaves filled, at once.
-      this.#wake()
+      // Its outcome is written, and the room it leaves filled, soon, with others'.
+      this.#wakeSoon()
     })
     this.#attempts.add(attempt)
   }
