@@ -38,7 +38,8 @@ const STATUSES: Record<string, string[]> = {
   listWebhooks: ['200', ...ALWAYS],
   getWebhook: ['200', ...ALWAYS, '404'],
   updateWebhook: ['200', ...WITH_BODY, '404'],
-  deleteWebhook: ['200', ...WITH_BODY, '404']
+  deleteWebhook: ['200', ...WITH_BODY, '404'],
+  listWebhookDeliveries: ['200', ...ALWAYS, '404']
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

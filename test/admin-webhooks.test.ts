@@ -116,6 +116,30 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(new Set(seen).size, seen.length)
     })
 
+    it('When an endpoint\'s deliveries are listed, then 200 with its deliveries, newest first; 404 for an endpoint that does not exist', async () => {
+      // Arrange: two animals, whose events the endpoint wants; no dispatcher runs here, so they wait.
+      const { id } = (await send('POST', '/admin/v1/webhooks', { url: 'https://deliveries.example.com/', events: ['pet.created'] })).json<{ id: number }>()
+      await t.storage.createPet({ name: 'one', categoryId: 1n, status: 'available' })
+      await t.storage.createPet({ name: 'two', categoryId: 1n, status: 'available' })
+      await t.storage.fanOutEvents(100, t.clock.now())
+
+      // Act
+      const first = await get(`/admin/v1/webhooks/${id}/deliveries?limit=1`)
+      const next = /^<([^>]+)>; rel="next"$/.exec(String(first.headers.link ?? ''))?.[1]
+      const second = await get(next ?? '')
+      const missing = await get('/admin/v1/webhooks/999999/deliveries')
+
+      // Assert
+      assert.equal(first.statusCode, 200)
+      const [newer] = first.json<Array<{ webhookId: string, state: string, attempts: number, nextAttemptAt: string | null }>>()
+      const [older] = second.json<Array<{ webhookId: string }>>()
+      assert.equal(newer?.state, 'pending')
+      assert.equal(newer?.attempts, 0)
+      assert.ok(newer?.nextAttemptAt !== null)
+      assert.ok(Number(newer?.webhookId.slice(4)) > Number(older?.webhookId.slice(4)))
+      assert.equal(missing.statusCode, 404)
+    })
+
     it('When an endpoint is deleted, then it answers it once, and 404 after', async () => {
       // Arrange
       const { id } = (await send('POST', '/admin/v1/webhooks', { url: 'https://gone.example.com/' })).json<{ id: number }>()

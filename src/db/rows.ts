@@ -2,7 +2,7 @@
 // every integer read as bigint), and the records they become.
 import type pg from 'pg'
 import { inScopeOrder, type Environment, type EventType, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, DueDelivery, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
 
 /** PostgreSQL's int8 type. */
 const INT8_OID = 20
@@ -182,4 +182,35 @@ export function toDueDelivery (row: DueDeliveryRow): DueDelivery {
  */
 export function wantsSql (events: string, type: string): string {
   return `(${events} IS NULL OR (' ' || ${events} || ' ') LIKE ('% ' || ${type} || ' %'))`
+}
+
+export interface DeliveryRow {
+  event_id: bigint
+  type: string
+  created_at: bigint
+  state: DeliveryRecord['state']
+  attempts: bigint
+  next_attempt_at: bigint
+  last_status: bigint | null
+  last_error: string | null
+}
+
+/** An endpoint's deliveries, newest first, below an event id; `param(n)` writes the n-th placeholder. */
+export function deliveriesSql (param: (n: number) => string): string {
+  return `SELECT d.event_id, e.type, e.created_at, d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error
+    FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+    WHERE d.endpoint_id = ${param(1)} AND d.event_id < ${param(2)} ORDER BY d.event_id DESC LIMIT ${param(3)}`
+}
+
+export function toDelivery (row: DeliveryRow): DeliveryRecord {
+  return {
+    eventId: row.event_id,
+    type: row.type,
+    createdAt: Number(row.created_at),
+    state: row.state,
+    attempts: Number(row.attempts),
+    nextAttemptAt: Number(row.next_attempt_at),
+    lastStatus: row.last_status === null ? null : Number(row.last_status),
+    lastError: row.last_error
+  }
 }

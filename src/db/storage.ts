@@ -277,6 +277,18 @@ export interface DeliveryOutcome {
   lastError: string | null
 }
 
+/** A delivery as operators see it: its event, and how its attempts went. */
+export interface DeliveryRecord {
+  eventId: bigint
+  type: string
+  createdAt: number
+  state: 'pending' | 'succeeded' | 'failed'
+  attempts: number
+  nextAttemptAt: number
+  lastStatus: number | null
+  lastError: string | null
+}
+
 export interface ClaimQuery {
   now: number
   /** Taken deliveries are due again from this instant: a dispatcher that died leaves them to another. */
@@ -308,6 +320,8 @@ export interface WebhookStore {
   claimDeliveries (query: ClaimQuery): Promise<DueDelivery[]>
   /** Writes how attempts went, in one transaction. */
   recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void>
+  /** An endpoint's deliveries with an event id below `beforeEventId` (null: from the newest), newest first, at most `limit`. */
+  listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]>
   /** Forgets events made before this instant with no delivery pending; says how many. */
   purgeEvents (createdBefore: number): Promise<number>
 }

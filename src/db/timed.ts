@@ -56,6 +56,7 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     fanOutEvents: timed('fanOutEvents', storage.fanOutEvents),
     claimDeliveries: timed('claimDeliveries', storage.claimDeliveries),
     recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
+    listDeliveries: timed('listDeliveries', storage.listDeliveries),
     purgeEvents: timed('purgeEvents', storage.purgeEvents)
   }
 }

@@ -9,9 +9,9 @@ import type { WebhookStore } from '../db/storage.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 import { adminAnswers } from '../schemas/responses.js'
 import {
-  DEFAULT_WEBHOOK_PAGE_SIZE, ListWebhooksQuery, NewWebhook, Webhook, WebhookChanges, WebhookIdParams, WebhookWithSecret, Webhooks
+  DEFAULT_WEBHOOK_PAGE_SIZE, Deliveries, ListDeliveriesQuery, ListWebhooksQuery, NewWebhook, Webhook, WebhookChanges, WebhookIdParams, WebhookWithSecret, Webhooks
 } from '../schemas/webhook.js'
-import { createWebhook, deleteWebhook, listWebhooks, showWebhook, updateWebhook, type WebhookPolicy } from '../webhooks/manage.js'
+import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, showWebhook, updateWebhook, type WebhookPolicy } from '../webhooks/manage.js'
 import { ALWAYS } from './admin-keys.js'
 
 interface AdminWebhookRoutesOptions {
@@ -21,6 +21,10 @@ interface AdminWebhookRoutesOptions {
 }
 
 const WITH_BODY = [...ALWAYS, 400, 413, 415]
+
+const NEXT_DELIVERIES = {
+  Link: Type.String({ maxLength: 3000, pattern: '^<[^<>\\s]+>; *rel="next"$', description: 'Present when older deliveries follow: `</admin/v1/webhooks/{id}/deliveries?limit=…&cursor=…>; rel="next"`, relative to this listener.' })
+}
 
 const NEXT_WEBHOOKS = {
   Link: Type.String({ maxLength: 3000, pattern: '^<[^<>\\s]+>; *rel="next"$', description: 'Present when more endpoints follow: `</admin/v1/webhooks?limit=…&cursor=…>; rel="next"`, the next page, relative to this listener.' })
@@ -84,6 +88,24 @@ const adminWebhookRoutes: FastifyPluginAsyncTypebox<AdminWebhookRoutesOptions> =
       response: adminAnswers(200, Webhook, 'The endpoint as changed.', [...WITH_BODY, 404])
     })
   }, async (request) => await updateWebhook(storage, request.params.id, request.body, now(), policy))
+
+  app.get('/webhooks/:id/deliveries', {
+    schema: oneWebhookOperation({
+      operationId: 'listWebhookDeliveries',
+      summary: 'An endpoint\'s deliveries',
+      description: 'The endpoint\'s deliveries, newest event first: each event\'s webhook-id and type, the delivery\'s state, its attempts, the last status and error, and when it is tried next. Delivered and failed events are kept for 7 days.',
+      querystring: ListDeliveriesQuery,
+      response: adminAnswers(200, Deliveries, 'A page of deliveries.', [...ALWAYS, 400, 404], NEXT_DELIVERIES)
+    })
+  }, async (request, reply) => {
+    const { limit = DEFAULT_WEBHOOK_PAGE_SIZE, cursor } = request.query
+    const { id } = request.params
+    const deliveries = await listDeliveries(storage, id, cursor === undefined ? null : BigInt(cursor), limit + 1)
+    if (deliveries.length <= limit) return deliveries
+    const page = deliveries.slice(0, limit)
+    reply.header('link', `<${ADMIN_PREFIX}/webhooks/${id}/deliveries?limit=${limit}&cursor=${page[page.length - 1]?.webhookId.slice(4) ?? ''}>; rel="next"`)
+    return page
+  })
 
   app.delete('/webhooks/:id', {
     schema: oneWebhookOperation({

@@ -2,9 +2,10 @@
 // changing and removing them, as plain functions over the storage, for the
 // admin API (and later the command line) to call. Each rule is checked here.
 import { randomBytes } from 'node:crypto'
-import type { NewWebhookRecord, WebhookChanges, WebhookRecord, WebhookStore } from '../db/storage.js'
+import type { DeliveryRecord, NewWebhookRecord, WebhookChanges, WebhookRecord, WebhookStore } from '../db/storage.js'
 import type { EventType } from '../domain.js'
 import { isPublicAddress, literalAddress } from './addresses.js'
+import { webhookId } from './deliver.js'
 
 /** An endpoint as operators see it; times are RFC 3339 strings in UTC. */
 export interface WebhookView {
@@ -120,6 +121,35 @@ export async function updateWebhook (storage: WebhookStore, id: number, update: 
 /** Removes the endpoint and its deliveries, pending ones too. */
 export async function deleteWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
   return view(found(id, await storage.deleteWebhook(id)))
+}
+
+/** A delivery as operators see it. */
+export interface DeliveryView {
+  webhookId: string
+  type: string
+  eventCreatedAt: string
+  state: DeliveryRecord['state']
+  attempts: number
+  lastStatus: number | null
+  /** The start of the last failed attempt's answer, or what went wrong; null after a success. */
+  lastError: string | null
+  /** When it is tried next; null once it succeeded or failed. */
+  nextAttemptAt: string | null
+}
+
+/** An endpoint's deliveries, newest event first, from the one before `beforeEventId`. */
+export async function listDeliveries (storage: WebhookStore, id: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryView[]> {
+  found(id, await storage.getWebhook(id))
+  return (await storage.listDeliveries(id, beforeEventId, limit)).map((delivery) => ({
+    webhookId: webhookId(delivery.eventId),
+    type: delivery.type,
+    eventCreatedAt: new Date(delivery.createdAt).toISOString(),
+    state: delivery.state,
+    attempts: delivery.attempts,
+    lastStatus: delivery.lastStatus,
+    lastError: delivery.lastError,
+    nextAttemptAt: delivery.state === 'pending' ? new Date(delivery.nextAttemptAt).toISOString() : null
+  }))
 }
 
 function found (id: number, webhook: WebhookRecord | undefined): WebhookRecord {

@@ -11,7 +11,7 @@ import { openSqlite } from '../../src/db/sqlite/storage.js'
 import type { Storage } from '../../src/db/storage.js'
 import { issueKey, revokeKey, rollKey, updateKey } from '../../src/keys/manage.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
-import { createWebhook } from '../../src/webhooks/manage.js'
+import { createWebhook, listDeliveries } from '../../src/webhooks/manage.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver, verify } from '../support/webhook-receiver.js'
@@ -50,19 +50,19 @@ for (const backend of BACKENDS) {
     /** A store, a receiver, an endpoint to it with the types given, and a dispatcher on the clock given. */
     async function subject (
       { events, url, allowPrivate = true, clockOffsetMs = 0 }: { events?: Array<'pet.created' | 'key.created' | 'key.updated' | 'key.rolled' | 'key.revoked'>, url?: (receiver: WebhookReceiver) => string, allowPrivate?: boolean, clockOffsetMs?: number } = {}
-    ): Promise<Subject & { secret: string }> {
+    ): Promise<Subject & { secret: string, endpointId: number }> {
       const storage = await openStorage(backend)
       const receiver = await new WebhookReceiver().listen()
       const clock = new Clock()
       clock.ms += clockOffsetMs
-      const { secret } = await createWebhook(storage, { url: url?.(receiver) ?? receiver.url, events, description: undefined, now: clock.now() }, { allowPrivate: true })
+      const { secret, id: endpointId } = await createWebhook(storage, { url: url?.(receiver) ?? receiver.url, events, description: undefined, now: clock.now() }, { allowPrivate: true })
       const logLines: string[] = []
       const logger = pino({ level: 'info' }, { write: (line: string) => { logLines.push(line) } })
       const dispatcher = new Dispatcher({ storage, logger, allowPrivate, now: clock.now })
       dispatcher.start()
       const made = { storage, receiver, clock, dispatcher, logLines }
       subjects.push(made)
-      return { ...made, secret }
+      return { ...made, secret, endpointId }
     }
 
     const arrived = async (receiver: WebhookReceiver, count: number, what: string): Promise<void> => {
@@ -120,7 +120,7 @@ for (const backend of BACKENDS) {
 
     it('When the receiver answers 500 and then 200, then the retry carries the same webhook-id, and nothing follows', async () => {
       // Arrange
-      const { storage, receiver, clock, secret } = await subject({ events: ['pet.created'] })
+      const { storage, receiver, clock, secret, endpointId } = await subject({ events: ['pet.created'] })
       receiver.answers.push(500, 200)
 
       // Act
@@ -135,12 +135,15 @@ for (const backend of BACKENDS) {
       assert.equal(receiver.received.length, 2)
       assert.equal(receiver.ids().size, 1)
       for (const delivery of receiver.received) assert.equal(verify(secret, delivery).type, 'pet.created')
+      const [listed] = await listDeliveries(storage, endpointId, null, 10)
+      assert.deepEqual({ ...listed, eventCreatedAt: undefined },
+        { webhookId: receiver.received[0]?.headers['webhook-id'], type: 'pet.created', eventCreatedAt: undefined, state: 'succeeded', attempts: 2, lastStatus: 200, lastError: null, nextAttemptAt: null })
     })
 
     for (const status of [410, 400]) {
       it(`When the receiver answers ${status}, then the delivery is final: no retry follows, however long`, async () => {
         // Arrange
-        const { storage, receiver, clock } = await subject({ events: ['pet.created'] })
+        const { storage, receiver, clock, endpointId } = await subject({ events: ['pet.created'] })
         receiver.answers.push(status, status)
 
         // Act
@@ -151,6 +154,9 @@ for (const backend of BACKENDS) {
 
         // Assert
         assert.equal(receiver.received.length, 1)
+        const [listed] = await listDeliveries(storage, endpointId, null, 10)
+        assert.deepEqual([listed?.state, listed?.attempts, listed?.lastStatus, listed?.nextAttemptAt], ['failed', 1, status, null])
+        assert.match(listed?.lastError ?? '', new RegExp(`^HTTP ${status}`))
       })
     }
 

@@ -11,13 +11,13 @@ import { PoolWaits } from './pool-waits.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage,
-  ClaimQuery, DeliveryOutcome, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
+  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
 import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
-  KEY_COLUMNS, WEBHOOK_COLUMNS, eventsColumn, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toPet, toWebhook, webhookChangeSql,
-  type ApiKeyRow, type DueDeliveryRow, type PetRow, type WebhookRow
+  KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toPet, toWebhook, webhookChangeSql,
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
 
@@ -31,6 +31,7 @@ export interface PostgresOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 5000
+const DELIVERIES_SQL = deliveriesSql((n) => `$${n}`)
 const DEFAULT_POOL_SIZE = 10
 /** Rows in one multi-row INSERT; a larger group is split. */
 const MAX_GROUP = 1000
@@ -302,6 +303,10 @@ export class PostgresStorage implements Storage {
     if (outcomes.length === 0) return
     await this.#run(WEBHOOK_SQL.record, [outcomes.map((o) => o.state), outcomes.map((o) => o.nextAttemptAt), outcomes.map((o) => o.lastStatus),
       outcomes.map((o) => o.lastError), outcomes.map((o) => o.eventId), outcomes.map((o) => o.endpointId)])
+  }
+
+  async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
+    return (await this.#query<DeliveryRow>(DELIVERIES_SQL, [endpointId, beforeEventId ?? 9_223_372_036_854_775_807n, limit])).map(toDelivery)
   }
 
   async purgeEvents (createdBefore: number): Promise<number> {

@@ -4,8 +4,8 @@
 import type { PetStatus } from '../../domain.js'
 import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DueDelivery, EventOf, KeyUsage, NewApiKeyRecord, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
-  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
-  type ApiKeyRow, type DueDeliveryRow, type PetRow, type WebhookRow
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
 import { StatementPerLimit } from './statement-per-limit.js'
@@ -157,6 +157,7 @@ export function webhookStatements (db: Database) {
           outcome.lastError, outcome.eventId, BigInt(outcome.endpointId))
       }
     }),
+    deliveries: db.prepare<[bigint, bigint, bigint], DeliveryRow>(deliveriesSql(() => '?')),
     purge: db.prepare<[bigint]>(
       `DELETE FROM events WHERE fanned_out = 1 AND created_at < ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`)

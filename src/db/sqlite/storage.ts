@@ -11,11 +11,11 @@ import { StorageUnavailableError } from '../../errors.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage,
-  ClaimQuery, DeliveryOutcome, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
+  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
 import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
-import { KEY_COLUMNS, toApiKey, toPet, toWebhook, type ApiKeyRow, type WebhookRow } from '../rows.js'
+import { KEY_COLUMNS, toApiKey, toDelivery, toPet, toWebhook, type ApiKeyRow, type WebhookRow } from '../rows.js'
 import { Database, createOwnerOnly } from './driver.js'
 import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
@@ -33,6 +33,9 @@ const ANIMAL_START = '{"id":'
 const KEPT_PAGE_BYTES = 4 * 1024 * 1024
 /** The bytes of animals kept (some 50,000 of them), likewise. */
 const KEPT_PET_BYTES = 4 * 1024 * 1024
+
+/** Above every id. */
+const INT64_MAX = 9_223_372_036_854_775_807n
 
 /** How long a write waits for another connection's write lock before the client gets 503. */
 const BUSY_BUDGET_MS = 5000
@@ -280,6 +283,11 @@ export class SqliteStorage implements Storage {
   async recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void> {
     if (outcomes.length === 0) return
     await this.#write(() => { this.#webhookSql.record.immediate(outcomes) })
+  }
+
+  async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
+    const rows = this.#read(() => this.#webhookSql.deliveries.all(BigInt(endpointId), beforeEventId ?? INT64_MAX, BigInt(limit)))
+    return rows.map(toDelivery)
   }
 
   async purgeEvents (createdBefore: number): Promise<number> {
