@@ -56,6 +56,8 @@ export interface Config {
   readonly shed: ShedConfig
   /** When the deprecated operations answer as after their sunset (docs/OPERATING.md: Brownouts), sorted; none by default. */
   readonly deprecationBrownouts: readonly Brownout[]
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may go to http:// and to private addresses (docs/WEBHOOKS.md), for development and tests. */
+  readonly webhookAllowPrivate: boolean
 }
 
 /** SHED's modes: `log` writes what it would shed and serves it, so that thresholds can be tried before they refuse anyone. */
@@ -137,7 +139,8 @@ export function loadConfig (env: Env = process.env): Config {
       // A wait for a connection ends at 5 s (db/postgres/storage.ts), so 5000 never sheds.
       dbPoolWaitMs: integer(env, 'SHED_DB_POOL_WAIT_MS', 500, 10, 5000)
     }),
-    deprecationBrownouts: brownouts(env)
+    deprecationBrownouts: brownouts(env),
+    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
   })
 }
 

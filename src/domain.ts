@@ -55,3 +55,10 @@ export const MAX_USAGE_DAYS = 366
 export function inScopeOrder (given: readonly string[]): Scope[] {
   return SCOPES.filter((scope) => given.includes(scope))
 }
+
+/** The events announced to webhook endpoints (docs/WEBHOOKS.md); an endpoint may ask for any of them before the service emits it. */
+export const EVENT_TYPES = [
+  'pet.created', 'key.created', 'key.updated', 'key.rolled', 'key.revoked', 'key.expiring', 'key.expired',
+  'quota.warning', 'quota.exhausted', 'key.leaked'
+] as const
+export type EventType = typeof EVENT_TYPES[number]

@@ -160,6 +160,7 @@ export const Errors = {
   // The words of keys/manage.ts's errors, which the `petstore keys` commands print too.
   noSuchKey: (message: string) => new ApiError('not_found', message),
   keyRevoked: (message: string) => new ApiError('key_revoked', message),
+  noSuchWebhook: (message: string) => new ApiError('not_found', message),
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
   /** As after the sunset, for the brownout's length: Retry-After says when it ends, and the operation answers again. */

@@ -16,6 +16,7 @@ import type { RateLimitStore } from './limits/store.js'
 import type { Metrics } from './telemetry/metrics.js'
 import { createLog, type ServiceLog } from './telemetry/log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
+import { Dispatcher } from './webhooks/dispatcher.js'
 import { shutdownTracing, tracingStarted } from './tracing/hooks.js'
 
 /** Requests in flight get this long to finish once a stop is asked for. */
@@ -126,6 +127,7 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
   const { app, storage, metrics, rateLimitStore, closeStores } = await openPublicService(config, log, { processMetrics: true })
   // The admin API is on only when both the port and the token are set (docs/KEYS.md: The admin API).
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
+  const dispatcher = startDispatcher(config, storage, logger)
   // Metrics first: a load balancer may send traffic as soon as the public port listens.
   const { admin, adminAddress } = await startAdmin(config, logger, { storage, metrics, closeStores })
   const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
@@ -137,9 +139,16 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
   return async () => {
     stopPurging()
     // Stops accepting, waits for requests in flight, then closes the stores.
-    await Promise.all([app.close(), admin?.close()])
+    await Promise.all([app.close(), admin?.close(), dispatcher.stop()])
     await closeStores()
   }
+}
+
+/** The process's one webhook dispatcher (docs/WEBHOOKS.md): the single process's, or the main thread's with WORKERS. */
+export function startDispatcher (config: Config, storage: Storage, logger: Logger): Dispatcher {
+  const dispatcher = new Dispatcher({ storage, logger: logger.child({ component: 'webhooks' }), allowPrivate: config.webhookAllowPrivate })
+  dispatcher.start()
+  return dispatcher
 }
 
 /**
@@ -152,7 +161,9 @@ export async function startAdmin (
   { storage, metrics, closeStores }: { storage: Storage, metrics: AdminOptions['metrics'], closeStores: () => Promise<void> }
 ): Promise<{ admin: FastifyInstance | undefined, adminAddress: string | undefined }> {
   if (metrics === undefined || config.adminPort === undefined) return { admin: undefined, adminAddress: undefined }
-  const api = config.adminToken === undefined ? undefined : { token: config.adminToken, storage, environment: config.environment }
+  const api = config.adminToken === undefined
+    ? undefined
+    : { token: config.adminToken, storage, environment: config.environment, webhookAllowPrivate: config.webhookAllowPrivate }
   const admin = await buildAdminApp({ metrics, api, logger })
   return { admin, adminAddress: await listenOn(admin, config.adminHost, ['ADMIN_PORT', config.adminPort], closeStores) }
 }

@@ -34,7 +34,13 @@ const STATUSES: Record<string, string[]> = {
   getKeyUsage: ['200', ...ALWAYS, '404'],
   getUsage: ['200', ...ALWAYS],
   getOverview: ['200', ...ALWAYS],
-  listDeprecations: ['200', ...ALWAYS]
+  listDeprecations: ['200', ...ALWAYS],
+  createWebhook: ['201', ...WITH_BODY],
+  listWebhooks: ['200', ...ALWAYS],
+  getWebhook: ['200', ...ALWAYS, '404'],
+  updateWebhook: ['200', ...WITH_BODY, '404'],
+  deleteWebhook: ['200', ...WITH_BODY, '404'],
+  listWebhookDeliveries: ['200', ...ALWAYS, '404']
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

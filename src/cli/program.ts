@@ -35,6 +35,8 @@ Environment (default in brackets; more in README.md, "Configuration"):
   USAGE_FLUSH_MS             how often usage counts are written to the database, 100 to 10000 [10000]
   DEPRECATION_BROWNOUTS      comma list of UTC intervals START/END (2030-06-01T14:00:00Z/2030-06-01T15:00:00Z)
                              in which the deprecated operation answers 410 as after its sunset [unset]
+  WEBHOOK_ALLOW_PRIVATE      true: webhooks may go to http:// and private addresses, for development
+                             and tests [false]
   SHED                       off, log or on: answer API requests 503 overloaded while the service is
                              overloaded; log writes what it would shed and serves it [on]
   SHED_EVENT_LOOP_DELAY_MS   the event loop's mean delay over half a second that means overloaded [200]

@@ -59,6 +59,24 @@ export const COPIED_TABLES: readonly Table[] = [
     order: ['api_key_id', 'operation', 'day'],
     sequence: false
   },
+  // Webhook endpoints with their secrets, and the events not yet delivered
+  // with their deliveries: a move loses no announced change, and event ids
+  // (receivers' webhook-id) go on from the source's, never repeating one.
+  {
+    name: 'webhook_endpoints',
+    columns: [['id', 'int'], ['url', 'text'], ['events', 'text'], ['description', 'text'], ['enabled', 'int'], ['secret', 'blob'],
+      ['created_at', 'int'], ['updated_at', 'int']],
+    order: ['id'],
+    sequence: true
+  },
+  { name: 'events', columns: [['id', 'int'], ['type', 'text'], ['created_at', 'int'], ['data', 'text'], ['fanned_out', 'int']], order: ['id'], sequence: true },
+  {
+    name: 'webhook_deliveries',
+    columns: [['event_id', 'int'], ['endpoint_id', 'int'], ['state', 'text'], ['attempts', 'int'], ['next_attempt_at', 'int'],
+      ['last_status', 'int'], ['last_error', 'text']],
+    order: ['event_id', 'endpoint_id'],
+    sequence: false
+  },
   // The cursor secret: cursors handed out by the source go on working.
   { name: 'secrets', columns: [['name', 'text'], ['value', 'blob']], order: ['name'], sequence: false }
 ]

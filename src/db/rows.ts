@@ -1,8 +1,8 @@
 // The rows both backends read, column for column (the same schema, and
 // every integer read as bigint), and the records they become.
 import type pg from 'pg'
-import { inScopeOrder, type Environment, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, PetRecord } from './storage.js'
+import { inScopeOrder, type Environment, type EventType, type PetStatus, type Plan } from '../domain.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
 
 /** PostgreSQL's int8 type. */
 const INT8_OID = 20
@@ -100,4 +100,117 @@ export function keyChangeSql (changes: ApiKeyChanges, param: (n: number) => stri
 /** How scopes are stored: space-separated. */
 export function scopesColumn (scopes: readonly string[]): string {
   return scopes.join(' ')
+}
+
+export interface WebhookRow {
+  id: bigint
+  url: string
+  events: string | null
+  description: string
+  enabled: bigint
+  secret: Buffer
+  created_at: bigint
+  updated_at: bigint
+}
+
+export const WEBHOOK_COLUMNS = 'id, url, events, description, enabled, secret, created_at, updated_at'
+
+export function toWebhook (row: WebhookRow): WebhookRecord {
+  return {
+    id: Number(row.id),
+    url: row.url,
+    events: row.events === null ? null : row.events.split(' ') as EventType[],
+    description: row.description,
+    enabled: row.enabled === 1n,
+    secret: row.secret,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at)
+  }
+}
+
+/** How an endpoint's event types are stored: space-separated, null for every type. */
+export function eventsColumn (events: readonly EventType[] | null): string | null {
+  return events === null ? null : events.join(' ')
+}
+
+/** The SET list of an UPDATE making these changes, as keyChangeSql writes a key's. */
+export function webhookChangeSql (changes: WebhookChanges, param: (n: number) => string): { set: string, values: unknown[] } {
+  const set: string[] = []
+  const values: unknown[] = []
+  const assign = (column: string, value: unknown): void => {
+    values.push(value)
+    set.push(`${column} = ${param(values.length)}`)
+  }
+  if (changes.url !== undefined) assign('url', changes.url)
+  if (changes.events !== undefined) assign('events', eventsColumn(changes.events))
+  if (changes.description !== undefined) assign('description', changes.description)
+  if (changes.enabled !== undefined) assign('enabled', changes.enabled ? 1 : 0)
+  assign('updated_at', changes.updatedAt)
+  return { set: set.join(', '), values }
+}
+
+export interface DueDeliveryRow {
+  event_id: bigint
+  endpoint_id: bigint
+  attempts: bigint
+  type: string
+  created_at: bigint
+  data: string
+  url: string
+  secret: Buffer
+}
+
+/** A due delivery's columns, of `webhook_deliveries d JOIN events e JOIN webhook_endpoints w`. */
+export const DUE_DELIVERY_COLUMNS = 'd.event_id, d.endpoint_id, d.attempts, e.type, e.created_at, e.data, w.url, w.secret'
+
+export function toDueDelivery (row: DueDeliveryRow): DueDelivery {
+  return {
+    eventId: row.event_id,
+    endpointId: Number(row.endpoint_id),
+    attempts: Number(row.attempts),
+    type: row.type,
+    createdAt: Number(row.created_at),
+    data: row.data,
+    url: row.url,
+    secret: row.secret
+  }
+}
+
+/**
+ * Whether an endpoint whose types are stored as `events` wants an event of
+ * type `type`, in SQL both backends run: null wants every type.
+ */
+export function wantsSql (events: string, type: string): string {
+  return `(${events} IS NULL OR (' ' || ${events} || ' ') LIKE ('% ' || ${type} || ' %'))`
+}
+
+export interface DeliveryRow {
+  event_id: bigint
+  type: string
+  created_at: bigint
+  state: DeliveryRecord['state']
+  attempts: bigint
+  next_attempt_at: bigint
+  last_status: bigint | null
+  last_error: string | null
+}
+
+/** An endpoint's deliveries, newest first, below an event id; `param(n)` writes the n-th placeholder. */
+export function deliveriesSql (param: (n: number) => string): string {
+  return `SELECT d.event_id, e.type, e.created_at, d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error
+    FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+    WHERE d.endpoint_id = ${param(1)} AND d.event_id < ${param(2)} ORDER BY d.event_id DESC LIMIT ${param(3)}`
+}
+
+export function toDelivery (row: DeliveryRow): DeliveryRecord {
+  return {
+    eventId: row.event_id,
+    type: row.type,
+    createdAt: Number(row.created_at),
+    state: row.state,
+    attempts: Number(row.attempts),
+    nextAttemptAt: Number(row.next_attempt_at),
+    lastStatus: row.last_status === null ? null : Number(row.last_status),
+    lastError: row.last_error
+  }
 }

@@ -2,7 +2,7 @@
 // and tested against each; nothing here knows about HTTP. A call that fails for
 // want of the database (a retry later may succeed) rejects with
 // StorageUnavailableError (503); any other failure rejects as it is (500).
-import type { Environment, PetStatus, Plan, Scope } from '../domain.js'
+import type { Environment, EventType, PetStatus, Plan, Scope } from '../domain.js'
 
 export interface PetRecord {
   id: bigint
@@ -188,7 +188,8 @@ export interface PetStore {
 
 /** The API keys and every token they were issued. */
 export interface KeyStore {
-  createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord>
+  /** `event`: what the new key announces, written in the same transaction. */
+  createApiKey (key: NewApiKeyRecord, event?: EventOf<ApiKeyRecord>): Promise<ApiKeyRecord>
   /** The key whose current or previous token has this hash, whatever its state. */
   findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined>
   /** The key that was ever issued a token with this hash, rolled away long ago or not, whatever its state. */
@@ -200,9 +201,11 @@ export interface KeyStore {
    * Reads the key, asks `change` what to change, and writes that, in one
    * transaction: no other change to the key comes between the read and
    * the write. `change` may throw, and nothing is changed. Undefined when
-   * no key has this id.
+   * no key has this id. `event`: what the change announces, made from the
+   * key as written and written in the same transaction; asked only when
+   * something was changed.
    */
-  changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined>
+  changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges, event?: EventOf<ApiKeyRecord>): Promise<ApiKeyRecord | undefined>
   /**
    * The tokens issued after the one numbered `afterId`, in the order
    * issued, at most `limit` of them: every key's, revoked ones too.
@@ -239,6 +242,114 @@ export interface UsageStore {
   deprecatedCallers (fromDay: number, toDay: number): Promise<DeprecatedCaller[]>
 }
 
+/** An event as its change writes it, in the change's own transaction (docs/WEBHOOKS.md). */
+interface NewEvent {
+  type: EventType
+  createdAt: number
+  /** The event's `data`, as JSON. */
+  data: string
+}
+
+/** What a change announces, made from the record as written; undefined: nothing. */
+export type EventOf<T> = (record: T) => NewEvent | undefined
+
+export interface WebhookRecord {
+  id: number
+  url: string
+  /** Null: every type. */
+  events: EventType[] | null
+  description: string
+  enabled: boolean
+  /** The signing secret's bytes: HMAC needs them as they are. */
+  secret: Buffer
+  createdAt: number
+  updatedAt: number
+}
+
+export type NewWebhookRecord = Omit<WebhookRecord, 'id'>
+
+/** What a change to an endpoint sets; a field left out keeps its value. */
+export interface WebhookChanges {
+  url?: string
+  events?: EventType[] | null
+  description?: string
+  enabled?: boolean
+  updatedAt: number
+}
+
+/** A delivery taken by one dispatcher, with what it sends and where. */
+export interface DueDelivery {
+  eventId: bigint
+  endpointId: number
+  /** Attempts made so far, this one included. */
+  attempts: number
+  type: string
+  /** When the event was made: retries stop some days after it. */
+  createdAt: number
+  data: string
+  url: string
+  secret: Buffer
+}
+
+/** How an attempt went: `pending` goes again at `nextAttemptAt`. */
+export interface DeliveryOutcome {
+  eventId: bigint
+  endpointId: number
+  state: 'pending' | 'succeeded' | 'failed'
+  nextAttemptAt: number
+  lastStatus: number | null
+  lastError: string | null
+}
+
+/** A delivery as operators see it: its event, and how its attempts went. */
+export interface DeliveryRecord {
+  eventId: bigint
+  type: string
+  createdAt: number
+  state: 'pending' | 'succeeded' | 'failed'
+  attempts: number
+  nextAttemptAt: number
+  lastStatus: number | null
+  lastError: string | null
+}
+
+export interface ClaimQuery {
+  now: number
+  /** Taken deliveries are due again from this instant: a dispatcher that died leaves them to another. */
+  leaseUntil: number
+  limit: number
+  /** Endpoints with as many deliveries in flight as they may have. */
+  skipEndpoints: readonly number[]
+}
+
+/** Webhook endpoints, the events written with changes, and their deliveries. */
+export interface WebhookStore {
+  createWebhook (webhook: NewWebhookRecord): Promise<WebhookRecord>
+  getWebhook (id: number): Promise<WebhookRecord | undefined>
+  /** Endpoints with an id above `afterId`, lowest first, at most `limit`. */
+  listWebhooks (afterId: number, limit: number): Promise<WebhookRecord[]>
+  /** Undefined when no endpoint has this id. */
+  changeWebhook (id: number, changes: WebhookChanges): Promise<WebhookRecord | undefined>
+  /** Removes the endpoint and its deliveries; undefined when no endpoint has this id. */
+  deleteWebhook (id: number): Promise<WebhookRecord | undefined>
+  /**
+   * Gives up to `limit` events not fanned out yet one pending delivery,
+   * due at `now`, for each enabled endpoint that wants its type, and marks
+   * them fanned out, in one transaction; an event no endpoint wants is
+   * forgotten. Says how many events it took. Instances sharing the
+   * database never take the same event.
+   */
+  fanOutEvents (limit: number, now: number): Promise<number>
+  /** Takes due deliveries of enabled endpoints, oldest due first, each due again at `leaseUntil`; instances never take the same one at once. */
+  claimDeliveries (query: ClaimQuery): Promise<DueDelivery[]>
+  /** Writes how attempts went, in one transaction. */
+  recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void>
+  /** An endpoint's deliveries with an event id below `beforeEventId` (null: from the newest), newest first, at most `limit`. */
+  listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]>
+  /** Forgets events made before this instant with no delivery pending; says how many. */
+  purgeEvents (createdBefore: number): Promise<number>
+}
+
 /** The database itself. */
 export interface StoreConnection {
   readonly backend: 'sqlite' | 'postgres'
@@ -252,7 +363,7 @@ export interface StoreConnection {
 }
 
 /** What the service keeps, on SQLite or PostgreSQL (db/sqlite/storage.ts, db/postgres/storage.ts): each part is named for those who need only it. */
-export interface Storage extends PetStore, KeyStore, UsageStore, StoreConnection {}
+export interface Storage extends PetStore, KeyStore, UsageStore, WebhookStore, StoreConnection {}
 
 /** Where a key stands at an instant: revoked, else expired once its expiry has passed, else active. */
 export type KeyState = 'active' | 'expired' | 'revoked'

@@ -48,6 +48,16 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     usageTotals: timed('usageTotals', storage.usageTotals),
     busiestKeys: timed('busiestKeys', storage.busiestKeys),
     deprecatedCallers: timed('deprecatedCallers', storage.deprecatedCallers),
-    countApiKeys: timed('countApiKeys', storage.countApiKeys)
+    countApiKeys: timed('countApiKeys', storage.countApiKeys),
+    createWebhook: timed('createWebhook', storage.createWebhook),
+    getWebhook: timed('getWebhook', storage.getWebhook),
+    listWebhooks: timed('listWebhooks', storage.listWebhooks),
+    changeWebhook: timed('changeWebhook', storage.changeWebhook),
+    deleteWebhook: timed('deleteWebhook', storage.deleteWebhook),
+    fanOutEvents: timed('fanOutEvents', storage.fanOutEvents),
+    claimDeliveries: timed('claimDeliveries', storage.claimDeliveries),
+    recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
+    listDeliveries: timed('listDeliveries', storage.listDeliveries),
+    purgeEvents: timed('purgeEvents', storage.purgeEvents)
   }
 }

@@ -15,6 +15,7 @@ import framingPlugin from '../plugins/framing.js'
 import jsonBodyPlugin, { BODY_LIMIT } from '../plugins/json-body.js'
 import { RequestLog, requestIdMaker } from '../telemetry/request-log.js'
 import adminKeyRoutes from '../routes/admin-keys.js'
+import adminWebhookRoutes from '../routes/admin-webhooks.js'
 import adminOverviewRoutes from '../routes/admin-overview.js'
 import adminDeprecationRoutes from '../routes/admin-deprecations.js'
 import consoleRoutes from '../routes/console.js'
@@ -30,6 +31,8 @@ interface AdminApiOptions {
   environment: Environment
   /** Requests with the admin token an address may send a minute; default ADMIN_REQUESTS_PER_MINUTE (plugins/admin-auth.ts). */
   perMinute?: number
+  /** WEBHOOK_ALLOW_PRIVATE: webhook URLs of private addresses, and http://, are taken; default: not. */
+  webhookAllowPrivate?: boolean
 }
 
 export interface AdminOptions {
@@ -92,6 +95,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
       await scope.register(adminOpenapi, { environment: api.environment })
       const paths = collectPaths(scope)
       await scope.register(adminKeyRoutes, { storage: api.storage, environment: api.environment, now })
+      await scope.register(adminWebhookRoutes, { storage: api.storage, policy: { allowPrivate: api.webhookAllowPrivate ?? false }, now })
       await scope.register(adminOverviewRoutes, { storage: api.storage, now })
       await scope.register(adminDeprecationRoutes, { storage: api.storage, now })
       await scope.register(methodNotAllowedRoutes, { paths })

@@ -3,8 +3,8 @@
 // storage. The `petstore keys` commands and the admin API call these and
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
-import type { ApiKeyChanges, ApiKeyRecord, KeyStore, UsageStore } from '../db/storage.js'
-import { MAX_CONCURRENCY, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type MatchedToken, type Plan, type Scope } from '../domain.js'
+import type { ApiKeyChanges, ApiKeyRecord, EventOf, KeyStore, UsageStore } from '../db/storage.js'
+import { MAX_CONCURRENCY, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type EventType, type MatchedToken, type Plan, type Scope } from '../domain.js'
 import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
 import { concurrencyFor, limitsFor } from '../limits/plans.js'
 import { generateToken, hashToken, inspectToken, tokenHint } from './tokens.js'
@@ -108,7 +108,7 @@ export async function issueKey (storage: KeyStore, input: IssueKeyInput): Promis
     tokenHint: tokenHint(token),
     createdAt: input.now,
     expiresAt
-  })
+  }, announce('key.created', input.now))
   return { ...view(record, input.now), token }
 }
 
@@ -147,7 +147,7 @@ export async function updateKey (storage: KeyStore, id: number, update: KeyUpdat
     // An expiry already set may have passed; only a new one must lie ahead.
     checkRules({ ...after, expiresAt: update.expiresAt === undefined ? null : after.expiresAt }, now)
     return changes
-  })
+  }, announce('key.updated', now))
   return view(found(id, changed), now)
 }
 
@@ -170,7 +170,7 @@ export async function rollKey (storage: KeyStore, id: number, expireCurrentInSec
         previousValidUntil: expireCurrentInSeconds === 0 ? null : now + expireCurrentInSeconds * 1000
       }
     }
-  })
+  }, announce('key.rolled', now))
   return { ...view(found(id, rolled), now), token }
 }
 
@@ -183,7 +183,7 @@ export function checkOverlap (expireCurrentInSeconds: number): void {
 
 /** Revokes a key, both its tokens; a key revoked before stays as it was. */
 export async function revokeKey (storage: KeyStore, id: number, now: number): Promise<KeyView> {
-  const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {})
+  const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {}, announce('key.revoked', now))
   return view(found(id, key), now)
 }
 
@@ -262,6 +262,11 @@ function dayOf (field: string, text: string): number {
   const reading = readInstant(text, 'date')
   if (!reading.ok) throw new KeyRuleError(field, 'must be a date that exists, as YYYY-MM-DD', 'query')
   return reading.at / DAY_MS
+}
+
+/** A key's event, written with its change (docs/WEBHOOKS.md): its data is the key as operators see it, never a token or a hash. */
+function announce (type: EventType, now: number): EventOf<ApiKeyRecord> {
+  return (key) => ({ type, createdAt: now, data: JSON.stringify(view(key, now)) })
 }
 
 /** The key the storage found by `id`; NoSuchKeyError where it found none. */

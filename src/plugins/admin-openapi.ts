@@ -8,10 +8,14 @@ import swagger from '@fastify/swagger'
 import { AdminErrorBody } from '../schemas/error.js'
 import type { JsonSchema } from '../schemas/kinds.js'
 import { FoundKey, Key, KeyChanges, KeyUsageDays, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
+import { Deliveries, NewWebhook, Webhook, WebhookChanges, WebhookWithSecret, Webhooks } from '../schemas/webhook.js'
 import { documentOptions } from './openapi.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
-const SCHEMAS: JsonSchema[] = [Key, KeyWithToken, FoundKey, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays, AdminErrorBody]
+const SCHEMAS: JsonSchema[] = [
+  Key, KeyWithToken, FoundKey, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays,
+  Webhook, WebhookWithSecret, Webhooks, NewWebhook, WebhookChanges, Deliveries, AdminErrorBody
+]
 
 export const ADMIN_PREFIX = '/admin/v1'
 
@@ -30,9 +34,12 @@ const serversOf = (environment: Environment): Array<{ url: string, description: 
 export default fp<{ environment: Environment }>(async function adminOpenapi (app, { environment }) {
   await app.register(swagger, documentOptions({
     title: 'Animal Adoption Store: admin API',
-    description: `Make, change, roll, revoke and trace the API keys of the Animal Adoption Store. Served on the operators' admin listener only, never on the public port. Every operation needs the admin token, sent as \`Authorization: Bearer <ADMIN_TOKEN>\`; wrong tokens are limited per address. Requests with the admin token are rate limited too, generously (${ADMIN_REQUESTS_PER_MINUTE} a minute per address): see the \`X-RateLimit-*\` headers, and wait for \`Retry-After\` after a 429.`,
+    description: `Make, change, roll, revoke and trace the API keys of the Animal Adoption Store, and manage the endpoints its events are delivered to. Served on the operators' admin listener only, never on the public port. Every operation needs the admin token, sent as \`Authorization: Bearer <ADMIN_TOKEN>\`; wrong tokens are limited per address. Requests with the admin token are rate limited too, generously (${ADMIN_REQUESTS_PER_MINUTE} a minute per address): see the \`X-RateLimit-*\` headers, and wait for \`Retry-After\` after a 429.`,
     servers: serversOf(environment),
-    tags: [{ name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' }],
+    tags: [
+      { name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' },
+      { name: 'webhooks', description: 'Webhook endpoints: where events are delivered, signed, and which.' }
+    ],
     security: { name: 'adminToken', description: 'The service\'s `ADMIN_TOKEN`, at least 32 characters.' },
     schemas: SCHEMAS
   }))

@@ -7,6 +7,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, Errors, StorageUnavailableError, errorBody } from '../errors.js'
 import { JsonBodyError } from '../http/json.js'
 import { KeyRevokedError, KeyRuleError, NoSuchKeyError, UnknownTokenError } from '../keys/manage.js'
+import { NoSuchWebhookError, WebhookRuleError } from '../webhooks/manage.js'
 import { toDetails, type ValidationIssue } from '../schemas/validator.js'
 
 /**
@@ -53,7 +54,7 @@ export function toApiError (error: FastifyError | Error): ApiError | undefined {
   return byStatus?.()
 }
 
-/** The refusals of keys/manage.ts, the same for the admin API and the CLI, in the catalogue's terms. */
+/** The refusals of keys/manage.ts and webhooks/manage.ts, the same for the admin API and the CLI, in the catalogue's terms. */
 function keyError (error: Error): ApiError | undefined {
   if (error instanceof KeyRuleError) {
     const field = `${error.where}.${error.field}`
@@ -61,6 +62,11 @@ function keyError (error: Error): ApiError | undefined {
   }
   if (error instanceof KeyRevokedError) return Errors.keyRevoked(error.message)
   if (error instanceof NoSuchKeyError || error instanceof UnknownTokenError) return Errors.noSuchKey(error.message)
+  if (error instanceof WebhookRuleError) {
+    const field = `body.${error.field}`
+    return Errors.invalidRequest(`${field} ${error.reason}`, [{ field, reason: error.reason }])
+  }
+  if (error instanceof NoSuchWebhookError) return Errors.noSuchWebhook(error.message)
   return undefined
 }
 

@@ -1,7 +1,8 @@
 // WORKERS > 1 (docs/WORKERS.md): the main thread starts that many worker
 // threads, each serving the public port (workers/worker.ts), and keeps for
 // itself what must be one: the rate-limit counters' memory, stdout, the admin
-// listener with /metrics adding up every worker's counts, the hourly purge,
+// listener with /metrics adding up every worker's counts, the hourly purge, the
+// webhook dispatcher,
 // and the stop. A worker that dies is replaced; the others go on serving.
 import { createServer } from 'node:net'
 import { Worker } from 'node:worker_threads'
@@ -16,7 +17,7 @@ import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-
 import type { ServiceLog } from '../telemetry/log.js'
 import { createMetrics } from '../telemetry/metrics.js'
 import { purgeExpiredIdempotencyKeys } from '../pets/purge.js'
-import { announceStart, startAdmin } from '../server.js'
+import { announceStart, startAdmin, startDispatcher } from '../server.js'
 import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)
@@ -222,6 +223,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
     throw new ConfigError(`cannot start WORKERS=${config.workers}: ${why}`)
   }
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
+  // One dispatcher for every worker: the workers write events, this thread delivers them.
+  const dispatcher = startDispatcher(config, storage, logger)
   // Operators' scripts wait for this line, whatever the log level.
   const listening = logger.isLevelEnabled('info') ? logger : logger.child({}, { level: 'info' })
   listening.info(`listening on ${first.address}`)
@@ -230,7 +233,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   return {
     async stop () {
       stopPurging()
-      await Promise.all([stopWorkers(), admin?.close()])
+      await Promise.all([stopWorkers(), admin?.close(), dispatcher.stop()])
       await closeStore()
     },
     threads: () => [...running].map(({ worker }) => worker)

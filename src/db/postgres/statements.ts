@@ -2,21 +2,34 @@
 // Only what varies with a call (a key's changes, a search's filters) is
 // written where it runs, in storage.ts.
 import { stateSql } from '../key-search.js'
-import { KEY_COLUMNS } from '../rows.js'
+import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, wantsSql } from '../rows.js'
 
 const PET_COLUMNS = 'id, name, category_id, status'
+/**
+ * Each new animal's pet.created event, written by the statement that adds
+ * it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md).
+ * Its data is the Pet as the API writes it, key for key and without spaces
+ * (json_build_object would add them); to_json escapes the strings.
+ */
+const PET_EVENT = `INSERT INTO events (type, created_at, data)
+  SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint,
+    format('{"id":%s,"name":%s,"categoryId":%s,"status":%s}', id, to_json(name), category_id, to_json(status))`
 
 export const PET_SQL = {
   /**
    * Rows inserted in input order, so their identity values increase in that
    * order: sorted, the returned ids match the input whatever order RETURNING gives them in.
    */
-  insertMany: `INSERT INTO pets (name, category_id, status)
+  insertMany: `WITH pet AS (INSERT INTO pets (name, category_id, status)
     SELECT name, category_id, status
     FROM unnest($1::text[], $2::int8[], $3::text[]) WITH ORDINALITY AS input (name, category_id, status, n)
     ORDER BY n
-    RETURNING id`,
-  insert: 'INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING id',
+    RETURNING ${PET_COLUMNS}
+  ), event AS (${PET_EVENT} FROM pet ORDER BY id)
+  SELECT id FROM pet`,
+  insert: `WITH pet AS (INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING ${PET_COLUMNS}
+    ), event AS (${PET_EVENT} FROM pet)
+    SELECT id FROM pet`,
   // Takes the key, or an expired record of it; waits for a concurrent
   // transaction holding it. No row back: a live record holds the key.
   claimIdempotency: `INSERT INTO idempotency_keys (api_key_id, key, request_hash, pet_id, created_at) VALUES ($1, $2, $3, NULL, $4)
@@ -80,4 +93,47 @@ export const USAGE_SQL = {
   busiest: `SELECT ${KEY_COLUMNS.split(', ').map((column) => `k.${column}`).join(', ')}, u.admitted, u.refused
     FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
     WHERE u.day = $1 ORDER BY u.admitted + u.refused DESC, k.id LIMIT $2`
+} as const
+
+export const EVENT_SQL = {
+  insert: 'INSERT INTO events (type, created_at, data) VALUES ($1, $2, $3)'
+} as const
+
+export const WEBHOOK_SQL = {
+  create: `INSERT INTO webhook_endpoints (url, events, description, enabled, secret, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${WEBHOOK_COLUMNS}`,
+  get: `SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE id = $1`,
+  list: `SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE id > $1 ORDER BY id LIMIT $2`,
+  remove: `DELETE FROM webhook_endpoints WHERE id = $1 RETURNING ${WEBHOOK_COLUMNS}`,
+  // SKIP LOCKED: instances fanning out at once take different events; one
+  // committed after a higher id was taken is still found, by its flag.
+  fanOut: `WITH batch AS (
+      SELECT id, type FROM events WHERE fanned_out = 0 ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+    ), deliveries AS (
+      INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+      SELECT b.id, w.id, 'pending', 0, $2 FROM batch b JOIN webhook_endpoints w ON w.enabled = 1 AND ${wantsSql('w.events', 'b.type')}
+      ON CONFLICT DO NOTHING
+    )
+    UPDATE events SET fanned_out = 1 FROM batch WHERE events.id = batch.id RETURNING events.id`,
+  // No endpoint wanted it when it was fanned out: no one ever will be sent it.
+  forgetUnwanted: `DELETE FROM events WHERE id = ANY ($1::int8[])
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`,
+  // SKIP LOCKED: instances claiming at once take different deliveries, and
+  // the lease (next_attempt_at moved ahead) keeps them apart after.
+  claim: `WITH due AS (
+      SELECT d.event_id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+      WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND w.enabled = 1 AND d.endpoint_id <> ALL ($4::int8[])
+      ORDER BY d.next_attempt_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED
+    ), taken AS (
+      UPDATE webhook_deliveries d SET next_attempt_at = $2, attempts = d.attempts + 1
+      FROM due WHERE d.event_id = due.event_id AND d.endpoint_id = due.endpoint_id
+      RETURNING d.event_id, d.endpoint_id, d.attempts
+    )
+    SELECT ${DUE_DELIVERY_COLUMNS} FROM taken d JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id`,
+  record: `UPDATE webhook_deliveries d SET state = o.state, next_attempt_at = o.next_attempt_at, last_status = o.last_status, last_error = o.last_error
+    FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::int8[], $6::int8[])
+      AS o (state, next_attempt_at, last_status, last_error, event_id, endpoint_id)
+    WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id`,
+  purge: `DELETE FROM events WHERE fanned_out = 1 AND created_at < $1
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`
 } as const

@@ -10,12 +10,16 @@ import { migratePostgres } from './schema.js'
 import { PoolWaits } from './pool-waits.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
+  IssuedToken, KeyUsage, PetRecord, PoolUse, Storage,
+  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
-import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from '../rows.js'
-import { KEY_SQL, PET_SQL, USAGE_SQL } from './statements.js'
+import {
+  KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toPet, toWebhook, webhookChangeSql,
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
+} from '../rows.js'
+import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -27,6 +31,7 @@ export interface PostgresOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 5000
+const DELIVERIES_SQL = deliveriesSql((n) => `$${n}`)
 const DEFAULT_POOL_SIZE = 10
 /** Rows in one multi-row INSERT; a larger group is split. */
 const MAX_GROUP = 1000
@@ -163,11 +168,15 @@ export class PostgresStorage implements Storage {
   }
 
   // KeyStore
-  async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    const rows = await this.#query<ApiKeyRow>(KEY_SQL.create,
-      [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
-        key.createdAt, key.expiresAt, key.concurrency])
-    return toApiKey(rows[0] as ApiKeyRow)
+  async createApiKey (key: NewApiKeyRecord, event?: EventOf<ApiKeyRecord>): Promise<ApiKeyRecord> {
+    const values = [key.name, key.plan, key.perMinute, key.perDay, key.environment, scopesColumn(key.scopes), key.tokenHash, key.tokenHint,
+      key.createdAt, key.expiresAt, key.concurrency]
+    if (event === undefined) return toApiKey((await this.#query<ApiKeyRow>(KEY_SQL.create, values))[0] as ApiKeyRow)
+    // The key, its token and its event, in one transaction.
+    return await this.#transaction(async (client) => {
+      const { rows } = await client.query<ApiKeyRow>(KEY_SQL.create, values)
+      return await announced(client, toApiKey(rows[0] as ApiKeyRow), event)
+    })
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
@@ -190,7 +199,7 @@ export class PostgresStorage implements Storage {
     return (await this.#query<ApiKeyRow>(KEY_SQL.list, [afterId, limit ?? null])).map(toApiKey)
   }
 
-  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
+  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges, event?: EventOf<ApiKeyRecord>): Promise<ApiKeyRecord | undefined> {
     return await this.#transaction(async (client) => {
       const { rows } = await client.query<ApiKeyRow>(KEY_SQL.getForUpdate, [id])
       const row = rows[0]
@@ -201,7 +210,7 @@ export class PostgresStorage implements Storage {
       const updated = await client.query<ApiKeyRow>(
         `UPDATE api_keys SET ${set} WHERE id = $${values.length + 1} RETURNING ${KEY_COLUMNS}`, [...values, id])
       if (changes.token !== undefined) await client.query(KEY_SQL.insertToken, [id, changes.token.hash])
-      return toApiKey(updated.rows[0] as ApiKeyRow)
+      return await announced(client, toApiKey(updated.rows[0] as ApiKeyRow), event)
     })
   }
 
@@ -259,6 +268,60 @@ export class PostgresStorage implements Storage {
     return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
   }
 
+  // WebhookStore
+  async createWebhook (webhook: NewWebhookRecord): Promise<WebhookRecord> {
+    const rows = await this.#query<WebhookRow>(WEBHOOK_SQL.create, [webhook.url, eventsColumn(webhook.events), webhook.description,
+      webhook.enabled ? 1 : 0, webhook.secret, webhook.createdAt, webhook.updatedAt])
+    return toWebhook(rows[0] as WebhookRow)
+  }
+
+  async getWebhook (id: number): Promise<WebhookRecord | undefined> {
+    const rows = await this.#query<WebhookRow>(WEBHOOK_SQL.get, [id])
+    return rows[0] === undefined ? undefined : toWebhook(rows[0])
+  }
+
+  async listWebhooks (afterId: number, limit: number): Promise<WebhookRecord[]> {
+    return (await this.#query<WebhookRow>(WEBHOOK_SQL.list, [afterId, limit])).map(toWebhook)
+  }
+
+  async changeWebhook (id: number, changes: WebhookChanges): Promise<WebhookRecord | undefined> {
+    const { set, values } = webhookChangeSql(changes, (n) => `$${n}`)
+    const rows = await this.#query<WebhookRow>(
+      `UPDATE webhook_endpoints SET ${set} WHERE id = $${values.length + 1} RETURNING ${WEBHOOK_COLUMNS}`, [...values, id])
+    return rows[0] === undefined ? undefined : toWebhook(rows[0])
+  }
+
+  async deleteWebhook (id: number): Promise<WebhookRecord | undefined> {
+    const rows = await this.#query<WebhookRow>(WEBHOOK_SQL.remove, [id])
+    return rows[0] === undefined ? undefined : toWebhook(rows[0])
+  }
+
+  async fanOutEvents (limit: number, now: number): Promise<number> {
+    return await this.#transaction(async (client) => {
+      const { rows } = await client.query<{ id: bigint }>(WEBHOOK_SQL.fanOut, [limit, now])
+      if (rows.length > 0) await client.query(WEBHOOK_SQL.forgetUnwanted, [rows.map((row) => row.id)])
+      return rows.length
+    })
+  }
+
+  async claimDeliveries ({ now, leaseUntil, limit, skipEndpoints }: ClaimQuery): Promise<DueDelivery[]> {
+    return (await this.#query<DueDeliveryRow>(WEBHOOK_SQL.claim, [now, leaseUntil, limit, skipEndpoints])).map(toDueDelivery)
+  }
+
+  async recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void> {
+    if (outcomes.length === 0) return
+    await this.#run(WEBHOOK_SQL.record, [outcomes.map((o) => o.state), outcomes.map((o) => o.nextAttemptAt), outcomes.map((o) => o.lastStatus),
+      outcomes.map((o) => o.lastError), outcomes.map((o) => o.eventId), outcomes.map((o) => o.endpointId)])
+  }
+
+  async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
+    return (await this.#query<DeliveryRow>(DELIVERIES_SQL, [endpointId, beforeEventId ?? 9_223_372_036_854_775_807n, limit])).map(toDelivery)
+  }
+
+  async purgeEvents (createdBefore: number): Promise<number> {
+    return (await this.#run(WEBHOOK_SQL.purge, [createdBefore])).rowCount ?? 0
+  }
+
   // StoreConnection
   poolUse (): PoolUse {
     return {
@@ -308,6 +371,13 @@ export class PostgresStorage implements Storage {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
     return await inTransaction(this.#pool, work, this.#waits)
   }
+}
+
+/** Writes what a change to this record announces, if anything, in the change's transaction; gives the record back. */
+async function announced<T> (client: pg.PoolClient, record: T, event: EventOf<T> | undefined): Promise<T> {
+  const made = event?.(record)
+  if (made !== undefined) await client.query(EVENT_SQL.insert, [made.type, made.createdAt, made.data])
+  return record
 }
 
 /** `waits`: where a wait for the connection is noted; none while the storage is being opened. */

@@ -8,6 +8,7 @@ import type { Database } from './driver.js'
 import { isUnavailable } from './errors.js'
 import { GroupRolledBack, type GroupCommitOptions, type InsertOutcome, type PendingInsert } from './group-commit.js'
 import { StatementPerLimit } from './statement-per-limit.js'
+import { PET_JSON } from './statements.js'
 
 /** The most animals one INSERT statement of a group commit adds; a larger group takes several. */
 const INSERT_ROWS = 64
@@ -25,6 +26,11 @@ export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' 
     `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
      FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
      WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
+  // Each new animal's pet.created event, in the group's transaction: a 201
+  // means the event is as durable as the animal (docs/WEBHOOKS.md). The
+  // event's data is the Pet as the API writes it, made by SQLite from the rows.
+  const announce = db.prepare<[bigint, bigint, bigint]>(
+    `INSERT INTO events (type, created_at, data) SELECT 'pet.created', ?, ${PET_JSON} FROM pets WHERE id BETWEEN ? AND ? ORDER BY id`)
   const insertRows = new StatementPerLimit((rows) => db.prepare<[values: Array<string | bigint>]>(
     `INSERT INTO pets (name, category_id, status) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`), INSERT_ROWS)
 
@@ -34,6 +40,7 @@ export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' 
       if (earlier !== undefined) return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
     }
     const { id } = insertPet.get(pet.name, pet.categoryId, pet.status) as { id: bigint }
+    announce.run(BigInt(Date.now()), id, id)
     if (idempotency !== undefined) {
       insertIdempotency.run(BigInt(idempotency.apiKeyId), idempotency.key,
         idempotency.requestHash, id, BigInt(idempotency.createdAt))
@@ -60,6 +67,7 @@ export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' 
       const { changes, lastInsertRowid } = insertRows.for(chunk.length).run(values)
       if (changes !== chunk.length) throw new Error(`an INSERT of ${chunk.length} animals added ${changes}`)
       const first = BigInt(lastInsertRowid) - BigInt(chunk.length - 1)
+      announce.run(BigInt(Date.now()), first, BigInt(lastInsertRowid))
       chunk.forEach((index, i) => {
         const { pet } = group[index] as PendingInsert
         outcomes[index] = { ok: true, result: { created: true, pet: { id: first + BigInt(i), ...pet } } }

@@ -86,7 +86,41 @@ const MIGRATIONS: readonly string[] = [
      last_call INTEGER NOT NULL,
      PRIMARY KEY (api_key_id, operation, day)
    ) WITHOUT ROWID;
-   CREATE INDEX deprecated_calls_day ON deprecated_calls (day);`
+   CREATE INDEX deprecated_calls_day ON deprecated_calls (day);`,
+  // Events and their webhook deliveries (docs/WEBHOOKS.md). An event is written
+  // in its change's own transaction; fanning it out to the endpoints that
+  // want it is the dispatcher's, later. The secret is kept as it is: HMAC
+  // signing needs it, not a hash of it.
+  `CREATE TABLE webhook_endpoints (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     url TEXT NOT NULL,
+     events TEXT,
+     description TEXT NOT NULL,
+     enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+     secret BLOB NOT NULL,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE TABLE events (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     type TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     data TEXT NOT NULL,
+     fanned_out INTEGER NOT NULL DEFAULT 0
+   );
+   CREATE INDEX events_to_fan_out ON events (id) WHERE fanned_out = 0;
+   CREATE TABLE webhook_deliveries (
+     event_id INTEGER NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+     endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'succeeded', 'failed')),
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_attempt_at INTEGER NOT NULL,
+     last_status INTEGER,
+     last_error TEXT,
+     PRIMARY KEY (event_id, endpoint_id)
+   ) WITHOUT ROWID;
+   CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, event_id);`
 ]
 
 /** The schema's version once every migration has run: `PRAGMA user_version`. */

@@ -2,8 +2,11 @@
 // by the part of Storage they serve; a write that spans statements is here
 // too, as one transaction function. New animals are pet-inserts.ts's.
 import type { PetStatus } from '../../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, DeprecatedCalls, KeyUsage, NewApiKeyRecord } from '../storage.js'
-import { KEY_COLUMNS, keyChangeSql, scopesColumn, toApiKey, type ApiKeyRow, type PetRow } from '../rows.js'
+import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyUsage, NewApiKeyRecord, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
+import {
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
+} from '../rows.js'
 import type { Database } from './driver.js'
 import { StatementPerLimit } from './statement-per-limit.js'
 
@@ -16,7 +19,7 @@ export type PageTuple = [json: string, count: bigint]
  * its keys in order, int64 exact, strings escaped as JSON.stringify does
  * (https://www.sqlite.org/json1.html#jobj); rows ordered inside the aggregate, where SQLite keeps the order.
  */
-const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
+export const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
 const PAGE_JSON = `json_group_array(${PET_JSON} ORDER BY id)`
 
 export type PetStatements = ReturnType<typeof petStatements>
@@ -46,6 +49,13 @@ export function keyStatements (db: Database) {
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`)
   const get = db.prepare<[bigint], ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`)
   const insertToken = db.prepare<[bigint, string]>('INSERT INTO api_key_tokens (api_key_id, token_hash) VALUES (?, ?)')
+  const announce = eventInsert(db)
+  const written = (id: bigint, event: EventOf<ApiKeyRecord> | undefined): ApiKeyRecord => {
+    const key = toApiKey(get.get(id) as ApiKeyRow)
+    const made = event?.(key)
+    if (made !== undefined) announce.run(made.type, BigInt(made.createdAt), made.data)
+    return key
+  }
   return {
     // Two lookups by their unique indexes, rather than one `OR` the planner may scan for.
     find: db.prepare<[string, string], ApiKeyRow & { previous: bigint }>(
@@ -59,14 +69,14 @@ export function keyStatements (db: Database) {
     // Every instance's index of tokens reads it every 500 ms: prepared once.
     listTokens: db.prepare<[bigint, number], [bigint, string]>('SELECT id, token_hash FROM api_key_tokens WHERE id > ? ORDER BY id LIMIT ?').raw(true),
     countTokens: db.prepare<[], { n: bigint }>('SELECT count(*) AS n FROM api_key_tokens'),
-    // The key and its first token, together.
-    create: db.transaction((key: NewApiKeyRecord): ApiKeyRecord => {
+    // The key, its first token and its event, together.
+    create: db.transaction((key: NewApiKeyRecord, event: EventOf<ApiKeyRecord> | undefined): ApiKeyRecord => {
       const { id } = insert.get(key.name, key.plan, key.perMinute, key.perDay, key.concurrency, key.environment, scopesColumn(key.scopes),
         key.tokenHash, key.tokenHint, BigInt(key.createdAt), key.expiresAt === null ? null : BigInt(key.expiresAt)) as { id: bigint }
       insertToken.run(id, key.tokenHash)
-      return toApiKey(get.get(id) as ApiKeyRow)
+      return written(id, event)
     }),
-    change: db.transaction((id: bigint, change: (key: ApiKeyRecord) => ApiKeyChanges): ApiKeyRecord | undefined => {
+    change: db.transaction((id: bigint, change: (key: ApiKeyRecord) => ApiKeyChanges, event: EventOf<ApiKeyRecord> | undefined): ApiKeyRecord | undefined => {
       const row = get.get(id)
       if (row === undefined) return undefined
       const changes = change(toApiKey(row))
@@ -75,9 +85,89 @@ export function keyStatements (db: Database) {
       // Changes are rare (an operator's request): the statement is prepared each time.
       db.prepare(`UPDATE api_keys SET ${set} WHERE id = ?`).run(...values.map(sqliteValue), id)
       if (changes.token !== undefined) insertToken.run(id, changes.token.hash)
-      return toApiKey(get.get(id) as ApiKeyRow)
+      return written(id, event)
     })
   }
+}
+
+/** An event, written in the transaction of the change it announces. */
+function eventInsert (db: Database) {
+  return db.prepare<[string, bigint, string]>('INSERT INTO events (type, created_at, data) VALUES (?, ?, ?)')
+}
+
+export type WebhookStatements = ReturnType<typeof webhookStatements>
+
+export function webhookStatements (db: Database) {
+  const get = db.prepare<[bigint], WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE id = ?`)
+  const toFanOut = db.prepare<[bigint], bigint>('SELECT id FROM events WHERE fanned_out = 0 ORDER BY id LIMIT ?').pluck(true)
+  const fanOut = db.prepare<[bigint, bigint, bigint]>(
+    `INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at)
+     SELECT e.id, w.id, 'pending', 0, ? FROM events e JOIN webhook_endpoints w ON w.enabled = 1 AND ${wantsSql('w.events', 'e.type')}
+     WHERE e.fanned_out = 0 AND e.id BETWEEN ? AND ?
+     ON CONFLICT DO NOTHING`)
+  const markFannedOut = db.prepare<[bigint, bigint]>('UPDATE events SET fanned_out = 1 WHERE fanned_out = 0 AND id BETWEEN ? AND ?')
+  // No endpoint wanted it when it was fanned out: no one ever will be sent it.
+  const forgetUnwanted = db.prepare<[bigint, bigint]>(
+    `DELETE FROM events WHERE fanned_out = 0 AND id BETWEEN ? AND ?
+     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`)
+  const lease = db.prepare<[bigint, bigint, bigint]>(
+    'UPDATE webhook_deliveries SET next_attempt_at = ?, attempts = attempts + 1 WHERE event_id = ? AND endpoint_id = ?')
+  const record = db.prepare<[string, bigint, bigint | null, string | null, bigint, bigint]>(
+    'UPDATE webhook_deliveries SET state = ?, next_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?')
+  return {
+    // Read first, outside a write transaction: an idle dispatcher never takes the write lock.
+    anyToFanOut: db.prepare<[], bigint>('SELECT 1 FROM events WHERE fanned_out = 0 LIMIT 1').pluck(true),
+    anyDue: db.prepare<[bigint], bigint>("SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= ? LIMIT 1").pluck(true),
+    create: db.prepare<[string, string | null, string, bigint, Buffer, bigint, bigint], WebhookRow>(
+      `INSERT INTO webhook_endpoints (url, events, description, enabled, secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       RETURNING ${WEBHOOK_COLUMNS}`),
+    get,
+    list: db.prepare<[bigint, bigint], WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE id > ? ORDER BY id LIMIT ?`),
+    change: db.transaction((id: bigint, changes: WebhookChanges): WebhookRecord | undefined => {
+      const { set, values } = webhookChangeSql(changes, () => '?')
+      // Changes are rare (an operator's request): the statement is prepared each time.
+      const { changes: count } = db.prepare(`UPDATE webhook_endpoints SET ${set} WHERE id = ?`).run(...values.map(sqliteValue), id)
+      return count === 0 ? undefined : toWebhook(get.get(id) as WebhookRow)
+    }),
+    remove: db.prepare<[bigint], WebhookRow>(`DELETE FROM webhook_endpoints WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`),
+    fanOut: db.transaction((limit: number, now: number): number => {
+      const ids = toFanOut.all(BigInt(limit))
+      const first = ids[0]
+      const last = ids[ids.length - 1]
+      if (first === undefined || last === undefined) return 0
+      fanOut.run(BigInt(now), first, last)
+      forgetUnwanted.run(first, last)
+      markFannedOut.run(first, last)
+      return ids.length
+    }),
+    claim: db.transaction(({ now, leaseUntil, limit, skipEndpoints }: ClaimQuery): DueDelivery[] => {
+      // Skipped endpoints vary with each claim: prepared each time, as a search is.
+      const rows = db.prepare<unknown[], DueDeliveryRow>(
+        `SELECT ${DUE_DELIVERY_COLUMNS} FROM webhook_deliveries d
+         JOIN events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
+         WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND w.enabled = 1
+           ${skipEndpoints.length === 0 ? '' : `AND d.endpoint_id NOT IN (${skipEndpoints.map(() => '?').join(', ')})`}
+         ORDER BY d.next_attempt_at LIMIT ?`).all(BigInt(now), ...skipEndpoints.map(BigInt), BigInt(limit))
+      for (const row of rows) lease.run(BigInt(leaseUntil), row.event_id, row.endpoint_id)
+      return rows.map((row) => ({ ...toDueDelivery(row), attempts: Number(row.attempts) + 1 }))
+    }),
+    record: db.transaction((outcomes: readonly DeliveryOutcome[]) => {
+      for (const outcome of outcomes) {
+        record.run(outcome.state, BigInt(outcome.nextAttemptAt), outcome.lastStatus === null ? null : BigInt(outcome.lastStatus),
+          outcome.lastError, outcome.eventId, BigInt(outcome.endpointId))
+      }
+    }),
+    deliveries: db.prepare<[bigint, bigint, bigint], DeliveryRow>(deliveriesSql(() => '?')),
+    purge: db.prepare<[bigint]>(
+      `DELETE FROM events WHERE fanned_out = 1 AND created_at < ?
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`)
+  }
+}
+
+/** An endpoint's row as SQLite binds it. */
+export function webhookValues (webhook: NewWebhookRecord): [string, string | null, string, bigint, Buffer, bigint, bigint] {
+  return [webhook.url, eventsColumn(webhook.events), webhook.description, webhook.enabled ? 1n : 0n, webhook.secret,
+    BigInt(webhook.createdAt), BigInt(webhook.updatedAt)]
 }
 
 export type UsageStatements = ReturnType<typeof usageStatements>

@@ -10,18 +10,20 @@ import { LRUCache } from 'lru-cache'
 import { StorageUnavailableError } from '../../errors.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
-  IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage
+  IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage,
+  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
-import { KEY_COLUMNS, toApiKey, toPet, type ApiKeyRow } from '../rows.js'
+import { KEY_COLUMNS, toApiKey, toDelivery, toPet, toWebhook, type ApiKeyRow, type WebhookRow } from '../rows.js'
 import { Database, createOwnerOnly } from './driver.js'
 import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
 import { petInserts } from './pet-inserts.js'
 import { migrateSqlite } from './schema.js'
 import {
-  keyStatements, petStatements, sqliteValue, usageStatements, type KeyStatements, type PageTuple, type PetStatements, type UsageStatements
+  keyStatements, petStatements, sqliteValue, usageStatements, webhookStatements, webhookValues,
+  type KeyStatements, type PageTuple, type PetStatements, type UsageStatements, type WebhookStatements
 } from './statements.js'
 import type { WriteTurn } from './write-turns.js'
 
@@ -31,6 +33,9 @@ const ANIMAL_START = '{"id":'
 const KEPT_PAGE_BYTES = 4 * 1024 * 1024
 /** The bytes of animals kept (some 50,000 of them), likewise. */
 const KEPT_PET_BYTES = 4 * 1024 * 1024
+
+/** Above every id. */
+const INT64_MAX = 9_223_372_036_854_775_807n
 
 /** How long a write waits for another connection's write lock before the client gets 503. */
 const BUSY_BUDGET_MS = 5000
@@ -96,6 +101,7 @@ export class SqliteStorage implements Storage {
   readonly #petSql: PetStatements
   readonly #keySql: KeyStatements
   readonly #usageSql: UsageStatements
+  readonly #webhookSql: WebhookStatements
 
   constructor (db: Database, busyBudgetMs: number, writeTurn?: WriteTurn) {
     this.#db = db
@@ -103,6 +109,7 @@ export class SqliteStorage implements Storage {
     this.#petSql = petStatements(db)
     this.#keySql = keyStatements(db)
     this.#usageSql = usageStatements(db)
+    this.#webhookSql = webhookStatements(db)
     this.#group = new GroupCommit({
       ...petInserts(db),
       busyBudgetMs,
@@ -166,8 +173,8 @@ export class SqliteStorage implements Storage {
   }
 
   // KeyStore
-  async createApiKey (key: NewApiKeyRecord): Promise<ApiKeyRecord> {
-    return this.#write(() => this.#keySql.create.immediate(key))
+  async createApiKey (key: NewApiKeyRecord, event?: EventOf<ApiKeyRecord>): Promise<ApiKeyRecord> {
+    return this.#write(() => this.#keySql.create.immediate(key, event))
   }
 
   async findApiKeyByTokenHash (tokenHash: string): Promise<ApiKeyMatch | undefined> {
@@ -189,8 +196,8 @@ export class SqliteStorage implements Storage {
     return this.#read(() => this.#keySql.list.all(BigInt(afterId), limit ?? -1)).map(toApiKey)
   }
 
-  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges): Promise<ApiKeyRecord | undefined> {
-    return this.#write(() => this.#keySql.change.immediate(BigInt(id), change))
+  async changeApiKey (id: number, change: (key: ApiKeyRecord) => ApiKeyChanges, event?: EventOf<ApiKeyRecord>): Promise<ApiKeyRecord | undefined> {
+    return this.#write(() => this.#keySql.change.immediate(BigInt(id), change, event))
   }
 
   async listTokenHashes (afterId: number, limit: number): Promise<IssuedToken[]> {
@@ -248,6 +255,53 @@ export class SqliteStorage implements Storage {
        FROM key_usage u JOIN api_keys k ON k.id = u.api_key_id
        WHERE u.day = ? ORDER BY u.admitted + u.refused DESC, k.id LIMIT ?`).all(BigInt(day), BigInt(limit)))
     return rows.map((row) => ({ key: toApiKey(row), admitted: Number(row.admitted), refused: Number(row.refused) }))
+  }
+
+  // WebhookStore
+  async createWebhook (webhook: NewWebhookRecord): Promise<WebhookRecord> {
+    return toWebhook(await this.#write(() => this.#webhookSql.create.get(...webhookValues(webhook)) as WebhookRow))
+  }
+
+  async getWebhook (id: number): Promise<WebhookRecord | undefined> {
+    const row = this.#read(() => this.#webhookSql.get.get(BigInt(id)))
+    return row === undefined ? undefined : toWebhook(row)
+  }
+
+  async listWebhooks (afterId: number, limit: number): Promise<WebhookRecord[]> {
+    return this.#read(() => this.#webhookSql.list.all(BigInt(afterId), BigInt(limit))).map(toWebhook)
+  }
+
+  async changeWebhook (id: number, changes: WebhookChanges): Promise<WebhookRecord | undefined> {
+    return await this.#write(() => this.#webhookSql.change.immediate(BigInt(id), changes))
+  }
+
+  async deleteWebhook (id: number): Promise<WebhookRecord | undefined> {
+    const row = await this.#write(() => this.#webhookSql.remove.get(BigInt(id)))
+    return row === undefined ? undefined : toWebhook(row)
+  }
+
+  async fanOutEvents (limit: number, now: number): Promise<number> {
+    if (this.#read(() => this.#webhookSql.anyToFanOut.get()) === undefined) return 0
+    return await this.#write(() => this.#webhookSql.fanOut.immediate(limit, now))
+  }
+
+  async claimDeliveries (query: ClaimQuery): Promise<DueDelivery[]> {
+    if (this.#read(() => this.#webhookSql.anyDue.get(BigInt(query.now))) === undefined) return []
+    return await this.#write(() => this.#webhookSql.claim.immediate(query))
+  }
+
+  async recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void> {
+    if (outcomes.length === 0) return
+    await this.#write(() => { this.#webhookSql.record.immediate(outcomes) })
+  }
+
+  async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
+    const rows = this.#read(() => this.#webhookSql.deliveries.all(BigInt(endpointId), beforeEventId ?? INT64_MAX, BigInt(limit)))
+    return rows.map(toDelivery)
+  }
+
+  async purgeEvents (createdBefore: number): Promise<number> {
+    return await this.#write(() => this.#webhookSql.purge.run(BigInt(createdBefore)).changes)
   }
 
   // StoreConnection

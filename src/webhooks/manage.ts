@@ -1,0 +1,170 @@
+// Webhook endpoints (docs/WEBHOOKS.md: Managing endpoints): making, reading,
+// changing and removing them, as plain functions over the storage, for the
+// admin API (and later the command line) to call. Each rule is checked here.
+import { randomBytes } from 'node:crypto'
+import type { DeliveryRecord, NewWebhookRecord, WebhookChanges, WebhookRecord, WebhookStore } from '../db/storage.js'
+import type { EventType } from '../domain.js'
+import { isPublicAddress, literalAddress } from './addresses.js'
+import { webhookId } from './deliver.js'
+
+/** An endpoint as operators see it; times are RFC 3339 strings in UTC. */
+export interface WebhookView {
+  id: number
+  url: string
+  events: EventType[] | null
+  description: string
+  enabled: boolean
+  createdAt: string
+  updatedAt: string
+}
+
+/** An endpoint with its signing secret, shown once, in the answer that made it. */
+export type WebhookWithSecret = WebhookView & { secret: string }
+
+/** Random bytes of a signing secret: the Standard Webhooks specification asks for 24 to 64. */
+const SECRET_BYTES = 32
+const SECRET_PREFIX = 'whsec_'
+
+/** A request that breaks a rule of endpoints; `field` names the body's field. */
+export class WebhookRuleError extends Error {
+  override name = 'WebhookRuleError'
+  constructor (readonly field: string, readonly reason: string) {
+    super(`${field} ${reason}`)
+  }
+}
+
+export class NoSuchWebhookError extends Error {
+  override name = 'NoSuchWebhookError'
+  constructor (readonly id: number) {
+    super(`No webhook endpoint has the id ${id}.`)
+  }
+}
+
+/** Where the rules on URLs bend: WEBHOOK_ALLOW_PRIVATE, for development and tests. */
+export interface WebhookPolicy {
+  allowPrivate: boolean
+}
+
+/**
+ * Refuses a URL deliveries may not go to (WebhookRuleError): not a URL,
+ * not https (http too where private addresses are allowed), credentials in
+ * it, or a literal address that is not public. A name is checked again at
+ * each delivery, after it is resolved.
+ */
+function checkUrl (text: string, { allowPrivate }: WebhookPolicy): URL {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    throw new WebhookRuleError('url', 'must be an absolute URL, such as https://example.com/webhooks')
+  }
+  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:']
+  if (!schemes.includes(url.protocol)) {
+    throw new WebhookRuleError('url', allowPrivate ? 'must be an https:// or http:// URL' : 'must be an https:// URL')
+  }
+  if (url.username !== '' || url.password !== '') throw new WebhookRuleError('url', 'must not carry a user name or password')
+  const address = literalAddress(url.hostname)
+  if (!allowPrivate && address !== undefined && !isPublicAddress(address)) {
+    throw new WebhookRuleError('url', 'must be of a public address, not a loopback, private, link-local or other reserved one')
+  }
+  return url
+}
+
+export interface NewWebhookInput {
+  url: string
+  events: EventType[] | undefined
+  description: string | undefined
+  now: number
+}
+
+export async function createWebhook (storage: WebhookStore, input: NewWebhookInput, policy: WebhookPolicy): Promise<WebhookWithSecret> {
+  const url = checkUrl(input.url, policy)
+  const secret = randomBytes(SECRET_BYTES)
+  const record: NewWebhookRecord = {
+    url: url.href,
+    events: input.events ?? null,
+    description: input.description ?? '',
+    enabled: true,
+    secret,
+    createdAt: input.now,
+    updatedAt: input.now
+  }
+  return { ...view(await storage.createWebhook(record)), secret: SECRET_PREFIX + secret.toString('base64') }
+}
+
+/** Endpoints by id, from the one after `afterId`. */
+export async function listWebhooks (storage: WebhookStore, afterId: number, limit: number): Promise<WebhookView[]> {
+  return (await storage.listWebhooks(afterId, limit)).map(view)
+}
+
+export async function showWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
+  return view(found(id, await storage.getWebhook(id)))
+}
+
+export interface WebhookUpdate {
+  url?: string
+  /** Null: every type. */
+  events?: EventType[] | null
+  description?: string
+  enabled?: boolean
+}
+
+export async function updateWebhook (storage: WebhookStore, id: number, update: WebhookUpdate, now: number, policy: WebhookPolicy): Promise<WebhookView> {
+  const changes: WebhookChanges = { updatedAt: now }
+  if (update.url !== undefined) changes.url = checkUrl(update.url, policy).href
+  if (update.events !== undefined) changes.events = update.events
+  if (update.description !== undefined) changes.description = update.description
+  if (update.enabled !== undefined) changes.enabled = update.enabled
+  return view(found(id, await storage.changeWebhook(id, changes)))
+}
+
+/** Removes the endpoint and its deliveries, pending ones too. */
+export async function deleteWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
+  return view(found(id, await storage.deleteWebhook(id)))
+}
+
+/** A delivery as operators see it. */
+export interface DeliveryView {
+  webhookId: string
+  type: string
+  eventCreatedAt: string
+  state: DeliveryRecord['state']
+  attempts: number
+  lastStatus: number | null
+  /** The start of the last failed attempt's answer, or what went wrong; null after a success. */
+  lastError: string | null
+  /** When it is tried next; null once it succeeded or failed. */
+  nextAttemptAt: string | null
+}
+
+/** An endpoint's deliveries, newest event first, from the one before `beforeEventId`. */
+export async function listDeliveries (storage: WebhookStore, id: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryView[]> {
+  found(id, await storage.getWebhook(id))
+  return (await storage.listDeliveries(id, beforeEventId, limit)).map((delivery) => ({
+    webhookId: webhookId(delivery.eventId),
+    type: delivery.type,
+    eventCreatedAt: new Date(delivery.createdAt).toISOString(),
+    state: delivery.state,
+    attempts: delivery.attempts,
+    lastStatus: delivery.lastStatus,
+    lastError: delivery.lastError,
+    nextAttemptAt: delivery.state === 'pending' ? new Date(delivery.nextAttemptAt).toISOString() : null
+  }))
+}
+
+function found (id: number, webhook: WebhookRecord | undefined): WebhookRecord {
+  if (webhook === undefined) throw new NoSuchWebhookError(id)
+  return webhook
+}
+
+function view (webhook: WebhookRecord): WebhookView {
+  return {
+    id: webhook.id,
+    url: webhook.url,
+    events: webhook.events,
+    description: webhook.description,
+    enabled: webhook.enabled,
+    createdAt: new Date(webhook.createdAt).toISOString(),
+    updatedAt: new Date(webhook.updatedAt).toISOString()
+  }
+}
