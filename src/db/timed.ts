@@ -47,6 +47,9 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     searchApiKeys: timed('searchApiKeys', storage.searchApiKeys),
     usageTotals: timed('usageTotals', storage.usageTotals),
     busiestKeys: timed('busiestKeys', storage.busiestKeys),
-    countApiKeys: timed('countApiKeys', storage.countApiKeys)
+    countApiKeys: timed('countApiKeys', storage.countApiKeys),
+    addKeyLeak: timed('addKeyLeak', storage.addKeyLeak),
+    firstKeyLeaks: timed('firstKeyLeaks', storage.firstKeyLeaks),
+    countLeakedKeys: timed('countLeakedKeys', storage.countLeakedKeys)
   }
 }

@@ -33,6 +33,8 @@ import healthRoutes from '../routes/health.js'
 import methodNotAllowedRoutes, { collectPaths } from '../routes/method-not-allowed.js'
 import petRoutes from '../routes/pets.js'
 import rateLimitRoutes from '../routes/rate-limit.js'
+import leakRoutes from '../routes/leaks.js'
+import { createScannerKeys, type ScannerKeys } from '../keys/scanner-keys.js'
 
 export interface AppDeps {
   config: Config
@@ -58,6 +60,8 @@ export interface AppDeps {
    * read every half second (telemetry/load.ts).
    */
   overload?: Overload
+  /** The keys that verify secret-scanning reports; default: read from SECRET_SCANNING_KEYS_URL. */
+  scannerKeys?: ScannerKeys
 }
 
 /** Headers a browser script may read, when CORS is on. */
@@ -68,7 +72,7 @@ const EXPOSED_HEADERS = [
 
 export async function buildApp ({
   config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {},
-  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }, overload: given
+  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }, overload: given, scannerKeys
 }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   let lastRefreshWarning = -Infinity
@@ -194,6 +198,19 @@ export async function buildApp ({
   await app.register(openapiPlugin, { config, baseUrl })
   await app.register(healthRoutes, { storage, limiter })
 
+  // Beside the /v1 scope, not in it: a secret scanner and a token's holder have no key for its gate.
+  await app.register(leakRoutes, {
+    prefix: '/v1',
+    storage,
+    limiter,
+    now,
+    logger,
+    scannerKeys: scannerKeys ?? createScannerKeys({
+      url: config.secretScanningKeysUrl,
+      monotonic,
+      onError: (error) => { logger?.warn({ err: error }, 'secret scanning: the key list could not be read; the keys already read are kept') }
+    })
+  })
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })

@@ -12,9 +12,9 @@ import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage
 } from '../storage.js'
-import type { DayTotals, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import type { DayTotals, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
-import { KEY_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toPet, type ApiKeyRow, type PetRow } from '../rows.js'
+import { KEY_COLUMNS, LEAK_COLUMNS, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toKeyLeak, toPet, type ApiKeyRow, type KeyLeakRow, type PetRow } from '../rows.js'
 import { KEY_SQL, PET_SQL, USAGE_SQL } from './statements.js'
 
 export interface PostgresOptions {
@@ -223,6 +223,27 @@ export class PostgresStorage implements Storage {
   async countApiKeys (now: number): Promise<KeyCount[]> {
     const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(KEY_SQL.countByState, [now])
     return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
+  }
+
+  // LeakStore
+  async addKeyLeak (leak: KeyLeakRecord): Promise<boolean> {
+    const result = await this.#run('INSERT INTO key_leaks (api_key_id, report, url, source, found_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+      [leak.keyId, leak.report, leak.url, leak.source, leak.foundAt])
+    return result.rowCount === 1
+  }
+
+  async firstKeyLeaks (keyIds: readonly number[]): Promise<KeyLeakRecord[]> {
+    if (keyIds.length === 0) return []
+    // The earliest of each key's; ties (one instant) by report, so that every read picks the same.
+    const rows = await this.#query<KeyLeakRow>(
+      `SELECT DISTINCT ON (api_key_id) ${LEAK_COLUMNS} FROM key_leaks WHERE api_key_id = ANY($1::bigint[])
+       ORDER BY api_key_id, found_at, report`, [keyIds])
+    return rows.map(toKeyLeak)
+  }
+
+  async countLeakedKeys (): Promise<number> {
+    const rows = await this.#query<{ n: bigint }>('SELECT count(DISTINCT api_key_id) AS n FROM key_leaks')
+    return Number(rows[0]?.n ?? 0n)
   }
 
   // UsageStore

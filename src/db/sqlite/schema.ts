@@ -74,7 +74,17 @@ const MIGRATIONS: readonly string[] = [
   'CREATE INDEX key_usage_day ON key_usage (day, admitted, refused);',
   // A key's own cap of requests in flight (docs/API.md: Requests in flight);
   // null, as for every key made before it: the plan's.
-  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);'
+  'ALTER TABLE api_keys ADD COLUMN concurrency INTEGER CHECK (concurrency >= 1);',
+  // Where a key's token was found (docs/KEYS.md: Leaked tokens): once per
+  // report, so that a report sent twice adds nothing.
+  `CREATE TABLE key_leaks (
+     api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     report TEXT NOT NULL,
+     url TEXT,
+     source TEXT,
+     found_at INTEGER NOT NULL,
+     PRIMARY KEY (api_key_id, report)
+   ) WITHOUT ROWID;`
 ]
 
 export function migrateSqlite (db: Database): void {
