@@ -58,7 +58,7 @@ export interface Config {
 }
 
 /** GitHub's list of the keys that sign its secret scanning partner reports. */
-export const GITHUB_SECRET_SCANNING_KEYS = 'https://api.github.com/meta/public_keys/secret_scanning'
+const GITHUB_SECRET_SCANNING_KEYS = 'https://api.github.com/meta/public_keys/secret_scanning'
 
 /** SHED's modes: `log` writes what it would shed and serves it, so that thresholds can be tried before they refuse anyone. */
 const SHED_MODES = ['off', 'log', 'on'] as const

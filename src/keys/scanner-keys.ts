@@ -88,7 +88,7 @@ async function fetchList (url: string): Promise<string> {
 }
 
 /** The list's P-256 keys by identifier; throws when it is not such a list. Keys of other kinds are left out. */
-export function parseKeyList (text: string): Map<string, KeyObject> {
+function parseKeyList (text: string): Map<string, KeyObject> {
   const list = JSON.parse(text) as { public_keys?: unknown }
   if (!Array.isArray(list.public_keys)) throw new Error('the secret scanner\'s key list has no public_keys array')
   const keys = new Map<string, KeyObject>()

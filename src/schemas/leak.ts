@@ -6,9 +6,9 @@ import { Type, type Static } from 'typebox'
 import { StringEnum } from './kinds.js'
 
 /** Matches in one report, at most: GitHub sends a few at a time; a report of more is refused, not half done. */
-export const MAX_REPORT_MATCHES = 1000
+const MAX_REPORT_MATCHES = 1000
 /** Tokens one revocation may name, as GitHub's credential revocation API takes. */
-export const MAX_CREDENTIALS = 100
+const MAX_CREDENTIALS = 100
 /** Longer than any token of ours by far: what is longer is no token of ours, and need not be read. */
 const MAX_TOKEN_CHARS = 1000
 
