@@ -45,6 +45,13 @@ const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_
 /** The admin API is never shed (docs/OPERATING.md: Overload), and takes no secret-scanning reports. */
 const API_ONLY: ReadonlySet<ErrorCode> = new Set(['overloaded', 'invalid_signature'])
 
+/**
+ * Codes that only the operations naming them answer (schemas/responses.ts
+ * errorAnswers): no operation behind the gate checks a signature, so their
+ * 401s leave it out.
+ */
+export const NAMED_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_signature'])
+
 /** The codes one audience may be answered. */
 export function codesFor (audience: Audience): ErrorCode[] {
   return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => !(audience === 'admin' ? API_ONLY : ADMIN_ONLY).has(code))

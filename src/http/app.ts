@@ -198,19 +198,6 @@ export async function buildApp ({
   await app.register(openapiPlugin, { config, baseUrl })
   await app.register(healthRoutes, { storage, limiter })
 
-  // Beside the /v1 scope, not in it: a secret scanner and a token's holder have no key for its gate.
-  await app.register(leakRoutes, {
-    prefix: '/v1',
-    storage,
-    limiter,
-    now,
-    logger,
-    scannerKeys: scannerKeys ?? createScannerKeys({
-      url: config.secretScanningKeysUrl,
-      monotonic,
-      onError: (error) => { logger?.warn({ err: error }, 'secret scanning: the key list could not be read; the keys already read are kept') }
-    })
-  })
   const pets = new PetService(storage, new CursorCodec(await storage.secret('cursor')), now)
   await app.register(async function v1 (api) {
     await api.register(deprecationPlugin, { baseUrl, now })
@@ -223,6 +210,21 @@ export async function buildApp ({
     await api.register(methodNotAllowedRoutes, { paths })
     api.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })
   }, { prefix: '/v1' })
+
+  // Beside the /v1 scope, not in it: a secret scanner and a token's holder have no key for its gate.
+  // After it, so that the OpenAPI document lists the API's own operations first, and they name the responses they share.
+  await app.register(leakRoutes, {
+    prefix: '/v1',
+    storage,
+    limiter,
+    now,
+    logger,
+    scannerKeys: scannerKeys ?? createScannerKeys({
+      url: config.secretScanningKeysUrl,
+      monotonic,
+      onError: (error) => { logger?.warn({ err: error }, 'secret scanning: the key list could not be read; the keys already read are kept') }
+    })
+  })
 
   return app
 }

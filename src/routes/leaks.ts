@@ -6,14 +6,15 @@
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Storage } from '../db/storage.js'
-import { Errors } from '../errors.js'
+import { Errors, type ErrorCode } from '../errors.js'
 import { HOLDER_REPORT, reportId, reportToken } from '../keys/leaks.js'
 import type { ScannerKeys } from '../keys/scanner-keys.js'
 import { createAddressLimit } from '../limits/limit.js'
 import type { RateLimitStore } from '../limits/store.js'
 import { readJsonBody } from '../plugins/json-body.js'
 import { CredentialsRevocation, RevocationAccepted, ScanLabels, ScanReport, SignatureHeaders } from '../schemas/leak.js'
-import { RATE_LIMIT_HEADERS, errorResponses, withHeaders } from '../schemas/responses.js'
+import { RATE_LIMIT_HEADERS, errorAnswers, withHeaders } from '../schemas/responses.js'
+import { FRAMING_ANSWERS } from '../plugins/framing.js'
 
 /** A report of many matches is larger than the API's 16 KiB. */
 const REPORT_BODY_LIMIT = 1024 * 1024
@@ -21,6 +22,26 @@ const REPORT_BODY_LIMIT = 1024 * 1024
 const REPORTS_PER_MINUTE = 120
 /** Revocations a minute from one address, each of up to 100 tokens. */
 const REVOCATIONS_PER_MINUTE = 10
+
+/**
+ * What both routes may answer besides their own: no key is asked for, so no
+ * 401 of a key's and no ban or cap of one; and they are outside the /v1
+ * scope, which sheds load (docs/API.md: Leaked tokens). The revocation's
+ * storage work runs after its answer, so only a report can meet a database
+ * that is away.
+ */
+const BODY_ANSWERS = [
+  ...FRAMING_ANSWERS, 'invalid_json', 'payload_too_large', 'unsupported_media_type', 'rate_limited', 'internal_error'
+] as const satisfies readonly ErrorCode[]
+
+/**
+ * Neither route asks who is calling. OpenAPI says so with one empty security
+ * requirement, which allows anonymous access explicitly; an empty list would
+ * only leave the requirement unsaid, as if forgotten, and linters (the OWASP
+ * ruleset's api2 write rule) take it so.
+ * https://spec.openapis.org/oas/v3.1.0#security-requirement-object
+ */
+const ANONYMOUS = [{}]
 
 interface LeakRoutesOptions {
   storage: Storage
@@ -73,15 +94,13 @@ const leakRoutes: FastifyPluginAsyncTypebox<LeakRoutesOptions> = async (app, { s
         operationId: 'reportLeakedTokens',
         summary: 'Report leaked tokens (secret scanners)',
         description: 'For a secret scanner such as GitHub\'s (its partner program): the matches of the token pattern it found in public, signed with ECDSA P-256 / SHA-256 over the body as sent (`Github-Public-Key-Identifier`, `Github-Public-Key-Signature`). Each token of a live key revokes the key; the answer labels each match. No API key; at most 1 MiB and 1,000 matches; 120 reports a minute per address.',
-        // Not in the OpenAPI document yet (docs/API.md: Leaked tokens).
-        hide: true,
         tags: ['leaks'],
-        security: [],
+        security: ANONYMOUS,
         headers: SignatureHeaders,
         body: ScanReport,
         response: {
           200: withHeaders(ScanLabels, 'Each match, labelled.', RATE_LIMIT_HEADERS),
-          ...errorResponses([400, 401, 413, 415, 429, 500, 503], RATE_LIMIT_HEADERS)
+          ...errorAnswers([...BODY_ANSWERS, 'invalid_signature', 'service_unavailable'], RATE_LIMIT_HEADERS)
         }
       }
     }, async (request) => {
@@ -107,14 +126,12 @@ const leakRoutes: FastifyPluginAsyncTypebox<LeakRoutesOptions> = async (app, { s
       operationId: 'revokeCredentials',
       summary: 'Revoke tokens you hold',
       description: 'Whoever holds a token may revoke its key, with no API key, as with GitHub\'s credential revocation API: a token that is the key\'s current one, or its previous one while a roll\'s overlap runs, revokes the whole key. The answer is the same whether or not the tokens exist. 1 to 100 tokens a request; 10 requests a minute per address.',
-      // Not in the OpenAPI document yet (docs/API.md: Leaked tokens).
-      hide: true,
       tags: ['leaks'],
-      security: [],
+      security: ANONYMOUS,
       body: CredentialsRevocation,
       response: {
         202: withHeaders(RevocationAccepted, 'The revocation is under way.', RATE_LIMIT_HEADERS),
-        ...errorResponses([400, 413, 415, 429, 500], RATE_LIMIT_HEADERS)
+        ...errorAnswers(BODY_ANSWERS, RATE_LIMIT_HEADERS)
       }
     }
   }, async (request, reply) => {

@@ -51,12 +51,14 @@ export const CredentialsRevocation = Type.Object({
 }, { $id: 'CredentialsRevocation', title: 'CredentialsRevocation', additionalProperties: false, description: 'Tokens their holder gives up.' })
 
 export const RevocationAccepted = Type.Object({
-  message: Type.String({ description: 'The same words whatever the tokens were.' })
+  message: Type.String({ maxLength: 200, description: 'The same words whatever the tokens were.' })
 }, { $id: 'RevocationAccepted', title: 'RevocationAccepted', additionalProperties: false, description: 'The revocation is under way.' })
 
+// Optional here, since a report without them gets 401 `invalid_signature`
+// (checked before the body is read), not a 400; longer ones are refused alike.
 export const SignatureHeaders = Type.Object({
-  'github-public-key-identifier': Type.Optional(Type.String({ description: 'Which of the scanner\'s keys signed the report (its `key_identifier`).' })),
-  'github-public-key-signature': Type.Optional(Type.String({ description: 'The base64 DER ECDSA P-256 / SHA-256 signature over the body as sent.' }))
+  'github-public-key-identifier': Type.Optional(Type.String({ maxLength: 200, description: 'Which of the scanner\'s keys signed the report (its `key_identifier`). Required: without it the report is refused with 401.' })),
+  'github-public-key-signature': Type.Optional(Type.String({ maxLength: 200, description: 'The base64 DER ECDSA P-256 / SHA-256 signature over the body as sent. Required: without it the report is refused with 401.' }))
 })
 
 export type ScanReport = Static<typeof ScanReport>
