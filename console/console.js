@@ -88,6 +88,37 @@ async function act (work, errorNode = $('keys-error')) {
   }
 }
 
+// Leaked keys: a key one of whose tokens a secret scanner found in public,
+// or whose holder gave it up, says so wherever it is shown, with where,
+// when and by which report (docs/KEYS.md: Leaked tokens).
+
+/** The report, for people: a scanner's report by the start of its hash, or the holder. */
+function leakReport (leak) {
+  return leak.report === 'holder' ? 'given up by its holder' : `secret scanner, report ${leak.report.slice('github:'.length, 'github:'.length + 12)}`
+}
+
+/** The facts of a key's leak, for its page; none for a key without one. */
+function leakFacts (key) {
+  if (key.leak === null) return []
+  return [
+    ['leaked', when(key.leak.reportedAt)],
+    ['reported by', leakReport(key.leak)],
+    ...(key.leak.url === null ? [] : [['found at', key.leak.url]]),
+    ...(key.leak.source === null ? [] : [['found in', key.leak.source]])
+  ]
+}
+
+/** A mark beside a leaked key's state in the list; nothing for another key. */
+function leakMark (key) {
+  if (key.leak === null) return []
+  return [' ', element('span', { text: 'leaked', className: 'leaked', attributes: { 'data-leaked': key.leak.reportedAt, title: `${leakReport(key.leak)}, ${when(key.leak.reportedAt)}` } })]
+}
+
+/** The overview's count of leaked keys, beside the counts by state. */
+function leakCount (node, overview) {
+  node.append(element('div', {}, [element('dt', { text: 'leaked' }), element('dd', { text: String(overview.keys.leaked), attributes: { 'data-leak-count': '' } })]))
+}
+
 // The overview.
 
 async function renderOverview (overview) {
@@ -99,6 +130,7 @@ async function renderOverview (overview) {
     element('dt', { text: name }), element('dd', { text: String(count), attributes: { [attribute]: name } })
   ])))
   counts($('counts-state'), [['all keys', overview.keys.total], ...Object.entries(overview.keys.byState)], 'data-state-count')
+  leakCount($('counts-state'), overview)
   counts($('counts-plan'), Object.entries(overview.keys.byPlan), 'data-plan-count')
   $('busiest').replaceChildren(...(overview.busiest.length === 0
     ? [element('tr', {}, [element('td', { text: `No requests yet today (${overview.today}, UTC).`, attributes: { colspan: '4' } })])]
@@ -145,7 +177,7 @@ async function showPage (path) {
         element('td', { text: String(key.concurrency) }),
         element('td', { text: key.scopes.join(' ') }),
         element('td', { text: key.tokenHint, className: 'hint' }),
-        element('td', { text: state, className: `state-${state}`, attributes: { 'data-state': state } }),
+        element('td', { className: `state-${state}`, attributes: { 'data-state': state } }, [state, ...leakMark(key)]),
         element('td', { text: day(key.createdAt) }),
         element('td', { text: key.expiresAt === null ? 'never' : day(key.expiresAt) }),
         element('td', { text: day(key.lastUsedAt) })
@@ -195,6 +227,7 @@ async function showKey (id) {
   $('key-state').textContent = state
   $('key-state').className = `state-${state}`
   $('key-state').dataset.state = state
+  $('key-state').append(...leakMark(key))
   // Rolling an expired key would hand out a token that is refused at once; a revoked one cannot change.
   $('roll').hidden = state !== 'active'
   $('revoke').hidden = state === 'revoked'
@@ -209,7 +242,8 @@ async function showKey (id) {
     ['expires', key.expiresAt === null ? 'never' : when(key.expiresAt)],
     ['last used', when(key.lastUsedAt)],
     ...(key.revokedAt === null ? [] : [['revoked', when(key.revokedAt)]]),
-    ...(key.previousTokenExpiresAt === null ? [] : [['previous token until', when(key.previousTokenExpiresAt)]])
+    ...(key.previousTokenExpiresAt === null ? [] : [['previous token until', when(key.previousTokenExpiresAt)]]),
+    ...leakFacts(key)
   ]
   $('key-facts').replaceChildren(...facts.map(([name, value]) => element('div', {}, [
     element('dt', { text: name }), element('dd', { text: value, attributes: { 'data-fact': name } })

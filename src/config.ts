@@ -58,7 +58,12 @@ export interface Config {
   readonly deprecationBrownouts: readonly Brownout[]
   /** WEBHOOK_ALLOW_PRIVATE: webhooks may go to http:// and to private addresses (docs/WEBHOOKS.md), for development and tests. */
   readonly webhookAllowPrivate: boolean
+  /** Where the keys that sign secret-scanning reports are read (docs/KEYS.md: Leaked tokens): https, a file: URL, or http to a loopback address. */
+  readonly secretScanningKeysUrl: string
 }
+
+/** GitHub's list of the keys that sign its secret scanning partner reports. */
+const GITHUB_SECRET_SCANNING_KEYS = 'https://api.github.com/meta/public_keys/secret_scanning'
 
 /** SHED's modes: `log` writes what it would shed and serves it, so that thresholds can be tried before they refuse anyone. */
 const SHED_MODES = ['off', 'log', 'on'] as const
@@ -140,7 +145,8 @@ export function loadConfig (env: Env = process.env): Config {
       dbPoolWaitMs: integer(env, 'SHED_DB_POOL_WAIT_MS', 500, 10, 5000)
     }),
     deprecationBrownouts: brownouts(env),
-    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true'
+    webhookAllowPrivate: oneOf(env, 'WEBHOOK_ALLOW_PRIVATE', ['true', 'false'] as const, 'false') === 'true',
+    secretScanningKeysUrl: secretScanningKeysUrl(env)
   })
 }
 
@@ -341,6 +347,29 @@ function baseUrl (env: Env, name: string): string | undefined {
   const href = withoutTrailingSlashes(url.href)
   if (!href.endsWith('/v1')) throw new ConfigError(`${name} must end with the version segment /v1, got "${raw}"`)
   return href
+}
+
+/**
+ * The keys that verify a report decide which reports revoke keys: read over
+ * https, from a file, or over plain http only from this machine itself
+ * (a local mirror, or a test standing in for GitHub).
+ */
+function secretScanningKeysUrl (env: Env): string {
+  const raw = nonEmpty(env, 'SECRET_SCANNING_KEYS_URL')
+  if (raw === undefined) return GITHUB_SECRET_SCANNING_KEYS
+  let url: URL | undefined
+  try { url = new URL(raw) } catch {}
+  const loopback = url !== undefined && url.protocol === 'http:' && isLoopback(url.hostname)
+  if (url === undefined || !(url.protocol === 'https:' || url.protocol === 'file:' || loopback)) {
+    throw new ConfigError(`SECRET_SCANNING_KEYS_URL must be an https:// URL, a file: URL, or http:// to a loopback address, got "${redactUrl(raw)}"`)
+  }
+  return url.href
+}
+
+function isLoopback (hostname: string): boolean {
+  if (hostname === 'localhost') return true
+  const bare = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname
+  return ipaddr.isValid(bare) && ipaddr.process(bare).range() === 'loopback'
 }
 
 /** Not `/\/+$/`: that pattern retries from every slash of a long run, in quadratic time. */

@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   missing_api_key: { status: 401, description: 'no API key was sent' },
   invalid_api_key: { status: 401, description: 'the API key is unknown, revoked, expired, mistyped or of the other environment' },
   invalid_admin_token: { status: 401, description: 'the admin token is missing or wrong' },
+  invalid_signature: { status: 401, description: 'a secret-scanning report whose signature is missing or does not verify with a key of the scanner' },
   insufficient_scope: { status: 403, description: 'the API key is valid, but its scopes do not cover this operation' },
   not_found: { status: 404, description: 'no such animal, or no such route' },
   method_not_allowed: { status: 405, description: 'the path exists, the method does not' },
@@ -18,7 +19,7 @@ export const ERROR_CODES = {
   idempotency_key_in_use: { status: 409, description: 'a request with the same Idempotency-Key is still in progress' },
   key_revoked: { status: 409, description: 'the key is revoked: it can be read, never changed or rolled' },
   gone: { status: 410, description: 'this operation has been removed' },
-  payload_too_large: { status: 413, description: 'the body is larger than 16 KiB' },
+  payload_too_large: { status: 413, description: 'the body is larger than 16 KiB (1 MiB for a secret-scanning report)' },
   expectation_failed: { status: 417, description: 'the `Expect` header asks for something other than `100-continue`, the only expectation the service meets' },
   unsupported_media_type: { status: 415, description: 'the body is not declared as UTF-8 `application/json`' },
   idempotency_key_reused: { status: 422, description: 'the Idempotency-Key was used before with a different body' },
@@ -41,8 +42,15 @@ export function statusesOf (codes: readonly ErrorCode[]): number[] {
 /** Who may be answered a code: the admin API's own codes are never answered on /v1, and its OpenAPI document alone lists them. */
 export type Audience = 'api' | 'admin'
 const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_revoked'])
-/** The admin API is never shed (docs/OPERATING.md: Overload). */
-const API_ONLY: ReadonlySet<ErrorCode> = new Set(['overloaded'])
+/** The admin API is never shed (docs/OPERATING.md: Overload), and takes no secret-scanning reports. */
+const API_ONLY: ReadonlySet<ErrorCode> = new Set(['overloaded', 'invalid_signature'])
+
+/**
+ * Codes that only the operations naming them answer (schemas/responses.ts
+ * errorAnswers): no operation behind the gate checks a signature, so their
+ * 401s leave it out.
+ */
+export const NAMED_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_signature'])
 
 /** The codes one audience may be answered. */
 export function codesFor (audience: Audience): ErrorCode[] {
@@ -131,6 +139,8 @@ export const Errors = {
   keyOfOtherEnvironment: (key: string, service: string) => refusedKey(`This is a ${key} API key; this is the ${service} service.`),
   unknownKey: () => refusedKey('The API key is unknown or has been revoked.'),
   expiredKey: (at: Date) => refusedKey(`The API key expired at ${at.toISOString()}; ask for a new one.`),
+  /** One message whatever failed (no signature, an unknown key, a body changed after signing): a forger learns nothing from it. */
+  badSignature: () => new ApiError('invalid_signature', 'The report must be signed with a current key of the secret scanner: send Github-Public-Key-Identifier and Github-Public-Key-Signature over the body as sent.'),
 
   adminTokenRequired: () => new ApiError('invalid_admin_token', 'Send the admin token as Authorization: Bearer <ADMIN_TOKEN>.', {
     headers: { 'www-authenticate': 'Bearer realm="petstore-admin"' }
@@ -170,6 +180,7 @@ export const Errors = {
 
   // 413, 415, 417, 422, 429, 431
   payloadTooLarge: () => new ApiError('payload_too_large', 'The body is larger than 16 KiB.'),
+  reportTooLarge: () => new ApiError('payload_too_large', 'A secret-scanning report may be at most 1 MiB; send its matches in smaller reports.'),
   expectationFailed: () => new ApiError('expectation_failed', 'The only expectation this service meets is Expect: 100-continue.'),
   notJson: () => new ApiError('unsupported_media_type', 'Send the body as Content-Type: application/json.'),
   notUtf8: (charset: string) => new ApiError('unsupported_media_type', `The body must be UTF-8 JSON, not ${charset}.`),

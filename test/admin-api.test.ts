@@ -16,7 +16,7 @@ import { OpenApiChecker, receivedOf } from './support/openapi-check.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 const KEY_FIELDS = [
-  'concurrency', 'createdAt', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'name', 'perDay', 'perMinute', 'plan',
+  'concurrency', 'createdAt', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'leak', 'name', 'perDay', 'perMinute', 'plan',
   'previousTokenExpiresAt', 'revoked', 'revokedAt', 'scopes', 'tokenHint'
 ]
 const TOKEN = /^pet_live_[0-9A-Za-z]{36}$/
@@ -98,6 +98,7 @@ for (const configuration of CONFIGURATIONS) {
           createdAt: iso(t.clock.now()),
           expiresAt: null,
           lastUsedAt: null,
+          leak: null,
           revoked: false,
           revokedAt: null,
           previousTokenExpiresAt: null,

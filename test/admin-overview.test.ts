@@ -19,7 +19,7 @@ interface OverviewBody {
   today: string
   usage: Array<{ date: string, admitted: number, refused: number }>
   busiest: Array<{ key: KeyView, admitted: number, refused: number }>
-  keys: { total: number, byState: Record<string, number>, byPlan: Record<string, number> }
+  keys: { total: number, byState: Record<string, number>, byPlan: Record<string, number>, leaked: number }
   choices: { plans: Array<{ plan: string, perMinute: number | null, perDay: number | null }>, scopes: string[], overlap: { maxSeconds: number, defaultSeconds: number, suggestedSeconds: number[] } }
 }
 
@@ -264,7 +264,8 @@ for (const configuration of CONFIGURATIONS) {
       assert.deepEqual(body.keys, {
         total: 7,
         byState: { active: 5, expired: 1, revoked: 1 },
-        byPlan: { free: 3, pro: 2, business: 1, enterprise: 1 }
+        byPlan: { free: 3, pro: 2, business: 1, enterprise: 1 },
+        leaked: 0
       })
       assert.deepEqual(body.choices.plans.map((plan) => plan.plan), ['free', 'pro', 'business', 'enterprise'])
       assert.deepEqual(body.choices.plans[0], { plan: 'free', perMinute: 60, perDay: 1000 })

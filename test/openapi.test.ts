@@ -13,11 +13,14 @@ import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, jsonHeaders, type TestApp } from './support/app.js'
 import { INT64_MAX, buildPet } from './support/fixtures.js'
 import { runTool, spectralOwaspErrors } from './support/lint-tools.js'
+import { keyListFile, makeScanner, report } from './support/scanner.js'
 
 const PRODUCTION = 'https://api.petstore.example/v1'
 const STAGING = 'https://staging.petstore.example/v1'
 const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']
 const DEPRECATION_HEADERS = ['Deprecation', 'Sunset', 'Link']
+/** The operations outside the gate, which take no API key (docs/API.md: Leaked tokens). */
+const KEYLESS = ['reportLeakedTokens', 'revokeCredentials']
 /** Transport headers that the document need not describe. */
 const TRANSPORT_HEADERS = new Set([
   'content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'vary',
@@ -47,6 +50,7 @@ interface ResponseObject {
 interface Operation {
   operationId: string
   deprecated?: boolean
+  security?: unknown[]
   responses: Record<string, ResponseObject>
 }
 
@@ -103,6 +107,17 @@ function * schemas (node: unknown, path = '#'): Generator<[string, Schema]> {
   for (const [key, value] of Object.entries(node)) yield * schemas(value, `${path}/${key}`)
 }
 
+/** Whether an operation needs no API key: one of its security requirements is the empty one, anonymous access. */
+function keyless (op: Operation): boolean {
+  return op.security?.some((requirement) => isDeepStrictEqual(requirement, {})) === true
+}
+
+/** The codes a response's Error body is narrowed to. */
+function codesOf (response: ResponseObject | undefined): unknown {
+  const narrowed = response?.content?.['application/json']?.schema as { allOf?: Array<{ properties?: { code?: Schema } }> } | undefined
+  return narrowed?.allOf?.[1]?.properties?.code?.enum
+}
+
 /** A header's value is what its documented schema allows. */
 function assertFits (schema: Schema, value: string, where: string): void {
   if (schema.type === 'integer') {
@@ -125,9 +140,10 @@ describe('the OpenAPI document', () => {
   /** With every reference replaced by what it points to. */
   let document: OpenApiDocument
   let dir: string
+  const scanner = makeScanner()
 
   before(async () => {
-    subject = await buildTestApp({ PUBLIC_BASE_URL: PRODUCTION, STAGING_BASE_URL: STAGING })
+    subject = await buildTestApp({ PUBLIC_BASE_URL: PRODUCTION, STAGING_BASE_URL: STAGING, SECRET_SCANNING_KEYS_URL: keyListFile(scanner) })
     const response = await subject.app.inject({ url: '/v1/openapi.json' })
     assert.equal(response.statusCode, 200)
     assert.match(String(response.headers['content-type']), /^application\/json/)
@@ -142,10 +158,10 @@ describe('the OpenAPI document', () => {
     await rm(dir, { recursive: true, force: true })
   })
 
-  test('is OpenAPI 3.1 with both environments, the three operations on animals and getRateLimit', () => {
+  test('is OpenAPI 3.1 with both environments, the three operations on animals, getRateLimit and the two on leaked tokens', () => {
     assert.match(document.openapi, /^3\.1\.\d+$/)
     assert.deepEqual(document.servers.map((s) => s.url), [PRODUCTION, STAGING])
-    assert.deepEqual([...operations(document).keys()].sort(), ['createPet', 'getPet', 'getRateLimit', 'listPets'])
+    assert.deepEqual([...operations(document).keys()].sort(), ['createPet', 'getPet', 'getRateLimit', 'listPets', 'reportLeakedTokens', 'revokeCredentials'])
     assert.equal(operation(document, 'getPet').deprecated, true)
     assert.notEqual(operation(document, 'listPets').deprecated, true)
     assert.notEqual(operation(document, 'createPet').deprecated, true)
@@ -163,18 +179,48 @@ describe('the OpenAPI document', () => {
           assert.ok(response.headers?.[header], `${id} ${status} lacks ${header}`)
         }
       }
-      for (const status of ['401', '429', '500']) assert.ok(op.responses[status], `${id} lacks ${status}`)
+      for (const status of keyless(op) ? ['429', '500'] : ['401', '429', '500']) assert.ok(op.responses[status], `${id} lacks ${status}`)
       assert.ok(op.responses['429']?.headers?.['Retry-After'], `${id} 429 lacks Retry-After`)
     }
   })
 
-  test('When a request may be shed under overload, then every operation documents its 503 with the code overloaded beside service_unavailable, and Retry-After', () => {
+  test('When a request may be shed under overload, then every operation behind the gate documents its 503 with the code overloaded beside service_unavailable, and Retry-After', () => {
     for (const [id, op] of operations(document)) {
+      if (keyless(op)) continue
       // Assert
       const unavailable = op.responses['503']
       assert.ok(unavailable?.headers?.['Retry-After'], `${id} 503 lacks Retry-After`)
-      const narrowed = unavailable?.content?.['application/json']?.schema as { allOf?: Array<{ properties?: { code?: Schema } }> } | undefined
-      assert.deepEqual(narrowed?.allOf?.[1]?.properties?.code?.enum, ['service_unavailable', 'overloaded'], id)
+      assert.deepEqual(codesOf(unavailable), ['service_unavailable', 'overloaded'], id)
+    }
+  })
+
+  test('When an operation needs no API key, then it says so, and documents its own refusals and none of a key\'s', () => {
+    // Arrange
+    const ops = operations(document)
+    const report = operation(document, 'reportLeakedTokens').responses
+    const revoke = operation(document, 'revokeCredentials').responses
+
+    // Assert
+    assert.deepEqual([...ops].filter(([, op]) => keyless(op)).map(([id]) => id).sort(), KEYLESS)
+    for (const id of KEYLESS) assert.deepEqual(operation(document, id).security, [{}], id)
+    assert.deepEqual(Object.keys(report).sort(), ['200', '400', '401', '413', '415', '417', '429', '500', '503'])
+    assert.deepEqual(Object.keys(revoke).sort(), ['202', '400', '413', '415', '417', '429', '500'])
+    // A refused signature: no bearer challenge, no key's code.
+    assert.deepEqual(codesOf(report['401']), ['invalid_signature'])
+    assert.equal(report['401']?.headers?.['WWW-Authenticate'], undefined)
+    // Limited per address: never banned nor capped as a key is; not shed.
+    for (const responses of [report, revoke]) assert.deepEqual(codesOf(responses['429']), ['rate_limited'])
+    assert.deepEqual(codesOf(report['503']), ['service_unavailable'])
+    assert.ok(report['503']?.headers?.['Retry-After'])
+    // Neither header is in the request's parameters as required: without them a report gets its 401, not a 400.
+    const parameters = (operation(served, 'reportLeakedTokens') as unknown as { parameters: Array<{ name?: string, required?: boolean }> }).parameters
+    assert.deepEqual(parameters.filter((p) => p.name !== undefined).map((p) => [p.name, p.required]),
+      [['github-public-key-identifier', false], ['github-public-key-signature', false]])
+    // And no operation behind the gate says it checks a signature.
+    for (const [id, op] of ops) {
+      if (keyless(op)) continue
+      assert.deepEqual(codesOf(op.responses['401']), ['missing_api_key', 'invalid_api_key'], id)
+      assert.ok(op.responses['401']?.headers?.['WWW-Authenticate'], `${id} 401 lacks WWW-Authenticate`)
     }
   })
 
@@ -205,6 +251,12 @@ describe('the OpenAPI document', () => {
   test('describes every header the service really sends', async () => {
     const { app } = subject
     const key = await subject.newKey()
+    const leaked = await subject.newKey()
+    const signed = report([leaked])
+    const scan = (body: string, headers: Record<string, string>): Promise<LightMyRequestResponse> =>
+      app.inject({ method: 'POST', url: '/v1/secret-scanning', headers: { 'content-type': 'application/json', ...headers }, payload: body })
+    const revoke = (payload: string): Promise<LightMyRequestResponse> =>
+      app.inject({ method: 'POST', url: '/v1/credentials/revoke', headers: { 'content-type': 'application/json' }, payload, remoteAddress: '192.0.2.7' })
     const tight = await subject.newKey('enterprise', { perMinute: 1, perDay: 10 })
     const create = (): Promise<LightMyRequestResponse> =>
       app.inject({ method: 'POST', url: '/v1/pets', headers: jsonHeaders(key), payload: JSON.stringify(buildPet()) })
@@ -219,7 +271,14 @@ describe('the OpenAPI document', () => {
       ['getPet', await app.inject({ url: `/v1/pets/${id}`, headers: jsonHeaders(key) })],
       ['getPet', await app.inject({ url: '/v1/pets/999999', headers: jsonHeaders(key) })],
       ['listPets', await app.inject({ url: '/v1/pets', headers: jsonHeaders(tight) })],
-      ['listPets', await app.inject({ url: '/v1/pets', headers: jsonHeaders(tight) })]
+      ['listPets', await app.inject({ url: '/v1/pets', headers: jsonHeaders(tight) })],
+      ['reportLeakedTokens', await scan(signed, scanner.sign(signed))],
+      ['reportLeakedTokens', await scan(signed, {})],
+      ['reportLeakedTokens', await scan('{}', scanner.sign('{}'))],
+      ['reportLeakedTokens', await scan('[', scanner.sign('['))],
+      ['reportLeakedTokens', await scan('x'.repeat(1024 * 1024 + 1), scanner.sign('x'))],
+      ...await Promise.all(Array.from({ length: 11 }, async () => ['revokeCredentials', await revoke('{"credentials":["pet_live_x"]}')] as [string, LightMyRequestResponse])),
+      ['revokeCredentials', await revoke('{"credentials":[]}')]
     ]
     const seen = new Set<number>()
     for (const [operationId, response] of cases) {
@@ -235,10 +294,10 @@ describe('the OpenAPI document', () => {
       }
       for (const name of RATE_LIMIT_HEADERS) assert.ok(response.headers[name.toLowerCase()] !== undefined, `${operationId} ${response.statusCode} lacks ${name}`)
     }
-    assert.deepEqual([...seen].sort(), [200, 201, 400, 401, 404, 429])
+    assert.deepEqual([...seen].sort(), [200, 201, 202, 400, 401, 404, 413, 429])
   })
 
-  test('When a generator reads it, then Pet, NewPet, Pets, PetStatus, RateLimitStatus and Error are components that every body refers to', () => {
+  test('When a generator reads it, then Pet, NewPet, Pets, PetStatus, RateLimitStatus, the leaks\' bodies and Error are components that every body refers to', () => {
     // Arrange
     const ref = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/${name}` })
     const body = (op: string, status: string): unknown => {
@@ -246,21 +305,26 @@ describe('the OpenAPI document', () => {
       const resolved = (response !== undefined && '$ref' in response ? target(served, String(response.$ref)) : response) as ResponseObject
       return resolved.content?.['application/json']?.schema
     }
-    const createPet = served.paths['/pets']?.post as unknown as { requestBody: { content: Record<string, { schema: unknown }> } }
+    const requestBody = (path: string): unknown =>
+      (served.paths[path]?.post as unknown as { requestBody: { content: Record<string, { schema: unknown }> } }).requestBody.content['application/json']?.schema
 
     // Act
     const names = Object.keys(served.components.schemas).sort()
 
     // Assert
-    assert.deepEqual(names, ['Error', 'NewPet', 'Pet', 'PetStatus', 'Pets', 'RateLimitStatus', 'WindowStanding'])
+    assert.deepEqual(names, ['CredentialsRevocation', 'Error', 'NewPet', 'Pet', 'PetStatus', 'Pets', 'RateLimitStatus', 'RevocationAccepted', 'ScanLabels', 'ScanReport', 'WindowStanding'])
     assert.deepEqual(body('getRateLimit', '200'), ref('RateLimitStatus'))
-    assert.deepEqual(createPet.requestBody.content['application/json']?.schema, ref('NewPet'))
+    assert.deepEqual(requestBody('/pets'), ref('NewPet'))
+    assert.deepEqual(requestBody('/secret-scanning'), ref('ScanReport'))
+    assert.deepEqual(body('reportLeakedTokens', '200'), ref('ScanLabels'))
+    assert.deepEqual(requestBody('/credentials/revoke'), ref('CredentialsRevocation'))
+    assert.deepEqual(body('revokeCredentials', '202'), ref('RevocationAccepted'))
     assert.deepEqual(body('createPet', '201'), ref('Pet'))
     assert.deepEqual(body('getPet', '200'), ref('Pet'))
     assert.deepEqual(body('listPets', '200'), ref('Pets'))
     assert.deepEqual((served.components.schemas.Pets as { items: unknown }).items, ref('Pet'))
     assert.deepEqual((served.components.schemas.Pet as { properties: { status: unknown } }).properties.status, ref('PetStatus'))
-    for (const [op, status] of [['listPets', '400'], ['createPet', '422'], ['getPet', '404']] as const) {
+    for (const [op, status] of [['listPets', '400'], ['createPet', '422'], ['getPet', '404'], ['reportLeakedTokens', '401'], ['revokeCredentials', '429']] as const) {
       assert.deepEqual((body(op, status) as { allOf: unknown[] }).allOf[0], ref('Error'), `${op} ${status}`)
     }
     // Each is written once: nowhere else does a schema carry their titles.
@@ -297,7 +361,16 @@ describe('the OpenAPI document', () => {
       assert.deepEqual(listing[status as string], { $ref: `#/components/responses/${name}` })
       assert.deepEqual(creating[status as string], { $ref: `#/components/responses/${name}` })
     }
-    assert.deepEqual(Object.keys(served.components.responses).sort(), ['BadRequest', 'ExpectationFailed', 'Forbidden', 'InternalServerError', 'ServiceUnavailable', 'TooManyRequests', 'Unauthorized'])
+    // The two keyless operations share theirs too: with each other, and with the API's where they are the same.
+    const reporting = operation(served, 'reportLeakedTokens').responses
+    const revoking = operation(served, 'revokeCredentials').responses
+    for (const [status, name] of [['400', 'BadRequest'], ['413', 'PayloadTooLarge'], ['415', 'UnsupportedMediaType'], ['417', 'ExpectationFailed'], ['429', 'TooManyRequests2'], ['500', 'InternalServerError']]) {
+      assert.deepEqual(reporting[status as string], { $ref: `#/components/responses/${name}` })
+      assert.deepEqual(revoking[status as string], { $ref: `#/components/responses/${name}` })
+    }
+    assert.deepEqual(Object.keys(served.components.responses).sort(), [
+      'BadRequest', 'ExpectationFailed', 'Forbidden', 'InternalServerError', 'PayloadTooLarge', 'ServiceUnavailable', 'TooManyRequests', 'TooManyRequests2', 'Unauthorized', 'UnsupportedMediaType'
+    ])
   })
 
   test('When an operation is called with X-Request-Id, then the document says it takes 1 to 128 visible ASCII characters and echoes them', () => {

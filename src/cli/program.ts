@@ -41,6 +41,8 @@ Environment (default in brackets; more in README.md, "Configuration"):
                              overloaded; log writes what it would shed and serves it [on]
   SHED_EVENT_LOOP_DELAY_MS   the event loop's mean delay over half a second that means overloaded [200]
   SHED_DB_POOL_WAIT_MS       how long a wait for a PostgreSQL connection means overloaded, 10 to 5000 [500]
+  SECRET_SCANNING_KEYS_URL   where the keys that sign secret-scanning reports are read: https://…, file:…,
+                             or http:// to a loopback address [GitHub's list]
   OTEL_EXPORTER_OTLP_ENDPOINT traces over OTLP/HTTP to this collector, e.g. http://collector:4318
                              [unset: off]
   OTEL_SDK_DISABLED          true: no tracing, whatever the endpoint [false]

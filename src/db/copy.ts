@@ -77,6 +77,12 @@ export const COPIED_TABLES: readonly Table[] = [
     order: ['event_id', 'endpoint_id'],
     sequence: false
   },
+  {
+    name: 'key_leaks',
+    columns: [['api_key_id', 'int'], ['report', 'text'], ['url', 'text'], ['source', 'text'], ['found_at', 'int']],
+    order: ['api_key_id', 'report'],
+    sequence: false
+  },
   // The cursor secret: cursors handed out by the source go on working.
   { name: 'secrets', columns: [['name', 'text'], ['value', 'blob']], order: ['name'], sequence: false }
 ]

@@ -2,7 +2,7 @@
 // every integer read as bigint), and the records they become.
 import type pg from 'pg'
 import { inScopeOrder, type Environment, type EventType, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, KeyLeakRecord, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
 
 /** PostgreSQL's int8 type. */
 const INT8_OID = 20
@@ -39,6 +39,15 @@ export interface ApiKeyRow {
 
 /** The columns an ApiKeyRow is read from. */
 export const KEY_COLUMNS = 'id, name, plan, per_minute, per_day, concurrency, environment, scopes, token_hint, created_at, expires_at, last_used_at, revoked_at, previous_token_expires_at'
+
+export interface KeyLeakRow { api_key_id: bigint, report: string, url: string | null, source: string | null, found_at: bigint }
+
+/** The columns a KeyLeakRow is read from. */
+export const LEAK_COLUMNS = 'api_key_id, report, url, source, found_at'
+
+export function toKeyLeak (row: KeyLeakRow): KeyLeakRecord {
+  return { keyId: Number(row.api_key_id), report: row.report, url: row.url, source: row.source, foundAt: Number(row.found_at) }
+}
 
 export function toPet (row: PetRow): PetRecord {
   return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }

@@ -350,6 +350,29 @@ export interface WebhookStore {
   purgeEvents (createdBefore: number): Promise<number>
 }
 
+/** Where a token of a key was found, and by which report (docs/KEYS.md: Leaked tokens). */
+export interface KeyLeakRecord {
+  keyId: number
+  /** Which report named the token: `github:` and the SHA-256 of the report's bytes, or `holder` for the holder's own revocation; a key is named once per report. */
+  report: string
+  /** Where the token was seen (a commit's file, a gist), as the report says; null when it says nothing. */
+  url: string | null
+  /** Which kind of place (`content`, `commit`, `npm`, …), as the report says; null when it says nothing. */
+  source: string | null
+  /** When the report arrived. */
+  foundAt: number
+}
+
+/** Leaks reported of keys: each once per report, kept with the key for good. */
+export interface LeakStore {
+  /** Records a leak unless this report named this key before; true when it is new. */
+  addKeyLeak (leak: KeyLeakRecord): Promise<boolean>
+  /** The first leak recorded of each of these keys that has one. */
+  firstKeyLeaks (keyIds: readonly number[]): Promise<KeyLeakRecord[]>
+  /** How many keys have a leak recorded. */
+  countLeakedKeys (): Promise<number>
+}
+
 /** The database itself. */
 export interface StoreConnection {
   readonly backend: 'sqlite' | 'postgres'
@@ -363,7 +386,7 @@ export interface StoreConnection {
 }
 
 /** What the service keeps, on SQLite or PostgreSQL (db/sqlite/storage.ts, db/postgres/storage.ts): each part is named for those who need only it. */
-export interface Storage extends PetStore, KeyStore, UsageStore, WebhookStore, StoreConnection {}
+export interface Storage extends PetStore, KeyStore, UsageStore, WebhookStore, LeakStore, StoreConnection {}
 
 /** Where a key stands at an instant: revoked, else expired once its expiry has passed, else active. */
 export type KeyState = 'active' | 'expired' | 'revoked'

@@ -58,6 +58,9 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     claimDeliveries: timed('claimDeliveries', storage.claimDeliveries),
     recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
     listDeliveries: timed('listDeliveries', storage.listDeliveries),
-    purgeEvents: timed('purgeEvents', storage.purgeEvents)
+    purgeEvents: timed('purgeEvents', storage.purgeEvents),
+    addKeyLeak: timed('addKeyLeak', storage.addKeyLeak),
+    firstKeyLeaks: timed('firstKeyLeaks', storage.firstKeyLeaks),
+    countLeakedKeys: timed('countLeakedKeys', storage.countLeakedKeys)
   }
 }

@@ -35,6 +35,8 @@ import healthRoutes from '../routes/health.js'
 import methodNotAllowedRoutes, { collectPaths } from '../routes/method-not-allowed.js'
 import petRoutes from '../routes/pets.js'
 import rateLimitRoutes from '../routes/rate-limit.js'
+import leakRoutes from '../routes/leaks.js'
+import { createScannerKeys, type ScannerKeys } from '../keys/scanner-keys.js'
 
 export interface AppDeps {
   config: Config
@@ -60,6 +62,8 @@ export interface AppDeps {
    * read every half second (telemetry/load.ts).
    */
   overload?: Overload
+  /** The keys that verify secret-scanning reports; default: read from SECRET_SCANNING_KEYS_URL. */
+  scannerKeys?: ScannerKeys
 }
 
 /** Headers a browser script may read, when CORS is on. */
@@ -70,7 +74,7 @@ const EXPOSED_HEADERS = [
 
 export async function buildApp ({
   config, storage, limiter, now = Date.now, monotonic = () => performance.now(), logger, timeouts: own = {}, metrics, connectionCaps = {},
-  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }, overload: given
+  inFlight: shared = { table: createInFlightTable({ columns: 1 }), column: 0 }, overload: given, scannerKeys
 }: AppDeps): Promise<FastifyInstance> {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...own }
   let lastRefreshWarning = -Infinity
@@ -212,6 +216,21 @@ export async function buildApp ({
     await api.register(methodNotAllowedRoutes, { paths })
     api.setNotFoundHandler(async (request) => { throw Errors.notFound(request.method, request.url) })
   }, { prefix: '/v1' })
+
+  // Beside the /v1 scope, not in it: a secret scanner and a token's holder have no key for its gate.
+  // After it, so that the OpenAPI document lists the API's own operations first, and they name the responses they share.
+  await app.register(leakRoutes, {
+    prefix: '/v1',
+    storage,
+    limiter,
+    now,
+    logger,
+    scannerKeys: scannerKeys ?? createScannerKeys({
+      url: config.secretScanningKeysUrl,
+      monotonic,
+      onError: (error) => { logger?.warn({ err: error }, 'secret scanning: the key list could not be read; the keys already read are kept') }
+    })
+  })
 
   return app
 }

@@ -1,10 +1,10 @@
 // Who still calls the deprecated operations (docs/OPERATING.md: The deprecated
 // operation's callers): each one, its sunset, and the keys that called it in
 // the last 30 days, for the admin API, the CLI and the console alike.
-import type { UsageStore } from '../db/storage.js'
+import type { LeakStore, UsageStore } from '../db/storage.js'
 import { DEPRECATED_OPERATIONS } from '../deprecations.js'
 import { DAY_MS } from '../instant.js'
-import { view, type KeyView } from './manage.js'
+import { viewAll, type KeyView } from './manage.js'
 
 /** The days looked at, today included. */
 export const CALLER_DAYS = 30
@@ -28,16 +28,18 @@ export interface DeprecatedOperationView {
 }
 
 /** Every deprecated operation, in the order of DEPRECATED_OPERATIONS, with the keys that called it in the last CALLER_DAYS days. */
-export async function deprecatedCallers (storage: Pick<UsageStore, 'deprecatedCallers'>, now: number): Promise<DeprecatedOperationView[]> {
+export async function deprecatedCallers (storage: Pick<UsageStore, 'deprecatedCallers'> & LeakStore, now: number): Promise<DeprecatedOperationView[]> {
   const today = Math.floor(now / DAY_MS)
   const rows = await storage.deprecatedCallers(today - CALLER_DAYS + 1, today)
-  return DEPRECATED_OPERATIONS.map(({ operationId, sunset }) => {
-    const callers = rows.filter((row) => row.operation === operationId)
+  return await Promise.all(DEPRECATED_OPERATIONS.map(async ({ operationId, sunset }) => {
+    const all = rows.filter((row) => row.operation === operationId)
+    const callers = all.slice(0, MAX_CALLERS)
+    const keys = await viewAll(storage, callers.map((row) => row.key), now)
     return {
       operationId,
       sunset: sunset.toISOString(),
-      callerCount: callers.length,
-      callers: callers.slice(0, MAX_CALLERS).map((row) => ({ key: view(row.key, now), calls: row.calls, lastCall: new Date(row.lastCall).toISOString() }))
+      callerCount: all.length,
+      callers: callers.map((row, i) => ({ key: keys[i] as KeyView, calls: row.calls, lastCall: new Date(row.lastCall).toISOString() }))
     }
-  })
+  }))
 }

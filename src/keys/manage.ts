@@ -3,7 +3,7 @@
 // storage. The `petstore keys` commands and the admin API call these and
 // nothing else: one implementation, two doors. Each rule is checked here,
 // so both doors refuse the same things with the same words.
-import type { ApiKeyChanges, ApiKeyRecord, EventOf, KeyStore, UsageStore } from '../db/storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, EventOf, KeyLeakRecord, KeyStore, LeakStore, UsageStore } from '../db/storage.js'
 import { MAX_CONCURRENCY, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, SCOPES, inScopeOrder, type Environment, type EventType, type MatchedToken, type Plan, type Scope } from '../domain.js'
 import { DAY_MS, INSTANT_RANGE, isWritableInstant, readInstant, writableInstant } from '../instant.js'
 import { concurrencyFor, limitsFor } from '../limits/plans.js'
@@ -28,7 +28,21 @@ export interface KeyView {
   revokedAt: string | null
   /** While a roll's overlap runs, when the token before the current one stops working; else null. */
   previousTokenExpiresAt: string | null
+  /** The first report of one of its tokens found in public, or given up by its holder; null: none (docs/KEYS.md: Leaked tokens). */
+  leak: LeakView | null
 }
+
+/** Where and when a key's token was found, and by which report. */
+interface LeakView {
+  reportedAt: string
+  /** `github:` and the SHA-256 of the report's bytes, or `holder`. */
+  report: string
+  url: string | null
+  source: string | null
+}
+
+/** What the functions that show a key read: the key, and its leaks. */
+type Keys = KeyStore & LeakStore
 
 /** A key with its token, shown once, in the answer that made it. */
 export type KeyWithToken = KeyView & { token: string }
@@ -113,13 +127,13 @@ export async function issueKey (storage: KeyStore, input: IssueKeyInput): Promis
 }
 
 /** Keys by id, from the one after `afterId`, at most `limit` (default: all). */
-export async function listKeys (storage: KeyStore, now: number, page: { afterId?: number, limit?: number } = {}): Promise<KeyView[]> {
-  return (await storage.listApiKeys(page.afterId, page.limit)).map((key) => view(key, now))
+export async function listKeys (storage: Keys, now: number, page: { afterId?: number, limit?: number } = {}): Promise<KeyView[]> {
+  return await viewAll(storage, await storage.listApiKeys(page.afterId, page.limit), now)
 }
 
 /** One key, revoked or expired ones too. */
-export async function showKey (storage: KeyStore, id: number, now: number): Promise<KeyView> {
-  return view(found(id, await storage.getApiKey(id)), now)
+export async function showKey (storage: Keys, id: number, now: number): Promise<KeyView> {
+  return await viewOne(storage, found(id, await storage.getApiKey(id)), now)
 }
 
 /** What an operator may change on a key; a field left out keeps its value. */
@@ -137,7 +151,7 @@ export interface KeyUpdate {
 }
 
 /** Changes a key, checking the rules on the key as it will be. */
-export async function updateKey (storage: KeyStore, id: number, update: KeyUpdate, now: number): Promise<KeyView> {
+export async function updateKey (storage: Keys, id: number, update: KeyUpdate, now: number): Promise<KeyView> {
   const changed = await storage.changeApiKey(id, (key) => {
     if (key.revokedAt !== null) throw new KeyRevokedError(key.id)
     // A field present but undefined is left out, as the type says: spread as it is, it would hide the stored value from the rules.
@@ -148,7 +162,7 @@ export async function updateKey (storage: KeyStore, id: number, update: KeyUpdat
     checkRules({ ...after, expiresAt: update.expiresAt === undefined ? null : after.expiresAt }, now)
     return changes
   }, announce('key.updated', now))
-  return view(found(id, changed), now)
+  return await viewOne(storage, found(id, changed), now)
 }
 
 /**
@@ -156,7 +170,7 @@ export async function updateKey (storage: KeyStore, id: number, update: KeyUpdat
  * `expireCurrentInSeconds` (0: it stops at once); a previous token still
  * in its overlap stops at once. Same key: same id, limits, counters, ban.
  */
-export async function rollKey (storage: KeyStore, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken> {
+export async function rollKey (storage: Keys, id: number, expireCurrentInSeconds: number, now: number): Promise<KeyWithToken> {
   checkOverlap(expireCurrentInSeconds)
   // Made by the change, which runs whenever the key exists.
   let token = ''
@@ -171,7 +185,7 @@ export async function rollKey (storage: KeyStore, id: number, expireCurrentInSec
       }
     }
   }, announce('key.rolled', now))
-  return { ...view(found(id, rolled), now), token }
+  return { ...await viewOne(storage, found(id, rolled), now), token }
 }
 
 /** Refuses an overlap a roll may not give (KeyRuleError): 0 to 7 days, in whole seconds. */
@@ -182,9 +196,9 @@ export function checkOverlap (expireCurrentInSeconds: number): void {
 }
 
 /** Revokes a key, both its tokens; a key revoked before stays as it was. */
-export async function revokeKey (storage: KeyStore, id: number, now: number): Promise<KeyView> {
+export async function revokeKey (storage: Keys, id: number, now: number): Promise<KeyView> {
   const key = await storage.changeApiKey(id, (current) => current.revokedAt === null ? { revokedAt: now } : {}, announce('key.revoked', now))
-  return view(found(id, key), now)
+  return await viewOne(storage, found(id, key), now)
 }
 
 /** A key found by a token, and which of its tokens that is. */
@@ -198,19 +212,19 @@ export interface FoundKey {
  * earlier token, since a secret-scanning alert may come after a roll. Throws
  * UnknownTokenError for a token no key was ever given, or not a petstore token.
  */
-export async function findKey (storage: KeyStore, token: string, now: number): Promise<FoundKey> {
+export async function findKey (storage: Keys, token: string, now: number): Promise<FoundKey> {
   if (!inspectToken(token).ok) throw new UnknownTokenError()
   const hash = hashToken(token)
   const match = await storage.findApiKeyByTokenHash(hash)
   if (match !== undefined) {
-    const key = view(match.key, now)
+    const key = await viewOne(storage, match.key, now)
     if (!match.previous) return { key, matchedToken: 'current' }
     // The view shows the overlap only while the previous token is accepted.
     if (key.previousTokenExpiresAt !== null) return { key, matchedToken: 'previous' }
   }
   const key = match?.key ?? await storage.findApiKeyByIssuedToken(hash)
   if (key === undefined) throw new UnknownTokenError()
-  return { key: view(key, now), matchedToken: 'former' }
+  return { key: await viewOne(storage, key, now), matchedToken: 'former' }
 }
 
 /** One UTC day of a key's requests. */
@@ -299,8 +313,26 @@ export function checkExpiry (expiresAt: number, now: number): void {
   if (!isWritableInstant(expiresAt)) throw new KeyRuleError('expiresAt', INSTANT_RANGE)
 }
 
-/** A stored key as operators see it at `now`. */
-export function view (key: ApiKeyRecord, now: number): KeyView {
+/**
+ * Stored keys as operators see them at `now`, each with its first leak:
+ * one query for the leaks however many keys. Every key is asked about, the
+ * live ones too: a leak is recorded before its key is revoked, and a
+ * revocation that failed leaves a live key with a leak until the report
+ * comes again (keys/leaks.ts).
+ */
+export async function viewAll (storage: LeakStore, keys: readonly ApiKeyRecord[], now: number): Promise<KeyView[]> {
+  const leaks = keys.length === 0 ? [] : await storage.firstKeyLeaks(keys.map((key) => key.id))
+  const byKey = new Map(leaks.map((leak) => [leak.keyId, leak]))
+  return keys.map((key) => view(key, now, byKey.get(key.id)))
+}
+
+async function viewOne (storage: LeakStore, key: ApiKeyRecord, now: number): Promise<KeyView> {
+  const [leak] = await storage.firstKeyLeaks([key.id])
+  return view(key, now, leak)
+}
+
+/** A stored key as operators see it at `now`, with its first leak if it has one. */
+function view (key: ApiKeyRecord, now: number, leak?: KeyLeakRecord): KeyView {
   const limits = limitsFor(key.plan, key)
   const overlap = key.revokedAt === null && key.previousTokenExpiresAt !== null && key.previousTokenExpiresAt > now ? key.previousTokenExpiresAt : null
   return {
@@ -318,7 +350,8 @@ export function view (key: ApiKeyRecord, now: number): KeyView {
     lastUsedAt: key.lastUsedAt === null ? null : time(key.lastUsedAt),
     revoked: key.revokedAt !== null,
     revokedAt: key.revokedAt === null ? null : time(key.revokedAt),
-    previousTokenExpiresAt: overlap === null ? null : time(overlap)
+    previousTokenExpiresAt: overlap === null ? null : time(overlap),
+    leak: leak === undefined ? null : { reportedAt: time(leak.foundAt), report: leak.report, url: leak.url, source: leak.source }
   }
 }
 

@@ -10,7 +10,7 @@ import {
 } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
-import { KeyRuleError, everyDay, usageSpan, view, type DayUsage, type KeyView } from './manage.js'
+import { KeyRuleError, everyDay, usageSpan, viewAll, type DayUsage, type KeyView } from './manage.js'
 
 // The storage's states and the listed ones are the same words.
 KEY_STATES satisfies readonly KeyState[]
@@ -55,7 +55,7 @@ export async function searchKeys (storage: Storage, now: number, query: KeyQuery
   const page = records.slice(0, query.limit)
   const last = page.at(-1)
   const next = records.length > query.limit && last !== undefined ? encodeCursor(secret, sort, last) : undefined
-  return { keys: page.map((key) => view(key, now)), next }
+  return { keys: await viewAll(storage, page, now), next }
 }
 
 /**
@@ -140,7 +140,8 @@ export interface Overview {
   usage: DayUsage[]
   /** The keys with the most requests today, most first. */
   busiest: Array<{ key: KeyView, admitted: number, refused: number }>
-  keys: { total: number, byState: Record<KeyState, number>, byPlan: Record<Plan, number> }
+  /** `leaked`: keys a token of which was reported found in public or given up by its holder (docs/KEYS.md: Leaked tokens). */
+  keys: { total: number, byState: Record<KeyState, number>, byPlan: Record<Plan, number>, leaked: number }
   /** What a key may be given: read by the console rather than written into it. */
   choices: {
     plans: Array<{ plan: Plan, perMinute: number | null, perDay: number | null }>
@@ -150,11 +151,13 @@ export interface Overview {
 }
 
 export async function overview (storage: Storage, now: number): Promise<Overview> {
-  const [usage, busiest, counts] = await Promise.all([
+  const [usage, busiest, counts, leaked] = await Promise.all([
     totalUsage(storage, {}, now),
     storage.busiestKeys(Math.floor(now / DAY_MS), BUSIEST_KEYS),
-    storage.countApiKeys(now)
+    storage.countApiKeys(now),
+    storage.countLeakedKeys()
   ])
+  const busiestViews = await viewAll(storage, busiest.map(({ key }) => key), now)
   const byState = Object.fromEntries(KEY_STATES.map((state) => [state, 0])) as Record<KeyState, number>
   const byPlan = Object.fromEntries(PLANS.map((plan) => [plan, 0])) as Record<Plan, number>
   let total = 0
@@ -166,8 +169,9 @@ export async function overview (storage: Storage, now: number): Promise<Overview
   return {
     today: new Date(now).toISOString().slice(0, 10),
     usage,
-    busiest: busiest.map(({ key, admitted, refused }) => ({ key: view(key, now), admitted, refused })),
-    keys: { total, byState, byPlan },
+    // viewAll keeps the keys' order: each view is its row's.
+    busiest: busiest.map(({ admitted, refused }, i) => ({ key: busiestViews[i] as KeyView, admitted, refused })),
+    keys: { total, byState, byPlan, leaked },
     choices: {
       plans: PLANS.map((plan) => plan === 'enterprise'
         ? { plan, perMinute: null, perDay: null }

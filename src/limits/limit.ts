@@ -162,6 +162,19 @@ export function createAddressCounter ({ store, now }: Pick<LimitOptions, 'store'
   }
 }
 
+/**
+ * A route's own cap per client address, by the minute, apart from every
+ * other limit: for the routes that need no key (routes/leaks.ts). `name`
+ * keeps each route's count its own.
+ */
+export function createAddressLimit ({ store, now, name, perMinute }: Pick<LimitOptions, 'store' | 'now'> & { name: string, perMinute: number }): (address: string) => Promise<LimitDecision> {
+  return async (address) => {
+    const time = now()
+    const decision = await store.hit({ subject: `${name}:${addressSubject(address)}`, windows: [{ window: 'minute', limit: perMinute }], ban: undefined }, time)
+    return { headers: rateLimitHeaders(decision, time), refusal: decision.outcome === 'allowed' ? undefined : Errors.rateLimited(retryAfter(decision, time)) }
+  }
+}
+
 function windowsOf (limits: { perMinute: number, perDay: number }): WindowLimit[] {
   return [{ window: 'minute', limit: limits.perMinute }, { window: 'day', limit: limits.perDay }]
 }

@@ -14,10 +14,11 @@ import { INT64_MAX, type JsonSchema as TSchema } from '../schemas/kinds.js'
 import { NewPet, Pet, PetStatus, Pets } from '../schemas/pet.js'
 import { HEADERS, REQUEST_ID_PARAMETER } from '../schemas/responses.js'
 import { RateLimitStatus, WindowStanding } from '../schemas/rate-limit.js'
+import { CredentialsRevocation, RevocationAccepted, ScanLabels, ScanReport } from '../schemas/leak.js'
 import type { Config } from '../config.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
-const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, RateLimitStatus, WindowStanding, ErrorBody]
+const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, RateLimitStatus, WindowStanding, ScanReport, ScanLabels, CredentialsRevocation, RevocationAccepted, ErrorBody]
 
 interface OpenApiOptions {
   config: Pick<Config, 'environment' | 'publicBaseUrl' | 'stagingBaseUrl'>
@@ -72,9 +73,9 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
 
   await app.register(swagger, documentOptions({
     title: 'Animal Adoption Store',
-    description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429.',
+    description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429. The two `leaks` operations, for secret scanners and for whoever holds a leaked token, need none and are limited per address.',
     servers: servers(),
-    tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }],
+    tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }, { name: 'leaks', description: 'Leaked tokens, reported by secret scanners or given up by their holders.' }],
     security: { name: 'bearerAuth', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' },
     schemas: SCHEMAS
   }))

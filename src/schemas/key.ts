@@ -73,6 +73,13 @@ const KeyName = Text({ maxLength: 200, description: 'A label for people, e.g. wh
 const time = (description: string) => Type.String({ format: 'date-time', maxLength: 40, description })
 const timeOrNull = (description: string) => Type.Union([time(description), Type.Null()], { description })
 
+const KeyLeak = Type.Object({
+  reportedAt: time('When the report arrived.'),
+  report: Type.String({ maxLength: 71, pattern: '^(github:[0-9a-f]{64}|holder)$', description: 'Which report: `github:` and the SHA-256 of a secret scanner\'s report as it was sent (the same report sent again is the same), or `holder` when whoever held the token revoked it (`POST /v1/credentials/revoke`).' }),
+  url: Type.Union([Type.String({ maxLength: 8192 }), Type.Null()], { description: 'Where the token was seen, as the report says (a commit\'s file, a gist); null when it says nothing.' }),
+  source: Type.Union([Type.String({ maxLength: 200 }), Type.Null()], { description: 'Which kind of place, as the report says (`content`, `commit`, `npm`, …); null when it says nothing.' })
+}, { additionalProperties: false, description: 'A token of the key found in public by a secret scanner, or given up by its holder.' })
+
 export const Key = Type.Object({
   id: Type.Integer({ minimum: 1, maximum: MAX_KEY_ID, format: 'int64', description: 'The key\'s id; it never changes, rolls included.' }),
   name: Type.String({ maxLength: 10_000, description: 'A label for people; empty when none was given.' }),
@@ -88,7 +95,8 @@ export const Key = Type.Object({
   lastUsedAt: timeOrNull('The last admitted request\'s time, written within about 10 seconds; null: never used, or not recorded yet.'),
   revoked: Type.Boolean({ description: 'Whether the key is revoked: both its tokens are refused.' }),
   revokedAt: timeOrNull('When the key was revoked; null: it is not.'),
-  previousTokenExpiresAt: timeOrNull('While a roll\'s overlap runs, when the token before the current one stops working; null otherwise.')
+  previousTokenExpiresAt: timeOrNull('While a roll\'s overlap runs, when the token before the current one stops working; null otherwise.'),
+  leak: Type.Union([KeyLeak, Type.Null()], { description: 'The first report of one of the key\'s tokens found in public or given up by its holder (such a report revokes the key); null: none.' })
 }, { $id: 'Key', additionalProperties: false, title: 'Key', description: 'An API key, never its token.' })
 export type Key = Static<typeof Key>
 

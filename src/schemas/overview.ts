@@ -31,7 +31,8 @@ export const Overview = Type.Object({
   keys: Type.Object({
     total: COUNT('Every key, revoked and expired ones too.'),
     byState: countsOf(KEY_STATES, 'in the state'),
-    byPlan: countsOf(PLANS, 'on the plan')
+    byPlan: countsOf(PLANS, 'on the plan'),
+    leaked: COUNT('Keys a token of which was reported found in public, or given up by its holder; each such key is revoked.')
   }, { additionalProperties: false, description: 'How many keys there are, by state and by plan.' }),
   choices: Type.Object({
     plans: Type.Array(Type.Object({

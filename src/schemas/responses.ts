@@ -1,7 +1,7 @@
 // Response schemas with the headers each response carries, so that the
 // OpenAPI document describes what the service really sends.
 import { Type, type TSchema } from 'typebox'
-import { ERROR_CODES, codesFor, type Audience, type ErrorCode } from '../errors.js'
+import { ERROR_CODES, NAMED_ONLY, codesFor, statusesOf, type Audience, type ErrorCode } from '../errors.js'
 import { AdminErrorBody, ErrorBody } from './error.js'
 import { POLICY_ITEM_PATTERN as POLICY_ITEM, STATE_ITEM_PATTERN as STATE_ITEM } from './rate-limit.js'
 
@@ -135,7 +135,6 @@ export function withHeaders<T extends TSchema> (schema: T, description: string, 
 
 /** Headers that some error statuses carry besides the rate-limit ones. */
 const ERROR_HEADERS: Record<number, Headers> = {
-  401: sent(HEADERS['WWW-Authenticate']),
   403: sent(HEADERS['WWW-Authenticate']),
   405: sent(HEADERS.Allow),
   409: RETRY_AFTER,
@@ -145,13 +144,23 @@ const ERROR_HEADERS: Record<number, Headers> = {
   503: RETRY_AFTER
 }
 
+/** The 401s that challenge the caller to send a bearer token (RFC 6750 §3); a refused signature challenges no one. */
+const BEARER_CHALLENGES: ReadonlySet<ErrorCode> = new Set(['missing_api_key', 'invalid_api_key'])
+
+/** A status's own headers, as its codes send them. */
+function errorHeaders (status: number, codes: readonly ErrorCode[], audience: Audience): Headers {
+  if (status !== 401) return ERROR_HEADERS[status] ?? {}
+  if (audience === 'admin') return sent(HEADERS['WWW-Authenticate-Admin'])
+  return codes.some((code) => BEARER_CHALLENGES.has(code)) ? sent(HEADERS['WWW-Authenticate']) : {}
+}
+
+/** The codes of a status that an operation documenting the status alone may answer: those some operation names for itself (errorAnswers) are left out. */
 function codesOf (status: number, audience: Audience): ErrorCode[] {
-  return codesFor(audience).filter((code) => ERROR_CODES[code].status === status)
+  return codesFor(audience).filter((code) => ERROR_CODES[code].status === status && !NAMED_ONLY.has(code))
 }
 
 /** A status's description, from the catalogue's words for each of its codes. */
-function describe (status: number, audience: Audience): string {
-  const codes = codesOf(status, audience)
+function describe (codes: readonly ErrorCode[]): string {
   const [only] = codes
   if (codes.length === 1 && only !== undefined) {
     const { description } = ERROR_CODES[only]
@@ -164,8 +173,7 @@ function describe (status: number, audience: Audience): string {
  * The Error body as a given status has it: the Error component, narrowed to
  * that status's codes and number.
  */
-function errorBodyFor (status: number, audience: Audience): TSchema {
-  const codes = codesOf(status, audience)
+function errorBodyFor (status: number, codes: readonly ErrorCode[], audience: Audience): TSchema {
   const narrowed = {
     ...(codes.length === 0 ? {} : { code: { type: 'string', enum: codes } }),
     status: { type: 'integer', format: 'int32', minimum: status, maximum: status }
@@ -173,7 +181,11 @@ function errorBodyFor (status: number, audience: Audience): TSchema {
   return Type.Unsafe({ allOf: [audience === 'api' ? ErrorBody : AdminErrorBody, { properties: narrowed }] })
 }
 
-/** Error responses of an operation, each with the Error body and its headers. */
+/** One error response: the Error body narrowed to these codes, its description and headers. */
+function errorResponse (status: number, codes: readonly ErrorCode[], common: Headers, audience: Audience): TSchema {
+  return withHeaders(errorBodyFor(status, codes, audience), describe(codes), { ...common, ...errorHeaders(status, codes, audience) })
+}
+
 /** An admin operation's answers: its success and its refusals, each with the admin API's rate-limit headers (plugins/admin-auth.ts). */
 export function adminAnswers<S extends 200 | 201, T extends TSchema> (
   status: S, schema: T, description: string, refusals: readonly number[], headers: Headers = {}
@@ -182,11 +194,22 @@ export function adminAnswers<S extends 200 | 201, T extends TSchema> (
   return { ...errorResponses(refusals, ADMIN_RATE_LIMIT_HEADERS, 'admin'), ...success }
 }
 
+/** Error responses of an operation, one per status, each with every code of the status that any operation may answer. */
 export function errorResponses (statuses: readonly number[], common: Headers, audience: Audience = 'api'): Record<number, TSchema> {
   const responses: Record<number, TSchema> = {}
-  for (const status of statuses) {
-    const own = audience === 'admin' && status === 401 ? sent(HEADERS['WWW-Authenticate-Admin']) : ERROR_HEADERS[status]
-    responses[status] = withHeaders(errorBodyFor(status, audience), describe(status, audience), { ...common, ...own })
+  for (const status of statuses) responses[status] = errorResponse(status, codesOf(status, audience), common, audience)
+  return responses
+}
+
+/**
+ * Error responses of an operation that answers exactly these codes, and no
+ * other of their statuses': for the operations outside the gate
+ * (routes/leaks.ts), whose 401, 429 and 503 are not a key's.
+ */
+export function errorAnswers (codes: readonly ErrorCode[], common: Headers): Record<number, TSchema> {
+  const responses: Record<number, TSchema> = {}
+  for (const status of statusesOf(codes)) {
+    responses[status] = errorResponse(status, codes.filter((code) => ERROR_CODES[code].status === status), common, 'api')
   }
   return responses
 }

@@ -60,6 +60,7 @@ function checkable (schema: Schema): TSchema {
   if (typeof check === 'function') {
     return Type.Refine(Type.Unknown(), (value) => (check as (value: unknown) => boolean)(value), () => String(schema[Rule]))
   }
+  if (schema.type === 'array') return { ...schema, items: checkable(schema.items as Schema) }
   const properties = schema.properties as Record<string, Schema> | undefined
   if (properties === undefined) return schema
   return { ...schema, properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, checkable(property)])) }
@@ -133,6 +134,14 @@ function * problems (schema: Schema, path: string, value: unknown): Generator<Va
       if (typeof schema.pattern === 'string' && !Value.Check({ pattern: schema.pattern }, value)) yield issue('StringPattern', schema, path, `must be string to match '${schema.pattern}'`)
       return
     }
+    case 'array': {
+      if (!Array.isArray(value)) return yield issue('Array', schema, path, 'must be array')
+      if (typeof schema.minItems === 'number' && value.length < schema.minItems) yield issue('ArrayMinItems', schema, path, `must have at least ${schema.minItems} items`)
+      // Too many items are not each looked at: the count is the problem.
+      if (typeof schema.maxItems === 'number' && value.length > schema.maxItems) return yield issue('ArrayMaxItems', schema, path, `must have at most ${schema.maxItems} items`)
+      for (const [i, item] of value.entries()) yield * problems(schema.items as Schema, `${path}/${i}`, item)
+      return
+    }
     case 'integer': {
       if (typeof value !== 'number' || !Number.isInteger(value)) return yield issue('Integer', schema, path, 'must be an integer')
       const range = `must be an integer from ${String(schema.minimum)} to ${String(schema.maximum)}`
@@ -149,6 +158,7 @@ function * problems (schema: Schema, path: string, value: unknown): Generator<Va
 /** What `problems` checks, by type; other annotations are fine, other assertions are not. */
 const REPORTED: Record<string, Set<string>> = {
   object: new Set(['properties', 'required', 'additionalProperties']),
+  array: new Set(['items', 'minItems', 'maxItems']),
   string: new Set(['minLength', 'maxLength', 'pattern']),
   integer: new Set(['minimum', 'maximum', 'format'])
 }
@@ -166,6 +176,7 @@ function assertReported (schema: Schema): void {
     throw new Error(`request schema not supported by the validator: ${JSON.stringify(schema)}`)
   }
   for (const property of Object.values((schema.properties ?? {}) as Record<string, Schema>)) assertReported(property)
+  if (schema.type === 'array') assertReported(schema.items as Schema)
 }
 
 /** A field name as a JSON Pointer segment. */

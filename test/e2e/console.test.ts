@@ -9,6 +9,7 @@ import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
+import { keyListFile, makeScanner, report } from '../support/scanner.js'
 import {
   PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type CreatedKey, type ServerProcess
 } from '../support/process.js'
@@ -170,9 +171,11 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     return calls
   }
 
+  const scanner = makeScanner()
+
   before(async () => {
     dir = makeTempDir()
-    env = { DATABASE_URL: sqliteUrl(dir), ADMIN_PORT: '0', ADMIN_TOKEN, USAGE_FLUSH_MS: '100' }
+    env = { DATABASE_URL: sqliteUrl(dir), ADMIN_PORT: '0', ADMIN_TOKEN, USAGE_FLUSH_MS: '100', SECRET_SCANNING_KEYS_URL: keyListFile(scanner) }
     server = await startServer(env)
     await server.waitForStdout((out) => out.includes('petstore started'), 5_000, 'the started line')
     const adminApi = /"adminApi":"(http:\/\/127\.0\.0\.1:\d+)\/admin\/v1"/.exec(server.stdout)?.[1]
@@ -495,6 +498,42 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
       t.diagnostic(`screenshot: ${SCREENSHOT}`)
       await page.close()
     }
+  })
+
+  it('When a secret scanner reports a key\'s token, then the list marks the key leaked, its page says where, when and by which report, and the overview counts it', async () => {
+    // Arrange
+    const key: CreatedKey = await createKey(env, ['--plan', 'free', '--name', 'pushed to github'])
+    const where = 'https://github.com/octocat/Hello-World/blob/0123456789abcdef0123456789abcdef01234567/.env'
+    const body = report([key.token], where)
+    const answer = await fetch(`${running().origin}/v1/secret-scanning`, { method: 'POST', headers: { 'content-type': 'application/json', ...scanner.sign(body) }, body })
+    assert.equal(answer.status, 200, await answer.text())
+    await waitForStatus(key.token, 401, 'the leaked key')
+    const { leak } = await adminApi<{ leak: { reportedAt: string, report: string } }>('GET', `/keys/${key.id}`)
+    const { keys } = await adminApi<{ keys: { leaked: number } }>('GET', '/overview')
+
+    // Act
+    const { page } = await openConsole('leaked')
+    await signIn(page)
+    await page.locator('#search').fill(String(key.id))
+    await page.locator('#filters button[type=submit]').click()
+    const mark = page.locator(`#keys tr[data-key="${key.id}"] .leaked`)
+    await mark.waitFor()
+    const counted = await page.locator('[data-leak-count]').innerText()
+    await page.locator(`#keys tr[data-key="${key.id}"] a`).click()
+    await keyDrawn(page, key.id)
+
+    // Assert
+    assert.equal(await mark.getAttribute('data-leaked'), leak.reportedAt)
+    assert.equal(counted, String(keys.leaked))
+    assert.ok(keys.leaked >= 1)
+    assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'revoked')
+    assert.equal(await page.locator('#key-state .leaked').innerText(), 'leaked')
+    const fact = async (name: string): Promise<string> => await page.locator(`[data-fact="${name}"]`).innerText()
+    assert.equal(await fact('found at'), where)
+    assert.equal(await fact('found in'), 'content')
+    assert.match(await fact('leaked'), /^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/)
+    assert.equal(await fact('reported by'), `secret scanner, report ${leak.report.slice(7, 19)}`)
+    await page.close()
   })
 
   it('When the page is reloaded on a key\'s page with the token in the tab, then that key\'s page is drawn again, its form showing the key as it is, asking the overview and the key together', async () => {

@@ -158,6 +158,9 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
     }), 400, 'invalid_json')
     check('17 KiB', await post(`{"name":"${'a'.repeat(17 * 1024)}","categoryId":1}`), 413, 'payload_too_large')
     check('text/plain', await post(newPetJson(), { 'content-type': 'text/plain' }), 415, 'unsupported_media_type')
+    check('an unsigned secret-scanning report', await inject(t, {
+      method: 'POST', url: '/v1/secret-scanning', headers: { 'content-type': 'application/json' }, payload: '[{"token":"pet_live_x","type":"petstore"}]'
+    }), 401, 'invalid_signature')
     check('latin1', await post(newPetJson(), { 'content-type': 'application/json; charset=latin1' }), 415, 'unsupported_media_type')
     check('no Content-Type', await inject(t, { method: 'POST', url: '/v1/pets', headers: bearer(token), payload: newPetJson() }), 415, 'unsupported_media_type')
     assert.equal((await post(newPetJson({ name: 'Once' }), { 'idempotency-key': 'errors-1' })).status, 201)

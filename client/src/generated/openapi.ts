@@ -67,6 +67,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/secret-scanning": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report leaked tokens (secret scanners)
+         * @description For a secret scanner such as GitHub's (its partner program): the matches of the token pattern it found in public, signed with ECDSA P-256 / SHA-256 over the body as sent (`Github-Public-Key-Identifier`, `Github-Public-Key-Signature`). Each token of a live key revokes the key; the answer labels each match. No API key; at most 1 MiB and 1,000 matches; 120 reports a minute per address.
+         */
+        post: operations["reportLeakedTokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/credentials/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Revoke tokens you hold
+         * @description Whoever holds a token may revoke its key, with no API key, as with GitHub's credential revocation API: a token that is the key's current one, or its previous one while a roll's overlap runs, revokes the whole key. The answer is the same whether or not the tokens exist. 1 to 100 tokens a request; 10 requests a minute per address.
+         */
+        post: operations["revokeCredentials"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -161,13 +201,60 @@ export interface components {
              */
             reset: number;
         };
+        /**
+         * ScanReport
+         * @description The matches of one report, in GitHub's secret scanning partner format.
+         */
+        ScanReport: ({
+            /** @description The text that matched the token's pattern. */
+            token: string;
+            /** @description The pattern's name, as registered with the scanner. */
+            type: string;
+            /** @description Where the token was seen. */
+            url?: string;
+            /** @description Which kind of place it was seen in: `content`, `commit`, `pull_request_title`, `gist_content`, `npm`, … */
+            source?: string;
+        } & {
+            [key: string]: unknown;
+        })[];
+        /**
+         * ScanLabels
+         * @description Each match of the report, in its order, labelled.
+         */
+        ScanLabels: {
+            /** @description The token as reported. */
+            token_raw: string;
+            /** @description Its `type` as reported. */
+            token_type: string;
+            /**
+             * @description `true_positive`: a token this service issued (its key, if still live, is now revoked); `false_positive`: no key was ever given it.
+             * @enum {string}
+             */
+            label: "true_positive" | "false_positive";
+        }[];
+        /**
+         * CredentialsRevocation
+         * @description Tokens their holder gives up.
+         */
+        CredentialsRevocation: {
+            /** @description The tokens to revoke, 1 to 100. */
+            credentials: string[];
+        };
+        /**
+         * RevocationAccepted
+         * @description The revocation is under way.
+         */
+        RevocationAccepted: {
+            /** @description The same words whatever the tokens were. */
+            message: string;
+        };
         /** @description What went wrong. */
         Error: {
             /**
              * @description Machine-readable error code.
              * @enum {string}
              */
-            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "concurrency_limited" | "request_header_fields_too_large" | "internal_error" | "service_unavailable" | "overloaded";
+            code: "invalid_request" | "invalid_json" | "missing_api_key" | "invalid_api_key" | "invalid_signature" | "insufficient_scope" | "not_found" | "method_not_allowed" | "request_timeout" | "idempotency_key_in_use" | "gone" | "payload_too_large" | "expectation_failed" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "api_key_banned" | "concurrency_limited" | "request_header_fields_too_large" | "internal_error" | "service_unavailable" | "overloaded";
             /** @description Human-readable description. */
             message: string;
             /**
@@ -350,6 +437,76 @@ export interface components {
                 };
             };
         };
+        /** @description The body is larger than 16 KiB (1 MiB for a secret-scanning report) (`payload_too_large`). */
+        PayloadTooLarge: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "payload_too_large";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description The body is not declared as UTF-8 `application/json` (`unsupported_media_type`). */
+        UnsupportedMediaType: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "unsupported_media_type";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
+        /** @description Too many requests: wait for Retry-After, then back off exponentially (`rate_limited`). */
+        TooManyRequests2: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                ratelimit: components["headers"]["RateLimit"];
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                "Cache-Control": components["headers"]["Cache-Control"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] & {
+                    /** @enum {string} */
+                    code?: "rate_limited";
+                    /** Format: int32 */
+                    status?: number;
+                };
+            };
+        };
     };
     parameters: {
         /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
@@ -505,52 +662,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is larger than 16 KiB (`payload_too_large`). */
-            413: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
-                    ratelimit: components["headers"]["RateLimit"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "payload_too_large";
-                        /** Format: int32 */
-                        status?: number;
-                    };
-                };
-            };
-            /** @description The body is not declared as UTF-8 `application/json` (`unsupported_media_type`). */
-            415: {
-                headers: {
-                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
-                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
-                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
-                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
-                    ratelimit: components["headers"]["RateLimit"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
-                    "Cache-Control": components["headers"]["Cache-Control"];
-                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"] & {
-                        /** @enum {string} */
-                        code?: "unsupported_media_type";
-                        /** Format: int32 */
-                        status?: number;
-                    };
-                };
-            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             417: components["responses"]["ExpectationFailed"];
             /** @description The Idempotency-Key was used before with a different body (`idempotency_key_reused`). */
             422: {
@@ -893,6 +1006,141 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reportLeakedTokens: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Which of the scanner's keys signed the report (its `key_identifier`). Required: without it the report is refused with 401. */
+                "github-public-key-identifier"?: string;
+                /** @description The base64 DER ECDSA P-256 / SHA-256 signature over the body as sent. Required: without it the report is refused with 401. */
+                "github-public-key-signature"?: string;
+                /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScanReport"];
+            };
+        };
+        responses: {
+            /** @description Each match, labelled. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScanLabels"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description A secret-scanning report whose signature is missing or does not verify with a key of the scanner (`invalid_signature`). */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "invalid_signature";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            429: components["responses"]["TooManyRequests2"];
+            500: components["responses"]["InternalServerError"];
+            /** @description The database cannot be reached; retry after Retry-After (`service_unavailable`). */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "service_unavailable";
+                        /** Format: int32 */
+                        status?: number;
+                    };
+                };
+            };
+        };
+    };
+    revokeCredentials: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CredentialsRevocation"];
+            };
+        };
+        responses: {
+            /** @description The revocation is under way. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "ratelimit-policy": components["headers"]["RateLimit-Policy"];
+                    ratelimit: components["headers"]["RateLimit"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RevocationAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            417: components["responses"]["ExpectationFailed"];
+            429: components["responses"]["TooManyRequests2"];
+            500: components["responses"]["InternalServerError"];
         };
     };
 }

@@ -55,6 +55,7 @@ export function writeKey (key: KeyView, json: boolean | undefined): void {
   const fields: Array<[string, string]> = KEY_COLUMNS.map((column, i) => [column.title.toLowerCase(), row[i] ?? ''])
   fields.push(['last used', key.lastUsedAt ?? 'never'])
   if (key.previousTokenExpiresAt !== null) fields.push(['previous token until', key.previousTokenExpiresAt])
+  if (key.leak !== null) fields.push(['leaked', [key.leak.reportedAt, key.leak.report, key.leak.source, key.leak.url].filter((part) => part !== null).join(' ')])
   write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
 }
 

@@ -129,7 +129,17 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (event_id, endpoint_id)
    );
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
-   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, event_id);`
+   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, event_id);`,
+  // Where a key's token was found (docs/KEYS.md: Leaked tokens): once per
+  // report, so that a report sent twice adds nothing.
+  `CREATE TABLE key_leaks (
+     api_key_id bigint NOT NULL REFERENCES api_keys (id),
+     report text NOT NULL,
+     url text,
+     source text,
+     found_at bigint NOT NULL,
+     PRIMARY KEY (api_key_id, report)
+   );`
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

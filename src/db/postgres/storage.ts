@@ -13,11 +13,11 @@ import type {
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage,
   ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
-import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
-  KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toPet, toWebhook, webhookChangeSql,
-  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
+  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
 
@@ -232,6 +232,27 @@ export class PostgresStorage implements Storage {
   async countApiKeys (now: number): Promise<KeyCount[]> {
     const rows = await this.#query<{ state: KeyCount['state'], plan: KeyCount['plan'], count: string }>(KEY_SQL.countByState, [now])
     return rows.map((row) => ({ state: row.state, plan: row.plan, count: Number(row.count) }))
+  }
+
+  // LeakStore
+  async addKeyLeak (leak: KeyLeakRecord): Promise<boolean> {
+    const result = await this.#run('INSERT INTO key_leaks (api_key_id, report, url, source, found_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING',
+      [leak.keyId, leak.report, leak.url, leak.source, leak.foundAt])
+    return result.rowCount === 1
+  }
+
+  async firstKeyLeaks (keyIds: readonly number[]): Promise<KeyLeakRecord[]> {
+    if (keyIds.length === 0) return []
+    // The earliest of each key's; ties (one instant) by report, so that every read picks the same.
+    const rows = await this.#query<KeyLeakRow>(
+      `SELECT DISTINCT ON (api_key_id) ${LEAK_COLUMNS} FROM key_leaks WHERE api_key_id = ANY($1::bigint[])
+       ORDER BY api_key_id, found_at, report`, [keyIds])
+    return rows.map(toKeyLeak)
+  }
+
+  async countLeakedKeys (): Promise<number> {
+    const rows = await this.#query<{ n: bigint }>('SELECT count(DISTINCT api_key_id) AS n FROM key_leaks')
+    return Number(rows[0]?.n ?? 0n)
   }
 
   // UsageStore

@@ -120,7 +120,17 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (event_id, endpoint_id)
    ) WITHOUT ROWID;
    CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
-   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, event_id);`
+   CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, event_id);`,
+  // Where a key's token was found (docs/KEYS.md: Leaked tokens): once per
+  // report, so that a report sent twice adds nothing.
+  `CREATE TABLE key_leaks (
+     api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     report TEXT NOT NULL,
+     url TEXT,
+     source TEXT,
+     found_at INTEGER NOT NULL,
+     PRIMARY KEY (api_key_id, report)
+   ) WITHOUT ROWID;`
 ]
 
 /** The schema's version once every migration has run: `PRAGMA user_version`. */

@@ -13,9 +13,9 @@ import type {
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage,
   ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
-import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeySearch } from '../storage.js'
+import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
-import { KEY_COLUMNS, toApiKey, toDelivery, toPet, toWebhook, type ApiKeyRow, type WebhookRow } from '../rows.js'
+import { KEY_COLUMNS, LEAK_COLUMNS, toApiKey, toDelivery, toKeyLeak, toPet, toWebhook, type ApiKeyRow, type KeyLeakRow, type WebhookRow } from '../rows.js'
 import { Database, createOwnerOnly } from './driver.js'
 import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
@@ -220,6 +220,29 @@ export class SqliteStorage implements Storage {
     const rows = this.#read(() => this.#db.prepare<[bigint], [KeyCount['state'], KeyCount['plan'], bigint]>(
       `SELECT ${stateSql('?')} AS state, plan, count(*) FROM api_keys GROUP BY 1, 2 ORDER BY 1, 2`).raw(true).all(BigInt(now)))
     return rows.map(([state, plan, count]) => ({ state, plan, count: Number(count) }))
+  }
+
+  // LeakStore
+  async addKeyLeak (leak: KeyLeakRecord): Promise<boolean> {
+    const insert = this.#db.prepare<[bigint, string, string | null, string | null, bigint]>(
+      'INSERT INTO key_leaks (api_key_id, report, url, source, found_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING')
+    const { changes } = await this.#write(() => insert.run(BigInt(leak.keyId), leak.report, leak.url, leak.source, BigInt(leak.foundAt)))
+    return changes === 1
+  }
+
+  async firstKeyLeaks (keyIds: readonly number[]): Promise<KeyLeakRecord[]> {
+    if (keyIds.length === 0) return []
+    // The earliest of each key's; ties (one instant) by report, so that every read picks the same.
+    const rows = this.#read(() => this.#db.prepare<[string], KeyLeakRow>(
+      `SELECT ${LEAK_COLUMNS} FROM (
+         SELECT ${LEAK_COLUMNS}, row_number() OVER (PARTITION BY api_key_id ORDER BY found_at, report) AS n
+         FROM key_leaks WHERE api_key_id IN (SELECT value FROM json_each(?))
+       ) WHERE n = 1 ORDER BY api_key_id`).all(JSON.stringify(keyIds)))
+    return rows.map(toKeyLeak)
+  }
+
+  async countLeakedKeys (): Promise<number> {
+    return Number(this.#read(() => this.#db.prepare<[], bigint>('SELECT count(DISTINCT api_key_id) FROM key_leaks').pluck().get()) ?? 0n)
   }
 
   // UsageStore

@@ -1,0 +1,63 @@
+// The secret scanner's key list (keys/scanner-keys.ts): read when first
+// needed, and again for a key it lacks at most once a minute.
+import { after, before, describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { REFETCH_MS, createScannerKeys } from '../../src/keys/scanner-keys.js'
+import { keyList, keyListFile, makeScanner } from '../support/scanner.js'
+
+describe('the secret scanner\'s key list', () => {
+  const github = makeScanner()
+  const body = Buffer.from('[{"token":"pet_live_x","type":"petstore"}]')
+  let server: Server
+  let reads = 0
+  let served = keyList(github)
+  let url: string
+  before(async () => {
+    server = createServer((_request, response) => { reads++; response.setHeader('content-type', 'application/json').end(served) })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/keys`
+  })
+  after(async () => { await new Promise((resolve) => server.close(resolve)) })
+
+  it('When reports name unknown keys, then the list is read again at most once a minute, and a key added meanwhile is found after that minute', async () => {
+    reads = 0
+    let now = 1000
+    const keys = createScannerKeys({ url, monotonic: () => now })
+    const { 'github-public-key-signature': signature } = github.sign(body)
+    assert.equal(await keys.verify(github.identifier, signature, body), true)
+    assert.equal(reads, 1)
+    const rotated = makeScanner()
+    served = keyList(github, rotated)
+    const rotatedHeaders = rotated.sign(body)
+    for (let i = 0; i < 100; i++) {
+      assert.equal(await keys.verify(`made-up-${i}`, signature, body), false)
+      now += 500
+    }
+    assert.equal(await keys.verify(rotated.identifier, rotatedHeaders['github-public-key-signature'], body), false)
+    assert.equal(reads, 1, 'no read within the minute')
+    now = 1000 + REFETCH_MS
+    assert.equal(await keys.verify(rotated.identifier, rotatedHeaders['github-public-key-signature'], body), true)
+    assert.equal(reads, 2)
+    // Many at once share one read.
+    now += REFETCH_MS
+    await Promise.all(Array.from({ length: 20 }, async (_, i) => await keys.verify(`other-${i}`, signature, body)))
+    assert.equal(reads, 3)
+  })
+
+  it('When the list is a file, then it is read from there', async () => {
+    const keys = createScannerKeys({ url: keyListFile(github) })
+    const headers = github.sign(body)
+    assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], body), true)
+    assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], Buffer.from('[]')), false)
+  })
+
+  it('When the list cannot be read, then every report fails to verify and the error is told', async () => {
+    const errors: unknown[] = []
+    const keys = createScannerKeys({ url: 'file:///nonexistent/keys.json', onError: (error) => { errors.push(error) } })
+    const headers = github.sign(body)
+    assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], body), false)
+    assert.equal(errors.length, 1)
+  })
+})
