@@ -11,13 +11,13 @@ import type { QuotaLevel } from '../limits/limit.js'
 import { viewAll } from './manage.js'
 
 /** How long before its expiry a key is announced as expiring. */
-export const EXPIRING_AHEAD_MS = 7 * DAY_MS
+const EXPIRING_AHEAD_MS = 7 * DAY_MS
 /**
  * How far back an expiry is still announced: a look that was not made for
  * a while (the service stopped) catches up, and a key that expired long
  * before these events existed is not announced years late.
  */
-export const EXPIRED_LOOKBACK_MS = 7 * DAY_MS
+const EXPIRED_LOOKBACK_MS = 7 * DAY_MS
 /** Keys announced per statement of a look. */
 const BATCH = 100
 

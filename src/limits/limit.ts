@@ -28,7 +28,7 @@ export type QuotaLevel = 'warning' | 'exhausted'
 const QUOTA_LEVELS: ReadonlyArray<{ level: QuotaLevel, share: number }> = [{ level: 'warning', share: 0.8 }, { level: 'exhausted', share: 1 }]
 
 /** The levels a day window stands at or past: used, at least its share of the limit, rounded up. */
-export function quotaLevels (day: WindowState): Array<{ level: QuotaLevel, used: number }> {
+function quotaLevels (day: WindowState): Array<{ level: QuotaLevel, used: number }> {
   const used = day.limit - day.remaining
   return QUOTA_LEVELS.filter(({ share }) => used >= Math.ceil(day.limit * share)).map(({ level }) => ({ level, used }))
 }
