@@ -17,6 +17,7 @@ import type { Metrics } from './telemetry/metrics.js'
 import { createLog, type ServiceLog } from './telemetry/log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 import { Dispatcher } from './webhooks/dispatcher.js'
+import { announceExpiries } from './keys/announcements.js'
 import { shutdownTracing, tracingStarted } from './tracing/hooks.js'
 
 /** Requests in flight get this long to finish once a stop is asked for. */
@@ -144,9 +145,17 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
   }
 }
 
+/** How often the dispatcher's process looks for keys whose expiry is near or past (docs/WEBHOOKS.md: Quota and expiry). */
+const EXPIRY_LOOK_MS = 60_000
+
 /** The process's one webhook dispatcher (docs/WEBHOOKS.md): the single process's, or the main thread's with WORKERS. */
 export function startDispatcher (config: Config, storage: Storage, logger: Logger): Dispatcher {
-  const dispatcher = new Dispatcher({ storage, logger: logger.child({ component: 'webhooks' }), allowPrivate: config.webhookAllowPrivate })
+  const dispatcher = new Dispatcher({
+    storage,
+    logger: logger.child({ component: 'webhooks' }),
+    allowPrivate: config.webhookAllowPrivate,
+    chores: [{ name: 'key expiries', everyMs: EXPIRY_LOOK_MS, run: async (now) => await announceExpiries(storage, now) }]
+  })
   dispatcher.start()
   return dispatcher
 }

@@ -83,6 +83,14 @@ export const COPIED_TABLES: readonly Table[] = [
     order: ['api_key_id', 'report'],
     sequence: false
   },
+  // What was announced of each key: without it, the target would announce
+  // again today's quota events and the expiries already announced.
+  {
+    name: 'key_announcements',
+    columns: [['api_key_id', 'int'], ['type', 'text'], ['at', 'int']],
+    order: ['api_key_id', 'type', 'at'],
+    sequence: false
+  },
   // The cursor secret: cursors handed out by the source go on working.
   { name: 'secrets', columns: [['name', 'text'], ['value', 'blob']], order: ['name'], sequence: false }
 ]

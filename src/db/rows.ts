@@ -205,6 +205,18 @@ export interface DeliveryRow {
 }
 
 /** An endpoint's deliveries, newest first, below an event id; `param(n)` writes the n-th placeholder. */
+/**
+ * Keys not revoked whose expiry is in (param 1, param 2] and has no
+ * announcement of type param 3: the periodic look for expiries to announce,
+ * read through the partial index on expires_at.
+ */
+export function keysToAnnounceSql (param: (n: number) => string): string {
+  return `SELECT ${KEY_COLUMNS} FROM api_keys k
+    WHERE k.expires_at > ${param(1)} AND k.expires_at <= ${param(2)} AND k.revoked_at IS NULL
+    AND NOT EXISTS (SELECT 1 FROM key_announcements a WHERE a.api_key_id = k.id AND a.type = ${param(3)} AND a.at = k.expires_at)
+    ORDER BY k.expires_at, k.id LIMIT ${param(4)}`
+}
+
 export function deliveriesSql (param: (n: number) => string): string {
   return `SELECT d.event_id, e.type, e.created_at, d.state, d.attempts, d.next_attempt_at, d.last_status, d.last_error
     FROM webhook_deliveries d JOIN events e ON e.id = d.event_id

@@ -243,7 +243,7 @@ export interface UsageStore {
 }
 
 /** An event as its change writes it, in the change's own transaction (docs/WEBHOOKS.md). */
-interface NewEvent {
+export interface NewEvent {
   type: EventType
   createdAt: number
   /** The event's `data`, as JSON. */
@@ -348,6 +348,25 @@ export interface WebhookStore {
   listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]>
   /** Forgets events made before this instant with no delivery pending; says how many. */
   purgeEvents (createdBefore: number): Promise<number>
+  /**
+   * Writes `event` with the row that says it was announced, in one
+   * transaction, unless that row was written before (by this instance or
+   * another): says whether it wrote them.
+   */
+  announceOnce (once: KeyAnnouncement, event: NewEvent): Promise<boolean>
+  /**
+   * Keys not revoked whose expiry is after `after` and at most `until`,
+   * without a `type` announced for that expiry: soonest first, at most `limit`.
+   */
+  keysToAnnounce (type: EventType, after: number, until: number, limit: number): Promise<ApiKeyRecord[]>
+}
+
+/** What is announced once of a key: its type, and the day or the expiry it is about. */
+export interface KeyAnnouncement {
+  keyId: number
+  type: EventType
+  /** Days from 1970-01-01 (UTC) for a quota event; the expiry, Unix milliseconds, for an expiry event. */
+  at: number
 }
 
 /** Where a token of a key was found, and by which report (docs/KEYS.md: Leaked tokens). */

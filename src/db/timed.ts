@@ -59,6 +59,8 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
     listDeliveries: timed('listDeliveries', storage.listDeliveries),
     purgeEvents: timed('purgeEvents', storage.purgeEvents),
+    announceOnce: timed('announceOnce', storage.announceOnce),
+    keysToAnnounce: timed('keysToAnnounce', storage.keysToAnnounce),
     addKeyLeak: timed('addKeyLeak', storage.addKeyLeak),
     firstKeyLeaks: timed('firstKeyLeaks', storage.firstKeyLeaks),
     countLeakedKeys: timed('countLeakedKeys', storage.countLeakedKeys)

@@ -11,6 +11,7 @@ import { CursorCodec } from '../pets/cursor.js'
 import { PetService } from '../pets/service.js'
 import { selfBaseUrl } from './base-url.js'
 import { routerAnswerHeaders, setUpAnswers } from './answers.js'
+import { createQuotaAnnouncer } from '../keys/announcements.js'
 import { createIdentify } from '../keys/identify.js'
 import { createKeyLookup } from '../keys/lookup.js'
 import { createUsageCounter } from '../keys/usage.js'
@@ -95,7 +96,9 @@ export async function buildApp ({
   const banLog = logger === undefined ? undefined : createBanLog(logger, now)
   const events: LimitEvents = {
     refused: (code) => { metrics?.refused(code) },
-    banned: (keyId, until) => { metrics?.banned(); banLog?.started(keyId, until) }
+    banned: (keyId, until) => { metrics?.banned(); banLog?.started(keyId, until) },
+    // Written after the answer's decision, never awaited: a failure is logged, and the next request at the level tries again.
+    quotaReached: createQuotaAnnouncer(storage, (error) => { logger?.warn({ err: error }, 'webhooks: a quota event was not written; the next request at that level tries again') })
   }
   const limit = createLimit({ store: limiter, ban: { threshold: config.banThreshold, seconds: config.banSeconds }, now, events })
   const usage = createUsageCounter({

@@ -14,6 +14,23 @@ import type { Caller } from '../keys/identify.js'
 export interface LimitEvents {
   refused: (code: 'rate_limited' | 'api_key_banned' | 'concurrency_limited') => void
   banned: (keyId: number, until: number) => void
+  /**
+   * A key's day window, counted for a request, is at or past a level
+   * (QUOTA_LEVELS): told for every such request, not only the one that
+   * crossed, so that a level jumped over (a lowered limit) is still told;
+   * the listener keeps it to once. Must not throw or wait.
+   */
+  quotaReached?: (reached: { keyId: number, level: QuotaLevel, limit: number, used: number, at: number }) => void
+}
+
+/** The shares of a key's daily limit that are announced (docs/WEBHOOKS.md: Quota and expiry). */
+export type QuotaLevel = 'warning' | 'exhausted'
+const QUOTA_LEVELS: ReadonlyArray<{ level: QuotaLevel, share: number }> = [{ level: 'warning', share: 0.8 }, { level: 'exhausted', share: 1 }]
+
+/** The levels a day window stands at or past: used, at least its share of the limit, rounded up. */
+function quotaLevels (day: WindowState): Array<{ level: QuotaLevel, used: number }> {
+  const used = day.limit - day.remaining
+  return QUOTA_LEVELS.filter(({ share }) => used >= Math.ceil(day.limit * share)).map(({ level }) => ({ level, used }))
 }
 
 export interface LimitOptions {
@@ -113,6 +130,12 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
       ? await hitAddress(store, address, time)
       : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
     if (caller === undefined && decision.outcome === 'limited') spent.set(address, time + retryAfter(decision, time) * 1000)
+    if (caller !== undefined && events?.quotaReached !== undefined) {
+      const day = decision.windows.find((w) => w.window === 'day')
+      for (const { level, used } of day === undefined ? [] : quotaLevels(day)) {
+        events.quotaReached({ keyId: caller.key.id, level, limit: day?.limit ?? 0, used, at: time })
+      }
+    }
     const headers = rateLimitHeaders(decision, time, ban)
     // A key the database was not there to check is counted against its
     // address, but the outage is its answer (503, Retry-After 5): clients

@@ -40,6 +40,15 @@ export interface DispatcherOptions {
   /** Unix milliseconds; injected so that tests control backoff. */
   now?: () => number
   random?: () => number
+  /** Periodic work whose events this dispatcher delivers (the look for expiries), run in its turns, each at most every `everyMs`. */
+  chores?: readonly Chore[]
+}
+
+export interface Chore {
+  /** For the log, when a run fails. */
+  name: string
+  everyMs: number
+  run: (now: number) => Promise<unknown>
 }
 
 /** When a failed attempt goes again, or undefined: never (final, or past the time retries are given). */
@@ -71,9 +80,11 @@ export class Dispatcher {
   #turn: Promise<void> | undefined
   #again = false
   #purgedAt = 0
+  readonly #chores: ReadonlyArray<Chore & { lastRunAt: number }>
   #soon: NodeJS.Timeout | undefined
 
-  constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random }: DispatcherOptions) {
+  constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random, chores = [] }: DispatcherOptions) {
+    this.#chores = chores.map((chore) => ({ ...chore, lastRunAt: -Infinity }))
     this.#storage = storage
     this.#logger = logger
     this.#allowPrivate = allowPrivate
@@ -146,6 +157,21 @@ export class Dispatcher {
       }
     } catch (error) {
       this.#logger.warn({ err: error }, 'webhooks: a delivery turn failed; the next one tries again')
+    }
+    await this.#runChores()
+  }
+
+  /** Each chore that is due, apart from the deliveries: one that fails is logged and runs again when next due. */
+  async #runChores (): Promise<void> {
+    for (const chore of this.#chores) {
+      const now = this.#now()
+      if (now - chore.lastRunAt < chore.everyMs || this.#stopping.signal.aborted) continue
+      chore.lastRunAt = now
+      try {
+        await chore.run(now)
+      } catch (error) {
+        this.#logger.warn({ err: error, chore: chore.name }, 'webhooks: a periodic look failed; it runs again when next due')
+      }
     }
   }
 

@@ -2,7 +2,7 @@
 // Only what varies with a call (a key's changes, a search's filters) is
 // written where it runs, in storage.ts.
 import { stateSql } from '../key-search.js'
-import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, wantsSql } from '../rows.js'
+import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, keysToAnnounceSql, wantsSql } from '../rows.js'
 
 const PET_COLUMNS = 'id, name, category_id, status'
 /**
@@ -135,5 +135,13 @@ export const WEBHOOK_SQL = {
       AS o (state, next_attempt_at, last_status, last_error, event_id, endpoint_id)
     WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id`,
   purge: `DELETE FROM events WHERE fanned_out = 1 AND created_at < $1
-    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`,
+  // One statement, so one transaction: the event only where the row was
+  // written. An instance writing the same row at once waits on the primary
+  // key for the first to commit, then writes neither.
+  announceOnce: `WITH claimed AS (
+      INSERT INTO key_announcements (api_key_id, type, at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1
+    )
+    INSERT INTO events (type, created_at, data) SELECT $4, $5, $6 FROM claimed`,
+  keysToAnnounce: keysToAnnounceSql((n) => `$${n}`)
 } as const

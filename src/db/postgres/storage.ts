@@ -11,8 +11,9 @@ import { PoolWaits } from './pool-waits.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetRecord, PoolUse, Storage,
-  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
+  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, KeyAnnouncement, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
+import type { EventType } from '../../domain.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
@@ -341,6 +342,15 @@ export class PostgresStorage implements Storage {
 
   async purgeEvents (createdBefore: number): Promise<number> {
     return (await this.#run(WEBHOOK_SQL.purge, [createdBefore])).rowCount ?? 0
+  }
+
+  async announceOnce (once: KeyAnnouncement, event: NewEvent): Promise<boolean> {
+    const result = await this.#run(WEBHOOK_SQL.announceOnce, [once.keyId, once.type, once.at, event.type, event.createdAt, event.data])
+    return result.rowCount === 1
+  }
+
+  async keysToAnnounce (type: EventType, after: number, until: number, limit: number): Promise<ApiKeyRecord[]> {
+    return (await this.#query<ApiKeyRow>(WEBHOOK_SQL.keysToAnnounce, [after, until, type, limit])).map(toApiKey)
   }
 
   // StoreConnection

@@ -130,7 +130,19 @@ const MIGRATIONS: readonly string[] = [
      source TEXT,
      found_at INTEGER NOT NULL,
      PRIMARY KEY (api_key_id, report)
-   ) WITHOUT ROWID;`
+   ) WITHOUT ROWID;`,
+  // What was announced of each key, once (docs/WEBHOOKS.md: Quota and expiry):
+  // `at` is the UTC day (days from 1970-01-01) of a quota event, the expiry
+  // (Unix milliseconds) of an expiry event. The row is written with its
+  // event, so instances that see the same moment announce it once. The
+  // index serves the periodic look for keys whose expiry is near.
+  `CREATE TABLE key_announcements (
+     api_key_id INTEGER NOT NULL REFERENCES api_keys (id),
+     type TEXT NOT NULL,
+     at INTEGER NOT NULL,
+     PRIMARY KEY (api_key_id, type, at)
+   ) WITHOUT ROWID;
+   CREATE INDEX api_keys_expires_at ON api_keys (expires_at) WHERE expires_at IS NOT NULL;`
 ]
 
 /** The schema's version once every migration has run: `PRAGMA user_version`. */

@@ -2,9 +2,9 @@
 // by the part of Storage they serve; a write that spans statements is here
 // too, as one transaction function. New animals are pet-inserts.ts's.
 import type { PetStatus } from '../../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyUsage, NewApiKeyRecord, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyAnnouncement, KeyUsage, NewApiKeyRecord, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
-  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, keysToAnnounceSql, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
@@ -98,6 +98,8 @@ function eventInsert (db: Database) {
 export type WebhookStatements = ReturnType<typeof webhookStatements>
 
 export function webhookStatements (db: Database) {
+  const announce = eventInsert(db)
+  const claimAnnouncement = db.prepare<[bigint, string, bigint]>('INSERT INTO key_announcements (api_key_id, type, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING')
   const get = db.prepare<[bigint], WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE id = ?`)
   const toFanOut = db.prepare<[bigint], bigint>('SELECT id FROM events WHERE fanned_out = 0 ORDER BY id LIMIT ?').pluck(true)
   const fanOut = db.prepare<[bigint, bigint, bigint]>(
@@ -158,6 +160,13 @@ export function webhookStatements (db: Database) {
       }
     }),
     deliveries: db.prepare<[bigint, bigint, bigint], DeliveryRow>(deliveriesSql(() => '?')),
+    // The row first: only the transaction that wrote it writes the event.
+    announceOnce: db.transaction((once: KeyAnnouncement, event: NewEvent): boolean => {
+      if (claimAnnouncement.run(BigInt(once.keyId), once.type, BigInt(once.at)).changes === 0) return false
+      announce.run(event.type, BigInt(event.createdAt), event.data)
+      return true
+    }),
+    keysToAnnounce: db.prepare<[bigint, bigint, string, bigint], ApiKeyRow>(keysToAnnounceSql(() => '?')),
     purge: db.prepare<[bigint]>(
       `DELETE FROM events WHERE fanned_out = 1 AND created_at < ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`)

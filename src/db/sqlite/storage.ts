@@ -11,8 +11,9 @@ import { StorageUnavailableError } from '../../errors.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
   IssuedToken, KeyUsage, PetPageJson, PetPageQuery, PetRecord, Storage,
-  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, NewWebhookRecord, WebhookChanges, WebhookRecord
+  ClaimQuery, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, KeyAnnouncement, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord
 } from '../storage.js'
+import type { EventType } from '../../domain.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
 import { KEY_COLUMNS, LEAK_COLUMNS, toApiKey, toDelivery, toKeyLeak, toPet, toWebhook, type ApiKeyRow, type KeyLeakRow, type WebhookRow } from '../rows.js'
@@ -325,6 +326,14 @@ export class SqliteStorage implements Storage {
 
   async purgeEvents (createdBefore: number): Promise<number> {
     return await this.#write(() => this.#webhookSql.purge.run(BigInt(createdBefore)).changes)
+  }
+
+  async announceOnce (once: KeyAnnouncement, event: NewEvent): Promise<boolean> {
+    return await this.#write(() => this.#webhookSql.announceOnce.immediate(once, event))
+  }
+
+  async keysToAnnounce (type: EventType, after: number, until: number, limit: number): Promise<ApiKeyRecord[]> {
+    return this.#read(() => this.#webhookSql.keysToAnnounce.all(BigInt(after), BigInt(until), type, BigInt(limit))).map(toApiKey)
   }
 
   // StoreConnection
