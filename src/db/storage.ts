@@ -243,15 +243,15 @@ export interface UsageStore {
 }
 
 /** An event as its change writes it, in the change's own transaction (docs/WEBHOOKS.md). */
-interface NewEvent {
+export interface NewEvent {
   type: EventType
   createdAt: number
   /** The event's `data`, as JSON. */
   data: string
 }
 
-/** What a change announces, made from the record as written; undefined: nothing. */
-export type EventOf<T> = (record: T) => NewEvent | undefined
+/** What a change announces, made from the record as written: one event, several (a leak's revocation), or undefined: nothing. */
+export type EventOf<T> = (record: T) => NewEvent | readonly NewEvent[] | undefined
 
 export interface WebhookRecord {
   id: number
