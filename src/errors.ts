@@ -28,7 +28,7 @@ export const ERROR_CODES = {
   concurrency_limited: { status: 429, description: 'the key has as many requests in flight as its cap allows; retry after Retry-After, or send fewer at once' },
   request_header_fields_too_large: { status: 431, description: 'the request headers are too large' },
   internal_error: { status: 500, description: 'something went wrong on the service side' },
-  service_unavailable: { status: 503, description: 'the database cannot be reached; retry after Retry-After' },
+  service_unavailable: { status: 503, description: 'the database, or for a secret-scanning report the list of keys that verify it, cannot be reached; retry after Retry-After' },
   overloaded: { status: 503, description: 'the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially' }
 } as const satisfies Record<string, { status: number, description: string }>
 
@@ -204,6 +204,9 @@ export const Errors = {
   internal: () => new ApiError('internal_error', 'Something went wrong on our side; the error was logged.'),
   storageUnavailable: () => new ApiError('service_unavailable', 'The service cannot reach its database; retry shortly.', {
     headers: { 'retry-after': '5' }
+  }),
+  scannerKeysUnavailable: (retryAfterSeconds: number) => new ApiError('service_unavailable', 'The keys that verify secret-scanning reports could not be read yet; send the report again after the number of seconds in Retry-After.', {
+    headers: { 'retry-after': String(retryAfterSeconds) }
   }),
   overloaded: (retryAfterSeconds: number) => new ApiError('overloaded', 'The service is overloaded: wait for the number of seconds in Retry-After, then back off exponentially.', {
     headers: { 'retry-after': String(retryAfterSeconds) }

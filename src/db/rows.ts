@@ -2,7 +2,7 @@
 // every integer read as bigint), and the records they become.
 import type pg from 'pg'
 import { inScopeOrder, type Environment, type EventType, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, KeyLeakRecord, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, EventOf, KeyLeakRecord, NewEvent, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
 
 /** PostgreSQL's int8 type. */
 const INT8_OID = 20
@@ -234,4 +234,11 @@ export function toDelivery (row: DeliveryRow): DeliveryRecord {
     lastStatus: row.last_status === null ? null : Number(row.last_status),
     lastError: row.last_error
   }
+}
+
+/** The events a change announces, as a list, whichever backend writes them. */
+export function eventsOf<T> (event: EventOf<T> | undefined, record: T): readonly NewEvent[] {
+  const made = event?.(record)
+  if (made === undefined) return []
+  return Array.isArray(made) ? made : [made as NewEvent]
 }

@@ -250,8 +250,8 @@ export interface NewEvent {
   data: string
 }
 
-/** What a change announces, made from the record as written; undefined: nothing. */
-export type EventOf<T> = (record: T) => NewEvent | undefined
+/** What a change announces, made from the record as written: one event, several (a leak's revocation), or undefined: nothing. */
+export type EventOf<T> = (record: T) => NewEvent | readonly NewEvent[] | undefined
 
 export interface WebhookRecord {
   id: number

@@ -4,7 +4,7 @@
 // within a second; where it was found is kept with the key.
 import { createHash } from 'node:crypto'
 import type { KeyLeakRecord, KeyStore, LeakStore } from '../db/storage.js'
-import { UnknownTokenError, findKey, revokeKey } from './manage.js'
+import { UnknownTokenError, findKey, revokeLeakedKey } from './manage.js'
 
 /** What a secret scanner is told of each token it reported, in GitHub's words. */
 export type LeakLabel = 'true_positive' | 'false_positive'
@@ -49,12 +49,12 @@ export async function reportToken (storage: KeyStore & LeakStore, sighting: Sigh
 }
 
 /**
- * The one place a leak is recorded: the leak, then the revocation, through
- * the same function as an operator's. A revocation that failed after its
- * leak was recorded is done by the report's next delivery, which finds the
- * key still live. A `key.leaked` event belongs here, with the leak.
+ * The one place a leak is recorded: the leak, then the revocation, which
+ * writes `key.revoked` and `key.leaked` in its own transaction. A revocation
+ * that failed after its leak was recorded is done, and announced, by the
+ * report's next delivery, which finds the key still live.
  */
 async function recordLeak (storage: KeyStore & LeakStore, leak: KeyLeakRecord, now: number): Promise<void> {
   await storage.addKeyLeak(leak)
-  await revokeKey(storage, leak.keyId, now)
+  await revokeLeakedKey(storage, leak, now)
 }

@@ -201,6 +201,21 @@ export async function revokeKey (storage: Keys, id: number, now: number): Promis
   return await viewOne(storage, found(id, key), now)
 }
 
+/**
+ * Revokes a key because one of its tokens leaked, as `revokeKey` does, and
+ * announces `key.leaked` beside `key.revoked`, both in the revocation's
+ * transaction and both showing the key with this leak: what revoked it, even
+ * where an earlier report's revocation had failed. A key revoked before
+ * stays as it was and announces nothing.
+ */
+export async function revokeLeakedKey (storage: Keys, leak: KeyLeakRecord, now: number): Promise<KeyView> {
+  const key = await storage.changeApiKey(leak.keyId, (current) => current.revokedAt === null ? { revokedAt: now } : {}, (record) => {
+    const data = JSON.stringify(view(record, now, leak))
+    return [{ type: 'key.revoked', createdAt: now, data }, { type: 'key.leaked', createdAt: now, data }]
+  })
+  return await viewOne(storage, found(leak.keyId, key), now)
+}
+
 /** A key found by a token, and which of its tokens that is. */
 export interface FoundKey {
   key: KeyView

@@ -19,11 +19,25 @@ const MAX_LIST_BYTES = 1024 * 1024
 const MAX_SIGNATURE_CHARS = 200
 const MAX_IDENTIFIER_CHARS = 200
 
+/**
+ * The list has never been read, so no signature can be checked: the report
+ * may well be genuine. Refusing it as unsigned would make GitHub drop it;
+ * asked to come again, it retries. `retryAfterMs`: until the list may be
+ * read again.
+ */
+export class ScannerKeysUnavailableError extends Error {
+  constructor (readonly retryAfterMs: number) {
+    super('the secret scanner\'s key list has not been read yet')
+  }
+}
+
 export interface ScannerKeys {
   /**
    * Whether `signature` (base64 DER ECDSA, as GitHub sends it) is the
    * signature over `body` by the key named `identifier`; false when either
    * header is missing or malformed, or no key of the list has that name.
+   * Throws ScannerKeysUnavailableError for a signed report while the list
+   * has never been read.
    */
   verify: (identifier: string | undefined, signature: string | undefined, body: Buffer) => Promise<boolean>
 }
@@ -40,6 +54,7 @@ export interface ScannerKeysOptions {
 export function createScannerKeys ({ url, monotonic: clock = () => performance.now(), onError = () => {} }: ScannerKeysOptions): ScannerKeys {
   let keys = new Map<string, KeyObject>()
   let lastRead = -Infinity
+  let everRead = false
   let reading: Promise<void> | undefined
 
   /** Reads the list now; callers that come meanwhile share the read. */
@@ -48,6 +63,7 @@ export function createScannerKeys ({ url, monotonic: clock = () => performance.n
       lastRead = clock()
       try {
         keys = parseKeyList(await fetchList(url))
+        everRead = true
       } catch (error) {
         onError(error)
       } finally {
@@ -62,6 +78,7 @@ export function createScannerKeys ({ url, monotonic: clock = () => performance.n
       if (identifier === undefined || signature === undefined) return false
       if (identifier.length > MAX_IDENTIFIER_CHARS || signature.length > MAX_SIGNATURE_CHARS) return false
       if (!keys.has(identifier) && clock() - lastRead >= REFETCH_MS) await read()
+      if (!everRead) throw new ScannerKeysUnavailableError(Math.max(0, lastRead + REFETCH_MS - clock()))
       const key = keys.get(identifier)
       if (key === undefined) return false
       try {

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } fr
 import type { Storage } from '../db/storage.js'
 import { Errors, type ErrorCode } from '../errors.js'
 import { HOLDER_REPORT, reportId, reportToken } from '../keys/leaks.js'
-import type { ScannerKeys } from '../keys/scanner-keys.js'
+import { ScannerKeysUnavailableError, type ScannerKeys } from '../keys/scanner-keys.js'
 import { createAddressLimit } from '../limits/limit.js'
 import type { RateLimitStore } from '../limits/store.js'
 import { readJsonBody } from '../plugins/json-body.js'
@@ -76,8 +76,13 @@ const leakRoutes: FastifyPluginAsyncTypebox<LeakRoutesOptions> = async (app, { s
     // itself, after checking it: an unsigned body is refused before it is parsed.
     reports.removeContentTypeParser('application/json')
     reports.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) => {
-      const verified = await scannerKeys.verify(
-        header(request, 'github-public-key-identifier'), header(request, 'github-public-key-signature'), body)
+      let verified
+      try {
+        verified = await scannerKeys.verify(header(request, 'github-public-key-identifier'), header(request, 'github-public-key-signature'), body)
+      } catch (error) {
+        if (!(error instanceof ScannerKeysUnavailableError)) throw error
+        throw Errors.scannerKeysUnavailable(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
+      }
       if (!verified) throw Errors.badSignature()
       request.signedBody = body
       return readJsonBody(request, body)

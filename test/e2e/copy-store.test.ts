@@ -1,7 +1,8 @@
 // `petstore copy-store --to URL` (docs/SCALING.md: The move from SQLite to PostgreSQL), both
 // ways between SQLite and PostgreSQL: a service started on the target
 // answers every token and every animal as the source's did, carries on the
-// ids, the usage and the idempotent replays; a target that holds anything
+// ids, the usage, the leaks, the deprecated operation's callers and the
+// idempotent replays; a target that holds anything
 // is refused with nothing written; and no table of either schema is left
 // out without saying so.
 import { after, describe, it } from 'node:test'
@@ -11,7 +12,8 @@ import pg from 'pg'
 import { COPIED_TABLES, UNCOPIED_TABLES } from '../../src/db/copy.js'
 import { openStorage } from '../../src/db/open.js'
 import { Database } from '../../src/db/sqlite/driver.js'
-import type { ApiKeyRecord, IssuedToken, KeyUsage, PetRecord, Storage } from '../../src/db/storage.js'
+import type { ApiKeyRecord, DeprecatedCaller, IssuedToken, KeyLeakRecord, KeyUsage, PetRecord, Storage } from '../../src/db/storage.js'
+import { HOLDER_REPORT, reportToken } from '../../src/keys/leaks.js'
 import { issueKey, revokeKey, rollKey } from '../../src/keys/manage.js'
 import { INT64_MAX, bearer, newPetJson } from '../support/fixtures.js'
 import { createUnlimitedKey, loadInFullSwing, type PetText } from '../support/load.js'
@@ -50,6 +52,11 @@ async function makeKeys (url: string): Promise<Tokens> {
     await revokeKey(storage, revoked.id, now)
     const expired = await issueKey(storage, { ...base, name: 'expired', now: now - 2 * HOUR_MS, expiresAt: now - HOUR_MS })
     const readOnly = await issueKey(storage, { ...base, name: 'read only', scopes: ['pets:read'], concurrency: 3, now })
+    // Two leaks, one a scanner's and one the holder's, each of which revokes its key.
+    const leaked = await issueKey(storage, { ...base, name: 'leaked', now })
+    await reportToken(storage, { token: leaked.token, report: `github:${'5a'.repeat(32)}`, url: 'https://github.com/octocat/Hello-World/blob/main/.env "ü"', source: 'content' }, now)
+    const givenUp = await issueKey(storage, { ...base, name: 'given up', now })
+    await reportToken(storage, { token: givenUp.token, report: HOLDER_REPORT, url: null, source: null }, now + 1)
     assert.ok(rolled !== undefined && rolledAgain !== undefined)
     return {
       current: current.token,
@@ -60,6 +67,8 @@ async function makeKeys (url: string): Promise<Tokens> {
       revoked: revoked.token,
       expired: expired.token,
       readOnly: readOnly.token,
+      leaked: leaked.token,
+      givenUp: givenUp.token,
       neverIssued: 'pet_live_' + 'x'.repeat(43)
     }
   })
@@ -94,6 +103,8 @@ interface Contents {
   tokens: IssuedToken[]
   pets: PetRecord[]
   usage: KeyUsage[]
+  leaks: KeyLeakRecord[]
+  deprecatedCallers: DeprecatedCaller[]
   secrets: string[]
 }
 
@@ -108,7 +119,9 @@ async function contents (url: string): Promise<Contents> {
     }
     const usage = (await Promise.all(keys.map(async (key) => await storage.usageOf(key.id, 0, 1_000_000)))).flat()
     const secrets = await Promise.all(['cursor', 'deployment'].map(async (name) => (await storage.secret(name)).toString('hex')))
-    return { keys, tokens: await storage.listTokenHashes(0, 1_000_000), pets, usage, secrets }
+    const leaks = await storage.firstKeyLeaks(keys.map((key) => key.id))
+    const deprecatedCallers = await storage.deprecatedCallers(0, 1_000_000)
+    return { keys, tokens: await storage.listTokenHashes(0, 1_000_000), pets, usage, leaks, deprecatedCallers, secrets }
   })
 }
 
@@ -130,6 +143,9 @@ async function fillThroughService (url: string, tokens: Tokens, servers: ServerP
     assert.deepEqual(new Set(batch), new Set([201]))
   }
   const answered = await answers(server, tokens)
+  // Calls of the deprecated operation, counted per key and day (deprecated_calls).
+  const id = /"id":(\d+)/.exec(replayed)?.[1] ?? '1'
+  for (const name of ['current', 'readOnly', 'readOnly']) assert.equal((await send(server, `/v1/pets/${id}`, tokens[name] as string)).status, 200)
   await server.stop()
   return { replayed, answered }
 }
@@ -170,6 +186,8 @@ describe('petstore copy-store', { timeout: 300_000 }, () => {
       const copied = await contents(target)
       assert.deepEqual(copied, before)
       assert.ok(before.usage.length > 0 && before.pets.length === PETS + 2)
+      assert.deepEqual(before.leaks.map((leak) => [leak.report, leak.source]), [[`github:${'5a'.repeat(32)}`, 'content'], ['holder', null]])
+      assert.deepEqual(before.deprecatedCallers.map((caller) => caller.calls).sort(), [1, 2])
       assert.deepEqual(before.keys.map((key) => key.concurrency).filter((cap) => cap !== null), [3])
       assert.deepEqual(answered, {
         current: { status: 200, code: undefined },
@@ -180,6 +198,8 @@ describe('petstore copy-store', { timeout: 300_000 }, () => {
         revoked: { status: 401, code: answered.revoked?.code },
         expired: { status: 401, code: answered.expired?.code },
         readOnly: { status: 200, code: undefined },
+        leaked: { status: 401, code: answered.leaked?.code },
+        givenUp: { status: 401, code: answered.givenUp?.code },
         neverIssued: { status: 401, code: answered.neverIssued?.code }
       })
       const server = await startServer({ DATABASE_URL: target })

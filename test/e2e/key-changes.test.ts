@@ -1,7 +1,9 @@
 // Every change to a key holds on every instance within one second (docs/KEYS.md:
-// The admin API): three instances on one PostgreSQL database and one Redis,
-// a key changed through the functions the `petstore keys` commands and the
-// admin API call, and each instance polled before, during and after.
+// The admin API, Leaked tokens): three instances on one PostgreSQL database
+// and one Redis, a key changed through the functions the `petstore keys`
+// commands and the admin API call, or revoked by a secret scanner's signed
+// report or its holder at one instance, and each instance polled before,
+// during and after.
 //
 // What is asserted is the promise itself: no instance answers with the old
 // state a request sent a second or more after the change returned. A slow
@@ -18,6 +20,7 @@ import { bearer, newPetJson } from '../support/fixtures.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { startServers, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
+import { keyListFile, makeScanner, report } from '../support/scanner.js'
 
 /** The promise: a change holds on every instance within this long. */
 const WITHIN_MS = 1_000
@@ -120,12 +123,14 @@ function assertHeldEverywhere (t: TestContext, what: string, answers: Answer[], 
 
 describe('changes to a key, on three instances sharing one PostgreSQL database and one Redis', { timeout: 180_000 }, () => {
   const instances: ServerProcess[] = []
+  const github = makeScanner()
   let redis: OwnRedisServer | undefined
   let storage: Storage | undefined
   before(async () => {
     redis = await OwnRedisServer.start()
     // Each instance believes the test's X-Forwarded-For (see `from`).
-    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: redis.url, DATABASE_POOL_SIZE: '4', TRUST_PROXY: '127.0.0.1' }
+    // A scanner's key pair stands in for GitHub's, its public key in a file as for a machine that cannot reach GitHub.
+    const env = { DATABASE_URL: await freshPostgresDatabase(), REDIS_URL: redis.url, DATABASE_POOL_SIZE: '4', TRUST_PROXY: '127.0.0.1', SECRET_SCANNING_KEYS_URL: keyListFile(github) }
     instances.push(...await startServers(3, env))
     // As the `petstore keys` commands do: the same functions, on the same database.
     storage = await openPostgres(env.DATABASE_URL, { poolSize: 2 })
@@ -172,6 +177,53 @@ describe('changes to a key, on three instances sharing one PostgreSQL database a
 
     // Assert
     assertHeldEverywhere(t, 'revocation', answers, instances.length, { origin: changedAt, bound: changedAt + WITHIN_MS })
+  })
+
+  /** Polls with the key's token: 200 before, 401 invalid_api_key after. */
+  const revokedProbe = (token: string) => async (server: ServerProcess): Promise<State> => {
+    const response = await list(server, token)
+    if (response.status === 200) return 'before'
+    if (response.status === 401 && response.code === 'invalid_api_key') return 'after'
+    return { unexpected: describeResponse(response) }
+  }
+
+  it('When a signed secret-scanning report naming a key in use reaches one instance, then within a second every instance refuses the key', async (t) => {
+    // Arrange
+    const { token } = await newKey()
+    const body = report([token])
+    let answeredAt = 0
+
+    // Act: the report to the last instance; the bound counts from its answer, after which the key is revoked.
+    const answers = await watch(instances, revokedProbe(token), async () => {
+      const response = await fetch(`${instances[2]?.origin ?? ''}/v1/secret-scanning`, {
+        method: 'POST', headers: { 'content-type': 'application/json', ...github.sign(body), ...from(instances[2] as ServerProcess) }, body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+      })
+      answeredAt = Date.now()
+      assert.equal(response.status, 200, await response.text())
+      return answeredAt + WITHIN_MS
+    })
+
+    // Assert
+    assertHeldEverywhere(t, 'revocation by a secret-scanning report', answers, instances.length, { origin: answeredAt, bound: answeredAt + WITHIN_MS, from: 'the report\'s answer' })
+  })
+
+  it('When a key\'s holder revokes its token at one instance, then within a second of the answer every instance refuses the key', async (t) => {
+    // Arrange
+    const { token } = await newKey()
+    let answeredAt = 0
+
+    // Act: the revocation is made after its 202; the promise still counts from the answer.
+    const answers = await watch(instances, revokedProbe(token), async () => {
+      const response = await fetch(`${instances[1]?.origin ?? ''}/v1/credentials/revoke`, {
+        method: 'POST', headers: { 'content-type': 'application/json', ...from(instances[1] as ServerProcess) }, body: JSON.stringify({ credentials: [token] }), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS)
+      })
+      answeredAt = Date.now()
+      assert.equal(response.status, 202, await response.text())
+      return answeredAt + WITHIN_MS
+    })
+
+    // Assert
+    assertHeldEverywhere(t, 'revocation by the token\'s holder', answers, instances.length, { origin: answeredAt, bound: answeredAt + WITHIN_MS, from: 'the revocation\'s answer' })
   })
 
   it('When a key is rolled with an overlap of 0, then within a second every instance refuses its old token, and accepts the new one at once', async (t) => {

@@ -12,6 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { sharesPorts } from '../../src/config.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
+import { keyListFile, makeScanner, report } from '../support/scanner.js'
 import { Database } from '../../src/db/sqlite/driver.js'
 import { ServerProcess, createKey, databaseFile, idsIn, makeTempDir, pollUntil, removeTempDir, runCli, sqliteUrl, startServer } from '../support/process.js'
 
@@ -209,6 +210,54 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     // Assert
     assert.equal(exit?.code, 0, server.stdout + server.stderr)
     assert.match(server.stdout, /"msg":"stopped"/)
+  })
+})
+
+describe('leaked tokens through two workers on one SQLite file', { skip: !SHARES_PORTS && 'this Node.js cannot share a port between threads', timeout: 120_000 }, () => {
+  const dir = makeTempDir()
+  const github = makeScanner()
+  const env = { DATABASE_URL: sqliteUrl(dir), WORKERS: '2', SECRET_SCANNING_KEYS_URL: keyListFile(github) }
+  let server: ServerProcess
+  before(async () => { server = await startServer(env, 30_000) })
+  after(async () => {
+    await server.dispose()
+    removeTempDir(dir)
+  })
+
+  /**
+   * A key in use on both workers, revoked by `revoke` at one of them: a
+   * second after its answer, requests spread over both workers are all
+   * refused. Each case polls a path of its own, so its log lines say which
+   * workers answered it.
+   */
+  async function assertRevokedEverywhere (name: string, path: string, revoke: (token: string) => Promise<Answer>, expected: number): Promise<void> {
+    const { token } = await createKey(env, ['--plan', 'enterprise', '--name', name, '--per-minute', '100000', '--per-day', '1000000'])
+    const warm = await Promise.all(Array.from({ length: 20 }, async () => await send(server.port, '/v1/pets?limit=1', { headers: bearer(token) })))
+    assert.deepEqual(new Set(warm.map(({ status }) => status)), new Set([200]))
+
+    const answer = await revoke(token)
+    const answeredAt = Date.now()
+    assert.equal(answer.status, expected, answer.text)
+    await delay(answeredAt + 1_000 - Date.now())
+    const after = await Promise.all(Array.from({ length: 20 }, async () => await send(server.port, path, { headers: bearer(token) })))
+
+    assert.deepEqual(after.map(({ status, text }) => `${status} ${text.includes('"invalid_api_key"') ? 'invalid_api_key' : text}`), Array.from({ length: 20 }, () => '401 invalid_api_key'))
+    await delay(200)
+    const workers = new Set([...server.stdout.matchAll(new RegExp(`"worker":(\\d+).*"url":"${path.replace(/[?]/g, '\\?')}"`, 'g'))].map((match) => match[1]))
+    assert.equal(workers.size, 2, `the refusals came from workers ${[...workers].join(', ')}`)
+  }
+
+  it('When a signed secret-scanning report names a key in use on both workers, then a second after its answer both workers refuse the key', async () => {
+    await assertRevokedEverywhere('reported', '/v1/pets?limit=2', async (token) => {
+      const body = report([token])
+      return await send(server.port, '/v1/secret-scanning', { method: 'POST', headers: { 'content-type': 'application/json', ...github.sign(body) }, body })
+    }, 200)
+  })
+
+  it('When a key\'s holder revokes its token, then a second after the answer both workers refuse the key', async () => {
+    await assertRevokedEverywhere('given up', '/v1/pets?limit=3', async (token) => await send(server.port, '/v1/credentials/revoke', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ credentials: [token] })
+    }), 202)
   })
 })
 

@@ -10,6 +10,7 @@ import fc from 'fast-check'
 import { generateToken } from '../../src/keys/tokens.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
 import { OpenApiChecker } from '../support/openapi-check.js'
+import { keyListFile, makeScanner } from '../support/scanner.js'
 import { iterations } from '../support/soak.js'
 import { Figures, KEEP_GOING, fuzzParameters, injectSent, judge } from './harness.js'
 import { materialize, requestSpec, type RunState, type SentRequest } from './requests.js'
@@ -19,6 +20,9 @@ const AFTER_SUNSET = '2030-12-06T00:00:30Z'
 
 /** Far more than any run sends: the key is never limited, so requests reach their operation. */
 const UNLIMITED = 1_000_000_000
+
+/** The secret scanner whose reports the run signs; its public key is the service's list. */
+const github = makeScanner()
 
 async function arrange (subject: TestApp): Promise<{ checker: OpenApiChecker, state: RunState }> {
   const document = await subject.app.inject({ url: '/v1/openapi.json' })
@@ -37,8 +41,10 @@ async function arrange (subject: TestApp): Promise<{ checker: OpenApiChecker, st
       revoked,
       otherEnvironment: generateToken('staging'),
       unknown: good,
-      mistyped: `${good.slice(0, -1)}${good.endsWith('A') ? 'B' : 'A'}`
+      mistyped: `${good.slice(0, -1)}${good.endsWith('A') ? 'B' : 'A'}`,
+      leakable: await subject.newKey('free')
     },
+    sign: (body) => github.sign(body),
     ids: [],
     cursors: [],
     idempotencyKeys: [],
@@ -92,13 +98,13 @@ describe('fuzzing through inject', () => {
     // The scaled-out configuration runs a fifth as many: what differs there is storage and limits, not parsing.
     const runs = configuration.backend === 'sqlite' ? iterations(1000, 10_000) : iterations(200, 2000)
     test(`When ${runs} generated requests reach the service (${configuration.name}), then none gets a 5xx and every response is as the OpenAPI document describes it`, async (t) => {
-      const subject = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5' }, configuration)
+      const subject = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5', SECRET_SCANNING_KEYS_URL: keyListFile(github) }, configuration)
       try {
         const figures = await fuzz(subject, runs, configuration.name, (message) => { t.diagnostic(message) })
         assert.equal(figures.serverErrors, 0)
         assert.equal(figures.failures, 0)
         // Every operation was reached, and with both outcomes.
-        for (const operation of ['listPets', 'createPet', 'getPet', 'no operation']) {
+        for (const operation of ['listPets', 'createPet', 'getPet', 'reportLeakedTokens', 'revokeCredentials', 'no operation']) {
           assert.ok((figures.operations.get(operation) ?? 0) > 0, `${operation} was never reached`)
         }
         // A 405 comes about once in 45 requests: 200 runs miss it about one time in a hundred, 1,000 never.
@@ -112,7 +118,7 @@ describe('fuzzing through inject', () => {
 
   const afterSunset = iterations(200, 2000)
   test(`When ${afterSunset} generated requests reach the service after GET /pets/{petId} is removed, then none gets a 5xx and every response, 410 included, is as the OpenAPI document describes it`, async (t) => {
-    const subject = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5' })
+    const subject = await buildTestApp({ RATE_LIMIT_BAN_THRESHOLD: '5', SECRET_SCANNING_KEYS_URL: keyListFile(github) })
     subject.clock.set(AFTER_SUNSET)
     try {
       const figures = await fuzz(subject, afterSunset, 'after the sunset', (message) => { t.diagnostic(message) })

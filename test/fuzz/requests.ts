@@ -3,7 +3,9 @@
 // made from them by mutation (wrong types, unknown fields, numbers past
 // int64, control characters, bodies past 16 KiB, nesting thousands deep,
 // malformed UTF-8 …), for every operation, parameter, header and body, and
-// for paths and methods that reach no operation.
+// for paths and methods that reach no operation. Secret-scanning reports are
+// signed as the run's scanner signs, or not, so that their bodies reach the
+// parser; the tokens they and revocations name are the run's, or odd ones.
 //
 // A request is generated as a plain description (`RequestSpec`), which
 // fast-check prints and shrinks; `materialize` turns it into what is sent,
@@ -41,9 +43,13 @@ type Body =
   | { kind: 'deep', depth: number, open: string }
   | { kind: 'large', bytes: number }
   | { kind: 'same-as-earlier', index: number }
+  /** JSON in which each string `@name@` stands for the run's token of that name. */
+  | { kind: 'tokens', value: Value }
+  /** A report of this many matches of never-issued tokens. */
+  | { kind: 'many-matches', count: number }
 
 export interface RequestSpec {
-  operation: 'listPets' | 'createPet' | 'getPet' | 'other'
+  operation: 'listPets' | 'createPet' | 'getPet' | 'reportLeakedTokens' | 'revokeCredentials' | 'other'
   method: string
   /** Path below the origin, or a path segment to put after `/v1/pets/` (getPet). */
   path: string | { petId: string | Earlier }
@@ -58,6 +64,8 @@ export interface RequestSpec {
   wait: number
   /** Sent twice at once (the second an exact copy): idempotency and limits under concurrency. */
   twice: boolean
+  /** A secret-scanning report's signature: the run scanner's over the body, over other bytes, made-up, or none. */
+  signature?: 'valid' | 'other-body' | 'made-up' | 'none'
 }
 
 // ---------------------------------------------------------------------------
@@ -356,18 +364,106 @@ const other: fc.Arbitrary<RequestSpec> = fc.record({
   twice: TWICE
 }, { requiredKeys: ['operation', 'method', 'path', 'query', 'auth', 'headers', 'remoteAddress', 'wait', 'twice'] })
 
+/** The run's tokens a report or a revocation may name (never its working keys: those must stay live), and odd strings. */
+const LEAK_TOKEN: fc.Arbitrary<Value> = fc.oneof(
+  { weight: 8, arbitrary: fc.constantFrom('@leakable@', '@revoked@', '@unknown@', '@mistyped@', '@otherEnvironment@') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom('', ' ', 'pet_live_', 'pet_test_', `pet_live_${'a'.repeat(36)}`, `pet_live_${'0'.repeat(37)}`, 'PET_LIVE_' + 'A'.repeat(36),
+      ' @unknown@', 'pet_live_\u0000', 'pet_live_é' + 'a'.repeat(35), '🐶'.repeat(20), 'x'.repeat(5000), 'ghp_' + 'a'.repeat(36))
+  },
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 80 }) },
+  { weight: 1, arbitrary: WRONG_JSON }
+)
+
+const MATCH: fc.Arbitrary<Value> = fc.record({
+  token: LEAK_TOKEN,
+  type: fc.constantFrom('petstore_api_token', 'petstore_api_token', 'petstore_api_token', 'petstore_live_api_token', '', 'x'.repeat(300)),
+  url: fc.constantFrom('https://github.com/octocat/Hello-World/blob/main/.env', '', 'not a url', 'x'.repeat(3000)),
+  source: fc.constantFrom('content', 'commit', 'npm', ''),
+  extra: fc.constantFrom(1, 'x', null)
+}, { requiredKeys: ['token', 'type'] }) as fc.Arbitrary<Value>
+
+/** Bodies that are not JSON, or JSON of the wrong kind: what both leak routes must refuse with a 4xx. */
+const BAD_LEAK_TEXT = fc.constantFrom('', ' ', '[', ']', '{', '[{"token":', '[{"token":"x","type":"y"},]', '[{"token":"x","type":"y"}]x', 'null', '[]', '{}', '[null]',
+  '[1]', '[[]]', '"pet_live_"', '\ufeff[{"token":"x","type":"y"}]', '[{"token":"x","token":"y","type":"z"}]', '[{"__proto__":{"token":"x"},"type":"y"}]',
+  '{"credentials":', '{"credentials":null}', '{"credentials":"pet_live_"}', '{"credentials":[]}', '{"credentials":[1]}', '{"credentials":["x"],"credentials":[]}',
+  '{"credentials":["x"],"extra":1}', '{"__proto__":{"credentials":["x"]}}', '{"credentials":["\ud800"]}')
+
+function leakBody (json: fc.Arbitrary<Value>): fc.Arbitrary<Body> {
+  return fc.oneof(
+    { weight: 8, arbitrary: json.map((value): Body => ({ kind: 'tokens', value })) },
+    { weight: 3, arbitrary: fc.oneof(BAD_LEAK_TEXT, fc.string({ unit: 'binary', maxLength: 200 })).map((text): Body => ({ kind: 'text', text })) },
+    { weight: 1, arbitrary: fc.uint8Array({ minLength: 1, maxLength: 60 }).map((bytes): Body => ({ kind: 'bytes', hex: Buffer.from(bytes).toString('hex') })) },
+    { weight: 1, arbitrary: fc.constantFrom('c0af', '80', 'eda080', 'ff').map((bad): Body => ({ kind: 'bytes', hex: Buffer.from('[{"token":"p').toString('hex') + bad + Buffer.from('","type":"t"}]').toString('hex') })) },
+    { weight: 1, arbitrary: fc.tuple(fc.integer({ min: 100, max: 20_000 }), fc.constantFrom('[', '{"credentials":[', '[{"token":')).map(([depth, open]): Body => ({ kind: 'deep', depth, open })) }
+  )
+}
+
+const reportBody = fc.oneof(
+  { weight: 10, arbitrary: leakBody(fc.oneof({ weight: 5, arbitrary: fc.array(MATCH, { minLength: 1, maxLength: 5 }) }, { weight: 1, arbitrary: fc.array(LEAK_TOKEN, { maxLength: 3 }) }, { weight: 1, arbitrary: MATCH })) },
+  // 1,000 matches are allowed, 1,001 are not; 20,000 pass 1 MiB.
+  { weight: 1, arbitrary: fc.constantFrom(1000, 1001, 20_000).map((count): Body => ({ kind: 'many-matches', count })) }
+)
+
+const revocationBody = leakBody(fc.oneof(
+  { weight: 6, arbitrary: fc.record({ credentials: fc.array(LEAK_TOKEN, { minLength: 1, maxLength: 5 }) }) as fc.Arbitrary<Value> },
+  // 100 tokens are allowed, 101 are not; so is nothing but credentials.
+  { weight: 1, arbitrary: fc.constantFrom(0, 100, 101, 1000).map((n): Value => ({ credentials: Array.from({ length: n }, (_, i) => i % 2 === 0 ? '@unknown@' : `pet_live_${i}`) })) },
+  { weight: 1, arbitrary: fc.tuple(fc.array(LEAK_TOKEN, { minLength: 1, maxLength: 2 }), fc.constantFrom('extra', 'Credentials', ''), WRONG_JSON).map(([credentials, field, value]): Value => ({ credentials, [field]: value })) },
+  { weight: 1, arbitrary: fc.oneof(WRONG_JSON, fc.array(LEAK_TOKEN, { maxLength: 3 })).map((credentials): Value => ({ credentials })) }
+))
+
+const LEAK_HEADERS = fc.tuple(COMMON_HEADERS, fc.constantFrom('application/json', 'application/json', 'application/json', 'application/json; charset=utf-8', undefined, 'text/plain', 'application/x-www-form-urlencoded'))
+  .map(([headers, contentType]) => {
+    const { 'content-type': _, ...rest } = headers
+    return contentType === undefined ? rest : { ...rest, 'content-type': contentType }
+  })
+
+const reportLeakedTokens: fc.Arbitrary<RequestSpec> = fc.record({
+  operation: fc.constant('reportLeakedTokens' as const),
+  method: fc.constantFrom('POST', 'POST', 'POST', 'POST', 'GET', 'PUT'),
+  path: fc.constant('/v1/secret-scanning'),
+  query: fc.constant<Array<[string, string]>>([]),
+  auth: fc.oneof({ weight: 5, arbitrary: fc.constant<Auth>({ kind: 'none' }) }, { weight: 1, arbitrary: AUTH }),
+  headers: LEAK_HEADERS,
+  body: fc.option(reportBody, { nil: undefined, freq: 20 }),
+  signature: fc.constantFrom('valid', 'valid', 'valid', 'valid', 'valid', 'other-body', 'made-up', 'none'),
+  remoteAddress: ADDRESSES,
+  wait: WAIT,
+  twice: TWICE
+}, { requiredKeys: ['operation', 'method', 'path', 'query', 'auth', 'headers', 'signature', 'remoteAddress', 'wait', 'twice'] })
+
+const revokeCredentials: fc.Arbitrary<RequestSpec> = fc.record({
+  operation: fc.constant('revokeCredentials' as const),
+  method: fc.constantFrom('POST', 'POST', 'POST', 'POST', 'GET', 'DELETE'),
+  path: fc.constant('/v1/credentials/revoke'),
+  query: fc.constant<Array<[string, string]>>([]),
+  auth: fc.oneof({ weight: 5, arbitrary: fc.constant<Auth>({ kind: 'none' }) }, { weight: 1, arbitrary: AUTH }),
+  headers: LEAK_HEADERS,
+  body: fc.option(revocationBody, { nil: undefined, freq: 20 }),
+  remoteAddress: ADDRESSES,
+  wait: WAIT,
+  twice: TWICE
+}, { requiredKeys: ['operation', 'method', 'path', 'query', 'auth', 'headers', 'remoteAddress', 'wait', 'twice'] })
+
 export const requestSpec: fc.Arbitrary<RequestSpec> = fc.oneof(
   { weight: 3, arbitrary: listPets },
   { weight: 4, arbitrary: createPet },
   { weight: 3, arbitrary: getPet },
-  { weight: 2, arbitrary: other }
+  { weight: 2, arbitrary: other },
+  { weight: 2, arbitrary: reportLeakedTokens },
+  { weight: 1, arbitrary: revokeCredentials }
 )
 
 // ---------------------------------------------------------------------------
 // From a description to what is sent
 
 export interface RunState {
-  tokens: { key: string, tight: string, revoked: string, otherEnvironment: string, unknown: string, mistyped: string }
+  /** `leakable`: a key only reports and revocations name, live until the first of them. */
+  tokens: { key: string, tight: string, revoked: string, otherEnvironment: string, unknown: string, mistyped: string, leakable: string }
+  /** The headers with which the run's secret scanner signs these bytes. */
+  sign: (body: string | Buffer) => Record<string, string>
   /** Ids of animals the run created, as digits. */
   ids: string[]
   /** Cursors from `Link: rel="next"` headers. */
@@ -406,6 +502,8 @@ function bodyOf (body: Body, state: RunState): string | Buffer {
     case 'deep': return body.open.repeat(body.depth)
     case 'large': return `{"name":"Rex","categoryId":1,"padding":"${'x'.repeat(body.bytes)}"}`
     case 'same-as-earlier': return pick(state.bodies, body.index, '{"name":"Rex","categoryId":1}')
+    case 'tokens': return writeJson(body.value).replace(/"@(\w+)@"/g, (text, name: string) => name in state.tokens ? JSON.stringify(state.tokens[name as keyof RunState['tokens']]) : text)
+    case 'many-matches': return writeJson(Array.from({ length: body.count }, (_, i) => ({ token: `pet_live_${String(i).padStart(36, '0')}`, type: 'petstore_api_token', url: 'https://example.com/'.padEnd(40, 'x') })))
   }
 }
 
@@ -444,5 +542,9 @@ export function materialize (spec: RequestSpec, state: RunState): SentRequest {
   if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = resolve(spec.idempotencyKey, state.idempotencyKeys, 'key-0')
   for (const [name, value] of Object.entries(headers)) headers[name] = onTheWire(value)
   const payload = spec.body === undefined ? undefined : bodyOf(spec.body, state)
+  if (spec.signature !== undefined && spec.signature !== 'none') {
+    const signed = state.sign(spec.signature === 'valid' ? payload ?? '' : 'other bytes')
+    Object.assign(headers, spec.signature === 'made-up' ? { ...signed, 'github-public-key-identifier': 'made-up' } : signed)
+  }
   return { method: spec.method, url, headers, remoteAddress: spec.remoteAddress, ...(payload === undefined ? {} : { payload }) }
 }

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { REFETCH_MS, createScannerKeys } from '../../src/keys/scanner-keys.js'
+import { REFETCH_MS, ScannerKeysUnavailableError, createScannerKeys } from '../../src/keys/scanner-keys.js'
 import { keyList, keyListFile, makeScanner } from '../support/scanner.js'
 
 describe('the secret scanner\'s key list', () => {
@@ -53,11 +53,31 @@ describe('the secret scanner\'s key list', () => {
     assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], Buffer.from('[]')), false)
   })
 
-  it('When the list cannot be read, then every report fails to verify and the error is told', async () => {
+  it('When the list was never read, then a signed report is put off until the next allowed read, an unsigned one refused, and the error told', async () => {
     const errors: unknown[] = []
-    const keys = createScannerKeys({ url: 'file:///nonexistent/keys.json', onError: (error) => { errors.push(error) } })
+    let now = 5000
+    const keys = createScannerKeys({ url: 'file:///nonexistent/keys.json', monotonic: () => now, onError: (error) => { errors.push(error) } })
     const headers = github.sign(body)
-    assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], body), false)
-    assert.equal(errors.length, 1)
+    const verifying = async (): Promise<boolean> => await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], body)
+
+    await assert.rejects(verifying(), (error: unknown) => error instanceof ScannerKeysUnavailableError && error.retryAfterMs === REFETCH_MS)
+    now += 20_000
+    await assert.rejects(verifying(), (error: unknown) => error instanceof ScannerKeysUnavailableError && error.retryAfterMs === REFETCH_MS - 20_000)
+    assert.equal(await keys.verify(undefined, headers['github-public-key-signature'], body), false)
+    assert.equal(errors.length, 1, 'no read within the minute')
+  })
+
+  it('When the list was read once and then cannot be read, then the keys read are kept and an unknown key is refused, not put off', async () => {
+    reads = 0
+    let now = 0
+    served = keyList(github)
+    const keys = createScannerKeys({ url, monotonic: () => now })
+    const headers = github.sign(body)
+    assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], body), true)
+    served = 'not json'
+    now += REFETCH_MS
+    assert.equal(await keys.verify('made-up', headers['github-public-key-signature'], body), false)
+    assert.equal(reads, 2)
+    assert.equal(await keys.verify(headers['github-public-key-identifier'], headers['github-public-key-signature'], body), true)
   })
 })

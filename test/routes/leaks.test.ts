@@ -3,10 +3,14 @@
 // Redis, with a key pair made here standing in for GitHub's.
 import { afterEach, before, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { pathToFileURL } from 'node:url'
 import { CONFIGURATIONS, buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
-import { keyListFile, makeScanner, report, type Scanner } from '../support/scanner.js'
+import { keyList, keyListFile, makeScanner, report, type Scanner } from '../support/scanner.js'
 import { findKey, revokeKey, rollKey } from '../../src/keys/manage.js'
 import { generateToken } from '../../src/keys/tokens.js'
 
@@ -114,6 +118,41 @@ for (const configuration of CONFIGURATIONS) {
       }
       assert.deepEqual(await snapshot(t, live), before)
       assert.equal((await t.app.inject({ url: '/v1/pets', headers: bearer(live) })).statusCode, 200)
+    })
+
+    it('When the key list could never be read, then a signed report gets 503 with Retry-After until the next read and changes nothing, an unsigned one 401; once the list is there, the report is taken', async () => {
+      // Arrange: the list's file does not exist yet, as a URL GitHub cannot be reached at.
+      const path = join(mkdtempSync(join(tmpdir(), 'petstore-scanner-')), 'keys.json')
+      const cut = await buildTestApp({ SECRET_SCANNING_KEYS_URL: pathToFileURL(path).href }, { backend: configuration.backend, limiterBackend: configuration.limiterBackend })
+      try {
+        const live = await cut.newKey()
+        const body = report([live])
+        const send = async (headers: Record<string, string>) => await cut.app.inject({ method: 'POST', url: '/v1/secret-scanning', headers: { 'content-type': 'application/json', ...headers }, payload: body })
+
+        // Act and assert
+        const first = await send(github.sign(body))
+        assert.equal(first.statusCode, 503, first.body)
+        assert.equal(errorOf(first).code, 'service_unavailable')
+        assert.equal(first.headers['retry-after'], '60')
+        cut.clock.advance(45_000)
+        const meanwhile = await send(github.sign(body))
+        assert.equal(meanwhile.statusCode, 503)
+        assert.equal(meanwhile.headers['retry-after'], '15')
+        const unsigned = await send({})
+        assert.equal(unsigned.statusCode, 401)
+        assert.equal(errorOf(unsigned).code, 'invalid_signature')
+        assert.equal((await cut.app.inject({ url: '/v1/pets', headers: bearer(live) })).statusCode, 200)
+        assert.equal(await cut.storage.countLeakedKeys(), 0)
+        writeFileSync(path, keyList(github))
+        assert.equal((await send(github.sign(body))).statusCode, 503, 'the list is not read again within the minute')
+        cut.clock.advance(15_000)
+        const taken = await send(github.sign(body))
+        assert.equal(taken.statusCode, 200, taken.body)
+        assert.equal((taken.json() as Label[])[0]?.label, 'true_positive')
+        assert.equal((await findKey(cut.storage, live, cut.clock.now())).key.revoked, true)
+      } finally {
+        await cut.close()
+      }
     })
 
     it('When a report is malformed, huge or over 1 MiB, then it gets a 4xx with the Error body, never a 5xx', async () => {

@@ -287,6 +287,18 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
     }
   })
 
+  it('When a secret-scanning report comes before its key list could ever be read (503), then the body is code, message and status only', async () => {
+    const unread = await buildTestApp({ SECRET_SCANNING_KEYS_URL: 'file:///nonexistent/keys.json' })
+    try {
+      const body = '[{"token":"pet_live_x","type":"petstore_api_token"}]'
+      check('a report with the key list unread', await inject(unread, {
+        method: 'POST', url: '/v1/secret-scanning', headers: { 'content-type': 'application/json', 'github-public-key-identifier': 'k', 'github-public-key-signature': 'c2ln' }, payload: body
+      }), 503, 'service_unavailable')
+    } finally {
+      await unread.close()
+    }
+  })
+
   it('When a request is shed under overload (503), then the body is code, message and status only', async () => {
     const shedding = await buildTestApp({}, { overload: { cause: 'event_loop_delay', reading: { eventLoopDelayMs: 900, dbPoolWaitMs: undefined } } })
     try {

@@ -9,6 +9,8 @@ import pino from 'pino'
 import { openPostgres } from '../../src/db/postgres/storage.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import type { Storage } from '../../src/db/storage.js'
+import type { EventType } from '../../src/domain.js'
+import { HOLDER_REPORT, reportToken } from '../../src/keys/leaks.js'
 import { issueKey, revokeKey, rollKey, updateKey } from '../../src/keys/manage.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
 import { createWebhook, listDeliveries } from '../../src/webhooks/manage.js'
@@ -49,7 +51,7 @@ for (const backend of BACKENDS) {
 
     /** A store, a receiver, an endpoint to it with the types given, and a dispatcher on the clock given. */
     async function subject (
-      { events, url, allowPrivate = true, clockOffsetMs = 0 }: { events?: Array<'pet.created' | 'key.created' | 'key.updated' | 'key.rolled' | 'key.revoked'>, url?: (receiver: WebhookReceiver) => string, allowPrivate?: boolean, clockOffsetMs?: number } = {}
+      { events, url, allowPrivate = true, clockOffsetMs = 0 }: { events?: EventType[], url?: (receiver: WebhookReceiver) => string, allowPrivate?: boolean, clockOffsetMs?: number } = {}
     ): Promise<Subject & { secret: string, endpointId: number }> {
       const storage = await openStorage(backend)
       const receiver = await new WebhookReceiver().listen()
@@ -98,6 +100,50 @@ for (const backend of BACKENDS) {
       assert.equal(revoked?.data.revoked, true)
       assert.equal(revoked?.data.id, key.id)
       assert.equal(receiver.ids().size, 5)
+    })
+
+    it('When a scanner\'s report revokes a key, then key.leaked arrives beside key.revoked, verified by standardwebhooks, with the key and where its token was found, and no token', async () => {
+      // Arrange
+      const { storage, receiver, secret, clock } = await subject({ events: ['key.leaked', 'key.revoked'] })
+      const key = await issueKey(storage, { plan: 'free', name: 'leaky', perMinute: undefined, perDay: undefined, environment: 'production', now: clock.now() })
+      const sighting = { token: key.token, report: `github:${'ab'.repeat(32)}`, url: 'https://github.com/octocat/Hello-World/blob/main/.env', source: 'content' }
+
+      // Act: the report twice (GitHub retries), then the holder too: only the first revokes, so only it announces.
+      assert.equal(await reportToken(storage, sighting, clock.now()), 'true_positive')
+      clock.ms += 1000
+      assert.equal(await reportToken(storage, sighting, clock.now()), 'true_positive')
+      assert.equal(await reportToken(storage, { token: key.token, report: HOLDER_REPORT, url: null, source: null }, clock.now()), 'true_positive')
+      await arrived(receiver, 2, 'the revocation and the leak')
+      await new Promise((resolve) => setTimeout(resolve, 300))
+
+      // Assert
+      assert.equal(receiver.received.length, 2)
+      const payloads = receiver.received.map((delivery) => verify(secret, delivery))
+      assert.deepEqual(payloads.map((p) => p.type).sort(), ['key.leaked', 'key.revoked'])
+      const leaked = payloads.find((p) => p.type === 'key.leaked')
+      assert.equal(leaked?.data.id, key.id)
+      assert.equal(leaked?.data.revoked, true)
+      assert.equal(leaked?.data.tokenHint, key.tokenHint)
+      const reportedAt = new Date(clock.ms - 1000).toISOString()
+      assert.deepEqual(leaked?.data.leak, { reportedAt, report: sighting.report, url: sighting.url, source: 'content' })
+      assert.equal(leaked?.data.revokedAt, reportedAt)
+      assert.equal(leaked?.timestamp, reportedAt)
+      for (const delivery of receiver.received) {
+        assert.ok(!delivery.body.includes(key.token), 'a token in an event')
+        assert.doesNotMatch(delivery.body, /tokenHash|token_hash|"token"|whsec_/)
+      }
+    })
+
+    it('When a holder revokes their own token, then key.leaked says so, with the report holder and no place', async () => {
+      const { storage, receiver, secret, clock } = await subject({ events: ['key.leaked'] })
+      const key = await issueKey(storage, { plan: 'free', name: 'mine', perMinute: undefined, perDay: undefined, environment: 'production', now: clock.now() })
+
+      await reportToken(storage, { token: key.token, report: HOLDER_REPORT, url: null, source: null }, clock.now())
+      await arrived(receiver, 1, 'the leak')
+
+      const [payload] = receiver.received.map((delivery) => verify(secret, delivery))
+      assert.equal(payload?.type, 'key.leaked')
+      assert.deepEqual(payload?.data.leak, { reportedAt: new Date(clock.ms).toISOString(), report: 'holder', url: null, source: null })
     })
 
     it('When a delivery\'s body is changed, or its timestamp is old, then standardwebhooks refuses it', async () => {

@@ -413,7 +413,7 @@ export interface components {
                 };
             };
         };
-        /** @description `service_unavailable`: the database cannot be reached; retry after Retry-After. `overloaded`: the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially. */
+        /** @description `service_unavailable`: the database, or for a secret-scanning report the list of keys that verify it, cannot be reached; retry after Retry-After. `overloaded`: the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially. */
         ServiceUnavailable: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -941,7 +941,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `service_unavailable`: the database cannot be reached; retry after Retry-After. `overloaded`: the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially. */
+            /** @description `service_unavailable`: the database, or for a secret-scanning report the list of keys that verify it, cannot be reached; retry after Retry-After. `overloaded`: the service is overloaded and refuses requests for a while; retry after Retry-After, backing off exponentially. */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1075,7 +1075,7 @@ export interface operations {
             417: components["responses"]["ExpectationFailed"];
             429: components["responses"]["TooManyRequests2"];
             500: components["responses"]["InternalServerError"];
-            /** @description The database cannot be reached; retry after Retry-After (`service_unavailable`). */
+            /** @description The database, or for a secret-scanning report the list of keys that verify it, cannot be reached; retry after Retry-After (`service_unavailable`). */
             503: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

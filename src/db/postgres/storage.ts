@@ -17,7 +17,7 @@ import type { EventType } from '../../domain.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
-  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
+  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, eventsOf, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
@@ -406,8 +406,7 @@ export class PostgresStorage implements Storage {
 
 /** Writes what a change to this record announces, if anything, in the change's transaction; gives the record back. */
 async function announced<T> (client: pg.PoolClient, record: T, event: EventOf<T> | undefined): Promise<T> {
-  const made = event?.(record)
-  if (made !== undefined) await client.query(EVENT_SQL.insert, [made.type, made.createdAt, made.data])
+  for (const made of eventsOf(event, record)) await client.query(EVENT_SQL.insert, [made.type, made.createdAt, made.data])
   return record
 }
 

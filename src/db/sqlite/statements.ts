@@ -4,7 +4,7 @@
 import type { PetStatus } from '../../domain.js'
 import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyAnnouncement, KeyUsage, NewApiKeyRecord, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
-  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, keysToAnnounceSql, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, keysToAnnounceSql, eventsColumn, eventsOf, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
@@ -52,8 +52,7 @@ export function keyStatements (db: Database) {
   const announce = eventInsert(db)
   const written = (id: bigint, event: EventOf<ApiKeyRecord> | undefined): ApiKeyRecord => {
     const key = toApiKey(get.get(id) as ApiKeyRow)
-    const made = event?.(key)
-    if (made !== undefined) announce.run(made.type, BigInt(made.createdAt), made.data)
+    for (const made of eventsOf(event, key)) announce.run(made.type, BigInt(made.createdAt), made.data)
     return key
   }
   return {
