@@ -112,7 +112,10 @@ for (const configuration of CONFIGURATIONS) {
       const day = new Date(first.clock.now()).toISOString().slice(0, 10)
       const warning = payloads.find((p) => p.type === 'quota.warning')
       const exhausted = payloads.find((p) => p.type === 'quota.exhausted')
-      assert.deepEqual({ ...warning?.data, key: undefined }, { key: undefined, day, limit: 10, used: 8 })
+      // The use as the announcing instance saw it: the burst may have passed 8 before that instance wrote.
+      const used = Number(warning?.data.used)
+      assert.deepEqual({ ...warning?.data, key: undefined, used: undefined }, { key: undefined, day, limit: 10, used: undefined })
+      assert.ok(used >= 8 && used <= 10, `quota.warning said ${used} used`)
       assert.deepEqual({ ...exhausted?.data, key: undefined }, { key: undefined, day, limit: 10, used: 10 })
       const key = exhausted?.data.key as Record<string, unknown>
       assert.equal(key.perDay, 10)
