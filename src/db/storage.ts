@@ -348,6 +348,11 @@ export interface WebhookStore {
   listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]>
   /** Forgets events made before this instant with no delivery pending; says how many. */
   purgeEvents (createdBefore: number): Promise<number>
+  /**
+   * When the oldest event still to deliver was made: not fanned out yet, or
+   * with a delivery pending to an enabled endpoint; undefined when none is.
+   */
+  oldestUndeliveredEvent (): Promise<number | undefined>
 }
 
 /** Where a token of a key was found, and by which report (docs/KEYS.md: Leaked tokens). */

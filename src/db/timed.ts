@@ -59,6 +59,7 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
     listDeliveries: timed('listDeliveries', storage.listDeliveries),
     purgeEvents: timed('purgeEvents', storage.purgeEvents),
+    oldestUndeliveredEvent: timed('oldestUndeliveredEvent', storage.oldestUndeliveredEvent),
     addKeyLeak: timed('addKeyLeak', storage.addKeyLeak),
     firstKeyLeaks: timed('firstKeyLeaks', storage.firstKeyLeaks),
     countLeakedKeys: timed('countLeakedKeys', storage.countLeakedKeys)

@@ -40,6 +40,8 @@ export interface DispatcherOptions {
   /** Unix milliseconds; injected so that tests control backoff. */
   now?: () => number
   random?: () => number
+  /** Told how each attempt ended (telemetry/metrics.ts); `retry` when it was not the delivery's first. */
+  observe?: (outcome: 'succeeded' | 'failed' | 'retried', retry: boolean) => void
 }
 
 /** When a failed attempt goes again, or undefined: never (final, or past the time retries are given). */
@@ -58,6 +60,7 @@ export class Dispatcher {
   readonly #allowPrivate: boolean
   readonly #now: () => number
   readonly #random: () => number
+  readonly #observe: DispatcherOptions['observe']
   readonly #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
   readonly #stopping = new AbortController()
   /** Deliveries in flight, per endpoint. */
@@ -73,7 +76,8 @@ export class Dispatcher {
   #purgedAt = 0
   #soon: NodeJS.Timeout | undefined
 
-  constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random }: DispatcherOptions) {
+  constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random, observe }: DispatcherOptions) {
+    this.#observe = observe
     this.#storage = storage
     this.#logger = logger
     this.#allowPrivate = allowPrivate
@@ -193,11 +197,15 @@ export class Dispatcher {
     // Abandoned at a stop: the lease sends it again.
     if (this.#stopping.signal.aborted && !attempt.ok) return
     const { eventId, endpointId } = delivery
+    // Claiming counted this attempt already.
+    const retry = delivery.attempts > 1
     if (attempt.ok) {
       this.#outcomes.push({ eventId, endpointId, state: 'succeeded', nextAttemptAt: now, lastStatus: attempt.status, lastError: null })
+      this.#observe?.('succeeded', retry)
       return
     }
     const at = nextAttempt(attempt, delivery.attempts, delivery.createdAt, now, this.#random)
+    this.#observe?.(at === undefined ? 'failed' : 'retried', retry)
     this.#outcomes.push({
       eventId,
       endpointId,

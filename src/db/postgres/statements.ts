@@ -134,6 +134,9 @@ export const WEBHOOK_SQL = {
     FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::int8[], $6::int8[])
       AS o (state, next_attempt_at, last_status, last_error, event_id, endpoint_id)
     WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id`,
+  oldestUndelivered: `SELECT MIN(created_at) AS created_at FROM events
+    WHERE id = (SELECT MIN(id) FROM events WHERE fanned_out = 0)
+    OR id = (SELECT MIN(d.event_id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1 WHERE d.state = 'pending')`,
   purge: `DELETE FROM events WHERE fanned_out = 1 AND created_at < $1
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`
 } as const

@@ -343,6 +343,12 @@ export class PostgresStorage implements Storage {
     return (await this.#run(WEBHOOK_SQL.purge, [createdBefore])).rowCount ?? 0
   }
 
+  async oldestUndeliveredEvent (): Promise<number | undefined> {
+    const { rows } = await this.#run<{ created_at: string | null }>(WEBHOOK_SQL.oldestUndelivered)
+    const at = rows[0]?.created_at
+    return at === null || at === undefined ? undefined : Number(at)
+  }
+
   // StoreConnection
   poolUse (): PoolUse {
     return {

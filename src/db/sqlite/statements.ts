@@ -158,6 +158,11 @@ export function webhookStatements (db: Database) {
       }
     }),
     deliveries: db.prepare<[bigint, bigint, bigint], DeliveryRow>(deliveriesSql(() => '?')),
+    // Two lookups by index (the events to fan out, the pending deliveries), not a scan of every event kept.
+    oldestUndelivered: db.prepare<[], bigint | null>(
+      `SELECT MIN(created_at) AS created_at FROM events
+       WHERE id = (SELECT MIN(id) FROM events WHERE fanned_out = 0)
+       OR id = (SELECT MIN(d.event_id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1 WHERE d.state = 'pending')`).pluck(true),
     purge: db.prepare<[bigint]>(
       `DELETE FROM events WHERE fanned_out = 1 AND created_at < ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`)

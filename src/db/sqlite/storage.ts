@@ -327,6 +327,11 @@ export class SqliteStorage implements Storage {
     return await this.#write(() => this.#webhookSql.purge.run(BigInt(createdBefore)).changes)
   }
 
+  async oldestUndeliveredEvent (): Promise<number | undefined> {
+    const at = this.#read(() => this.#webhookSql.oldestUndelivered.get())
+    return at === null || at === undefined ? undefined : Number(at)
+  }
+
   // StoreConnection
   poolUse (): undefined {
     return undefined
