@@ -353,6 +353,18 @@ export interface WebhookStore {
    * with a delivery pending to an enabled endpoint; undefined when none is.
    */
   oldestUndeliveredEvent (): Promise<number | undefined>
+  /**
+   * Makes a succeeded or failed delivery pending again, due at `now`, its
+   * attempts and last answer kept; false when there is no such delivery or
+   * it is pending already.
+   */
+  resendDelivery (endpointId: number, eventId: bigint, now: number): Promise<boolean>
+  /**
+   * Writes an event for one endpoint alone, with its pending delivery, in
+   * one transaction: never fanned out to others. Its id, or undefined when
+   * no endpoint has this id.
+   */
+  addEndpointEvent (endpointId: number, event: { type: string, createdAt: number, data: string }): Promise<bigint | undefined>
 }
 
 /** Where a token of a key was found, and by which report (docs/KEYS.md: Leaked tokens). */

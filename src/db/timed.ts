@@ -60,6 +60,8 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     listDeliveries: timed('listDeliveries', storage.listDeliveries),
     purgeEvents: timed('purgeEvents', storage.purgeEvents),
     oldestUndeliveredEvent: timed('oldestUndeliveredEvent', storage.oldestUndeliveredEvent),
+    resendDelivery: timed('resendDelivery', storage.resendDelivery),
+    addEndpointEvent: timed('addEndpointEvent', storage.addEndpointEvent),
     addKeyLeak: timed('addKeyLeak', storage.addKeyLeak),
     firstKeyLeaks: timed('firstKeyLeaks', storage.firstKeyLeaks),
     countLeakedKeys: timed('countLeakedKeys', storage.countLeakedKeys)

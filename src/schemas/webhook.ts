@@ -3,7 +3,7 @@
 // validate requests, serialize answers, type the handlers and make the
 // admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
-import { EVENT_TYPES, type EventType } from '../domain.js'
+import { EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from '../domain.js'
 import { Check, Rule, Text } from './kinds.js'
 
 export const DEFAULT_WEBHOOK_PAGE_SIZE = 20
@@ -95,16 +95,23 @@ export const ListWebhooksQuery = Type.Object({
 }, { additionalProperties: false })
 export type ListWebhooksQuery = Static<typeof ListWebhooksQuery>
 
-export const Deliveries = Type.Array(Type.Object({
+export const Delivery = Type.Object({
   webhookId: Type.String({ maxLength: 30, pattern: '^evt_[0-9]+$', description: 'The event\'s id, as sent in the `webhook-id` header.' }),
-  type: Type.String({ enum: [...EVENT_TYPES], maxLength: 40, description: 'The event\'s type.' }),
+  type: Type.String({ enum: [...EVENT_TYPES, TEST_EVENT_TYPE], maxLength: 40, description: 'The event\'s type; `webhook.test` for a test event an operator sent.' }),
   eventCreatedAt: time('When the event was made.'),
   state: Type.String({ enum: ['pending', 'succeeded', 'failed'], maxLength: 10, description: '`pending`: to be tried (again); `succeeded`: a 2xx came back; `failed`: a final answer, or retries given up.' }),
   attempts: Type.Integer({ minimum: 0, maximum: 1_000_000, format: 'int32', description: 'Attempts made so far.' }),
   lastStatus: Type.Union([Type.Integer({ minimum: 100, maximum: 999, format: 'int32' }), Type.Null()], { description: 'The last attempt\'s HTTP status; null: none came back.' }),
   lastError: Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], { description: 'Why the last attempt failed, with the start of the answer; null after a success.' }),
   nextAttemptAt: Type.Union([time('When it is tried next.'), Type.Null()], { description: 'When it is tried next; null once it succeeded or failed.' })
-}, { additionalProperties: false }), { $id: 'Deliveries', maxItems: MAX_WEBHOOK_PAGE_SIZE, title: 'Deliveries', description: 'A page of an endpoint\'s deliveries, newest event first.' })
+}, { $id: 'Delivery', additionalProperties: false, title: 'Delivery', description: 'One event\'s delivery to one endpoint.' })
+
+export const Deliveries = Type.Array(Delivery, { $id: 'Deliveries', maxItems: MAX_WEBHOOK_PAGE_SIZE, title: 'Deliveries', description: 'A page of an endpoint\'s deliveries, newest event first.' })
+
+export const DeliveryParams = Type.Object({
+  id: WebhookIdParams.properties.id,
+  eventId: Type.String({ minLength: 5, maxLength: 23, pattern: '^evt_[0-9]{1,19}$', description: 'The event\'s id, as its `webhook-id` header and the deliveries list have it: `evt_` and a number.' })
+}, { additionalProperties: false })
 
 export const ListDeliveriesQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_PAGE_SIZE, format: 'int32', default: DEFAULT_WEBHOOK_PAGE_SIZE, description: 'Maximum number of deliveries to return.' })),

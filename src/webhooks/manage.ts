@@ -3,7 +3,7 @@
 // admin API (and later the command line) to call. Each rule is checked here.
 import { randomBytes } from 'node:crypto'
 import type { DeliveryRecord, NewWebhookRecord, WebhookChanges, WebhookRecord, WebhookStore } from '../db/storage.js'
-import type { EventType } from '../domain.js'
+import { TEST_EVENT_TYPE, type EventType } from '../domain.js'
 import { isPublicAddress, literalAddress } from './addresses.js'
 import { webhookId } from './deliver.js'
 
@@ -37,6 +37,20 @@ export class NoSuchWebhookError extends Error {
   override name = 'NoSuchWebhookError'
   constructor (readonly id: number) {
     super(`No webhook endpoint has the id ${id}.`)
+  }
+}
+
+export class NoSuchDeliveryError extends Error {
+  override name = 'NoSuchDeliveryError'
+  constructor (readonly id: number, readonly webhookId: string) {
+    super(`Webhook endpoint ${id} has no delivery of ${webhookId} (delivered and failed events are kept for 7 days).`)
+  }
+}
+
+export class DeliveryPendingError extends Error {
+  override name = 'DeliveryPendingError'
+  constructor (readonly id: number, readonly webhookId: string) {
+    super(`The delivery of ${webhookId} to webhook endpoint ${id} is still to be tried; only a succeeded or failed delivery can be sent again.`)
   }
 }
 
@@ -140,7 +154,45 @@ export interface DeliveryView {
 /** An endpoint's deliveries, newest event first, from the one before `beforeEventId`. */
 export async function listDeliveries (storage: WebhookStore, id: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryView[]> {
   found(id, await storage.getWebhook(id))
-  return (await storage.listDeliveries(id, beforeEventId, limit)).map((delivery) => ({
+  return (await storage.listDeliveries(id, beforeEventId, limit)).map(deliveryView)
+}
+
+async function oneDelivery (storage: WebhookStore, id: number, eventId: bigint): Promise<DeliveryView | undefined> {
+  const [delivery] = await storage.listDeliveries(id, eventId + 1n, 1)
+  return delivery?.eventId === eventId ? deliveryView(delivery) : undefined
+}
+
+/**
+ * Sends a succeeded or failed delivery again, as a new attempt of the same
+ * webhook-id, due now. A failure is retried as any is, within the three
+ * days after the event; past them, this one attempt is all.
+ */
+export async function resendDelivery (storage: WebhookStore, id: number, eventWebhookId: string, now: number): Promise<DeliveryView> {
+  found(id, await storage.getWebhook(id))
+  const eventId = BigInt(eventWebhookId.slice('evt_'.length))
+  if (!await storage.resendDelivery(id, eventId, now)) {
+    const delivery = await oneDelivery(storage, id, eventId)
+    if (delivery === undefined) throw new NoSuchDeliveryError(id, eventWebhookId)
+    throw new DeliveryPendingError(id, eventWebhookId)
+  }
+  const delivery = await oneDelivery(storage, id, eventId)
+  // Removed with its endpoint in between.
+  if (delivery === undefined) throw new NoSuchDeliveryError(id, eventWebhookId)
+  return delivery
+}
+
+/** Writes a `webhook.test` event for this endpoint alone, delivered as any event is, and answers its delivery. */
+export async function sendTestEvent (storage: WebhookStore, id: number, now: number): Promise<DeliveryView> {
+  const data = JSON.stringify({ endpointId: id, message: 'A test event, sent by an operator; it announces no change.' })
+  const eventId = await storage.addEndpointEvent(id, { type: TEST_EVENT_TYPE, createdAt: now, data })
+  if (eventId === undefined) throw new NoSuchWebhookError(id)
+  const delivery = await oneDelivery(storage, id, eventId)
+  if (delivery === undefined) throw new NoSuchWebhookError(id)
+  return delivery
+}
+
+function deliveryView (delivery: DeliveryRecord): DeliveryView {
+  return {
     webhookId: webhookId(delivery.eventId),
     type: delivery.type,
     eventCreatedAt: new Date(delivery.createdAt).toISOString(),
@@ -149,7 +201,7 @@ export async function listDeliveries (storage: WebhookStore, id: number, beforeE
     lastStatus: delivery.lastStatus,
     lastError: delivery.lastError,
     nextAttemptAt: delivery.state === 'pending' ? new Date(delivery.nextAttemptAt).toISOString() : null
-  }))
+  }
 }
 
 function found (id: number, webhook: WebhookRecord | undefined): WebhookRecord {

@@ -343,6 +343,15 @@ export class PostgresStorage implements Storage {
     return (await this.#run(WEBHOOK_SQL.purge, [createdBefore])).rowCount ?? 0
   }
 
+  async resendDelivery (endpointId: number, eventId: bigint, now: number): Promise<boolean> {
+    return (await this.#run(WEBHOOK_SQL.resend, [now, eventId, endpointId])).rowCount === 1
+  }
+
+  async addEndpointEvent (endpointId: number, event: { type: string, createdAt: number, data: string }): Promise<bigint | undefined> {
+    const { rows } = await this.#run<{ event_id: string | bigint }>(WEBHOOK_SQL.addEndpointEvent, [endpointId, event.type, event.createdAt, event.data])
+    return rows[0] === undefined ? undefined : BigInt(rows[0].event_id)
+  }
+
   async oldestUndeliveredEvent (): Promise<number | undefined> {
     const { rows } = await this.#run<{ created_at: string | null }>(WEBHOOK_SQL.oldestUndelivered)
     const at = rows[0]?.created_at

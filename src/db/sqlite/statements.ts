@@ -163,6 +163,17 @@ export function webhookStatements (db: Database) {
       `SELECT MIN(created_at) AS created_at FROM events
        WHERE id = (SELECT MIN(id) FROM events WHERE fanned_out = 0)
        OR id = (SELECT MIN(d.event_id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1 WHERE d.state = 'pending')`).pluck(true),
+    resend: db.prepare<[bigint, bigint, bigint]>(
+      "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ? WHERE event_id = ? AND endpoint_id = ? AND state <> 'pending'"),
+    // Marked fanned out as it is written: it is this endpoint's alone.
+    addEndpointEvent: db.transaction((endpointId: bigint, type: string, createdAt: bigint, data: string): bigint | undefined => {
+      if (get.get(endpointId) === undefined) return undefined
+      const eventId = BigInt(db.prepare<[string, bigint, string]>('INSERT INTO events (type, created_at, data, fanned_out) VALUES (?, ?, ?, 1)')
+        .run(type, createdAt, data).lastInsertRowid)
+      db.prepare<[bigint, bigint, bigint]>("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at) VALUES (?, ?, 'pending', 0, ?)")
+        .run(eventId, endpointId, createdAt)
+      return eventId
+    }),
     purge: db.prepare<[bigint]>(
       `DELETE FROM events WHERE fanned_out = 1 AND created_at < ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`)

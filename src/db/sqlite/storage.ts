@@ -327,6 +327,14 @@ export class SqliteStorage implements Storage {
     return await this.#write(() => this.#webhookSql.purge.run(BigInt(createdBefore)).changes)
   }
 
+  async resendDelivery (endpointId: number, eventId: bigint, now: number): Promise<boolean> {
+    return await this.#write(() => this.#webhookSql.resend.run(BigInt(now), eventId, BigInt(endpointId)).changes === 1)
+  }
+
+  async addEndpointEvent (endpointId: number, event: { type: string, createdAt: number, data: string }): Promise<bigint | undefined> {
+    return await this.#write(() => this.#webhookSql.addEndpointEvent.immediate(BigInt(endpointId), event.type, BigInt(event.createdAt), event.data))
+  }
+
   async oldestUndeliveredEvent (): Promise<number | undefined> {
     const at = this.#read(() => this.#webhookSql.oldestUndelivered.get())
     return at === null || at === undefined ? undefined : Number(at)
