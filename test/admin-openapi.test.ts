@@ -42,7 +42,8 @@ const STATUSES: Record<string, string[]> = {
   deleteWebhook: ['200', ...WITH_BODY, '404'],
   listWebhookDeliveries: ['200', ...ALWAYS, '404'],
   resendWebhookDelivery: ['202', ...WITH_BODY, '404', '409'],
-  testWebhook: ['202', ...WITH_BODY, '404']
+  testWebhook: ['202', ...WITH_BODY, '404'],
+  rollWebhookSecret: ['201', ...WITH_BODY, '404']
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

@@ -120,9 +120,11 @@ export interface WebhookRow {
   secret: Buffer
   created_at: bigint
   updated_at: bigint
+  previous_secret: Buffer | null
+  previous_secret_expires_at: bigint | null
 }
 
-export const WEBHOOK_COLUMNS = 'id, url, events, description, enabled, secret, created_at, updated_at'
+export const WEBHOOK_COLUMNS = 'id, url, events, description, enabled, secret, created_at, updated_at, previous_secret, previous_secret_expires_at'
 
 export function toWebhook (row: WebhookRow): WebhookRecord {
   return {
@@ -132,9 +134,21 @@ export function toWebhook (row: WebhookRow): WebhookRecord {
     description: row.description,
     enabled: row.enabled === 1n,
     secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at)
   }
+}
+
+/**
+ * Rolls an endpoint's secret, in SQL both backends run (its values: the
+ * previous secret's end twice, the new secret, now, the id): the right-hand
+ * sides read the row as it was.
+ */
+export function rollSecretSql (param: (n: number) => string): string {
+  return `UPDATE webhook_endpoints SET previous_secret = CASE WHEN CAST(${param(1)} AS bigint) IS NULL THEN NULL ELSE secret END,
+    previous_secret_expires_at = ${param(2)}, secret = ${param(3)}, updated_at = ${param(4)} WHERE id = ${param(5)} RETURNING ${WEBHOOK_COLUMNS}`
 }
 
 /** How an endpoint's event types are stored: space-separated, null for every type. */
@@ -167,10 +181,12 @@ export interface DueDeliveryRow {
   data: string
   url: string
   secret: Buffer
+  previous_secret: Buffer | null
+  previous_secret_expires_at: bigint | null
 }
 
 /** A due delivery's columns, of `webhook_deliveries d JOIN events e JOIN webhook_endpoints w`. */
-export const DUE_DELIVERY_COLUMNS = 'd.event_id, d.endpoint_id, d.attempts, e.type, e.created_at, e.data, w.url, w.secret'
+export const DUE_DELIVERY_COLUMNS = 'd.event_id, d.endpoint_id, d.attempts, e.type, e.created_at, e.data, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at'
 
 export function toDueDelivery (row: DueDeliveryRow): DueDelivery {
   return {
@@ -181,7 +197,9 @@ export function toDueDelivery (row: DueDeliveryRow): DueDelivery {
     createdAt: Number(row.created_at),
     data: row.data,
     url: row.url,
-    secret: row.secret
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at)
   }
 }
 

@@ -262,11 +262,14 @@ export interface WebhookRecord {
   enabled: boolean
   /** The signing secret's bytes: HMAC needs them as they are. */
   secret: Buffer
+  /** The secret before the last roll, which signs too until `previousSecretExpiresAt`; null when the roll ended it at once. */
+  previousSecret: Buffer | null
+  previousSecretExpiresAt: number | null
   createdAt: number
   updatedAt: number
 }
 
-export type NewWebhookRecord = Omit<WebhookRecord, 'id'>
+export type NewWebhookRecord = Omit<WebhookRecord, 'id' | 'previousSecret' | 'previousSecretExpiresAt'>
 
 /** What a change to an endpoint sets; a field left out keeps its value. */
 export interface WebhookChanges {
@@ -289,6 +292,9 @@ export interface DueDelivery {
   data: string
   url: string
   secret: Buffer
+  /** Signs too while `previousSecretExpiresAt` lies ahead. */
+  previousSecret: Buffer | null
+  previousSecretExpiresAt: number | null
 }
 
 /** How an attempt went: `pending` goes again at `nextAttemptAt`. */
@@ -330,6 +336,12 @@ export interface WebhookStore {
   listWebhooks (afterId: number, limit: number): Promise<WebhookRecord[]>
   /** Undefined when no endpoint has this id. */
   changeWebhook (id: number, changes: WebhookChanges): Promise<WebhookRecord | undefined>
+  /**
+   * Gives the endpoint a new secret; the current one becomes the previous
+   * one until `previousExpiresAt`, or is dropped with the previous one at
+   * once when that is null. Undefined when no endpoint has this id.
+   */
+  rollWebhookSecret (id: number, secret: Buffer, previousExpiresAt: number | null, now: number): Promise<WebhookRecord | undefined>
   /** Removes the endpoint and its deliveries; undefined when no endpoint has this id. */
   deleteWebhook (id: number): Promise<WebhookRecord | undefined>
   /**

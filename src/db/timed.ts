@@ -54,6 +54,7 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     listWebhooks: timed('listWebhooks', storage.listWebhooks),
     changeWebhook: timed('changeWebhook', storage.changeWebhook),
     deleteWebhook: timed('deleteWebhook', storage.deleteWebhook),
+    rollWebhookSecret: timed('rollWebhookSecret', storage.rollWebhookSecret),
     fanOutEvents: timed('fanOutEvents', storage.fanOutEvents),
     claimDeliveries: timed('claimDeliveries', storage.claimDeliveries),
     recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),

@@ -9,10 +9,10 @@ import type { WebhookStore } from '../db/storage.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 import { adminAnswers } from '../schemas/responses.js'
 import {
-  DEFAULT_WEBHOOK_PAGE_SIZE, Deliveries, Delivery, DeliveryParams, ListDeliveriesQuery, ListWebhooksQuery, NewWebhook, Webhook, WebhookChanges, WebhookIdParams, WebhookWithSecret, Webhooks
+  DEFAULT_WEBHOOK_PAGE_SIZE, Deliveries, Delivery, DeliveryParams, ListDeliveriesQuery, RollWebhookSecret, ListWebhooksQuery, NewWebhook, Webhook, WebhookChanges, WebhookIdParams, WebhookWithSecret, Webhooks
 } from '../schemas/webhook.js'
 import {
-  createWebhook, deleteWebhook, listDeliveries, listWebhooks, resendDelivery, sendTestEvent, showWebhook, updateWebhook, type WebhookPolicy
+  createWebhook, deleteWebhook, listDeliveries, listWebhooks, resendDelivery, rollWebhookSecret, sendTestEvent, showWebhook, updateWebhook, type WebhookPolicy
 } from '../webhooks/manage.js'
 import { ALWAYS } from './admin-keys.js'
 
@@ -122,6 +122,16 @@ const adminWebhookRoutes: FastifyPluginAsyncTypebox<AdminWebhookRoutesOptions> =
     const { id, eventId } = request.params
     return reply.code(202).send(await resendDelivery(storage, id, eventId, now()))
   })
+
+  app.post('/webhooks/:id/roll-secret', {
+    schema: oneWebhookOperation({
+      operationId: 'rollWebhookSecret',
+      summary: 'Roll an endpoint\'s signing secret',
+      description: 'Gives the endpoint a new signing secret, in this answer only. Until `expireCurrentInSeconds` have passed, each delivery carries a signature of the new secret and one of the current, space-separated in `webhook-signature`, so that a receiver holding either verifies; give the receiver the new one within that time. A secret from before the current one stops at once.',
+      body: RollWebhookSecret,
+      response: adminAnswers(201, WebhookWithSecret, 'The endpoint, and its new signing secret.', [...WITH_BODY, 404])
+    })
+  }, async (request, reply) => reply.code(201).send(await rollWebhookSecret(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())))
 
   app.post('/webhooks/:id/test', {
     schema: oneWebhookOperation({

@@ -3,7 +3,8 @@
 // validate requests, serialize answers, type the handlers and make the
 // admin OpenAPI document.
 import { Type, type Static, type TUnsafe } from 'typebox'
-import { EVENT_TYPES, TEST_EVENT_TYPE, type EventType } from '../domain.js'
+import { EVENT_TYPES, MAX_OVERLAP_SECONDS, TEST_EVENT_TYPE, type EventType } from '../domain.js'
+import { BodyInteger } from './key.js'
 import { Check, Rule, Text } from './kinds.js'
 
 export const DEFAULT_WEBHOOK_PAGE_SIZE = 20
@@ -48,6 +49,9 @@ export const Webhook = Type.Object({
   ], { description: 'The event types delivered here; null: every type, those added later too.' }),
   description: Type.String({ maxLength: 10_000, description: 'A note for people; empty when none was given.' }),
   enabled: Type.Boolean({ description: 'Whether events are delivered here. A disabled endpoint is given no new events, and its pending deliveries wait.' }),
+  previousSecretExpiresAt: Type.Union([time('When the secret before the last roll stops signing.'), Type.Null()], {
+    description: 'While a roll\'s overlap runs, when the secret before it stops signing deliveries (each carries a signature of both until then); null otherwise.'
+  }),
   createdAt: time('When the endpoint was made.'),
   updatedAt: time('When the endpoint was last changed.')
 }, { $id: 'Webhook', additionalProperties: false, title: 'Webhook', description: 'A webhook endpoint, never its secret.' })
@@ -84,6 +88,14 @@ export const WebhookChanges = Type.Object({
   }))
 }, { $id: 'WebhookChanges', additionalProperties: false, title: 'WebhookChanges', description: 'What to change on a webhook endpoint; a field left out keeps its value.' })
 export type WebhookChanges = Static<typeof WebhookChanges>
+
+export const RollWebhookSecret = Type.Object({
+  expireCurrentInSeconds: BodyInteger(0, MAX_OVERLAP_SECONDS, {
+    format: 'int32',
+    description: 'How long the current secret keeps signing beside the new one, in seconds: 0 (it stops at once) to 604800 (7 days). A secret from before the current one stops at once.'
+  })
+}, { $id: 'RollWebhookSecret', additionalProperties: false, title: 'RollWebhookSecret', description: 'How to roll an endpoint\'s signing secret.' })
+export type RollWebhookSecret = Static<typeof RollWebhookSecret>
 
 export const WebhookIdParams = Type.Object({
   id: Type.Integer({ minimum: 1, maximum: MAX_WEBHOOK_ID, format: 'int64', description: 'The endpoint\'s id.' })

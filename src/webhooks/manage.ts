@@ -14,6 +14,8 @@ export interface WebhookView {
   events: EventType[] | null
   description: string
   enabled: boolean
+  /** While a roll's overlap runs, when the secret before it stops signing; else null. */
+  previousSecretExpiresAt: string | null
   createdAt: string
   updatedAt: string
 }
@@ -93,7 +95,7 @@ export interface NewWebhookInput {
 
 export async function createWebhook (storage: WebhookStore, input: NewWebhookInput, policy: WebhookPolicy): Promise<WebhookWithSecret> {
   const url = checkUrl(input.url, policy)
-  const secret = randomBytes(SECRET_BYTES)
+  const secret = newSecret()
   const record: NewWebhookRecord = {
     url: url.href,
     events: input.events ?? null,
@@ -103,16 +105,37 @@ export async function createWebhook (storage: WebhookStore, input: NewWebhookInp
     createdAt: input.now,
     updatedAt: input.now
   }
-  return { ...view(await storage.createWebhook(record)), secret: SECRET_PREFIX + secret.toString('base64') }
+  return { ...view(await storage.createWebhook(record), input.now), secret: secretText(secret) }
+}
+
+function newSecret (): Buffer {
+  return randomBytes(SECRET_BYTES)
+}
+
+function secretText (secret: Buffer): string {
+  return SECRET_PREFIX + secret.toString('base64')
+}
+
+/**
+ * Gives the endpoint a new secret, answered this once. Deliveries are
+ * signed with the secret before it too, one signature each, until the
+ * overlap ends (0: at once), so that receivers can move to the new one;
+ * a secret older than that stops signing at once, as a key's token does.
+ */
+export async function rollWebhookSecret (storage: WebhookStore, id: number, expireCurrentInSeconds: number, now: number): Promise<WebhookWithSecret> {
+  const secret = newSecret()
+  const until = expireCurrentInSeconds === 0 ? null : now + expireCurrentInSeconds * 1000
+  return { ...view(found(id, await storage.rollWebhookSecret(id, secret, until, now)), now), secret: secretText(secret) }
 }
 
 /** Endpoints by id, from the one after `afterId`. */
 export async function listWebhooks (storage: WebhookStore, afterId: number, limit: number): Promise<WebhookView[]> {
-  return (await storage.listWebhooks(afterId, limit)).map(view)
+  const now = Date.now()
+  return (await storage.listWebhooks(afterId, limit)).map((webhook) => view(webhook, now))
 }
 
 export async function showWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
-  return view(found(id, await storage.getWebhook(id)))
+  return view(found(id, await storage.getWebhook(id)), Date.now())
 }
 
 export interface WebhookUpdate {
@@ -129,12 +152,12 @@ export async function updateWebhook (storage: WebhookStore, id: number, update: 
   if (update.events !== undefined) changes.events = update.events
   if (update.description !== undefined) changes.description = update.description
   if (update.enabled !== undefined) changes.enabled = update.enabled
-  return view(found(id, await storage.changeWebhook(id, changes)))
+  return view(found(id, await storage.changeWebhook(id, changes)), now)
 }
 
 /** Removes the endpoint and its deliveries, pending ones too. */
 export async function deleteWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
-  return view(found(id, await storage.deleteWebhook(id)))
+  return view(found(id, await storage.deleteWebhook(id)), Date.now())
 }
 
 /** A delivery as operators see it. */
@@ -209,13 +232,15 @@ function found (id: number, webhook: WebhookRecord | undefined): WebhookRecord {
   return webhook
 }
 
-function view (webhook: WebhookRecord): WebhookView {
+function view (webhook: WebhookRecord, now: number): WebhookView {
+  const { previousSecret, previousSecretExpiresAt: until } = webhook
   return {
     id: webhook.id,
     url: webhook.url,
     events: webhook.events,
     description: webhook.description,
     enabled: webhook.enabled,
+    previousSecretExpiresAt: previousSecret !== null && until !== null && until > now ? new Date(until).toISOString() : null,
     createdAt: new Date(webhook.createdAt).toISOString(),
     updatedAt: new Date(webhook.updatedAt).toISOString()
   }

@@ -139,7 +139,10 @@ const MIGRATIONS: readonly string[] = [
      source text,
      found_at bigint NOT NULL,
      PRIMARY KEY (api_key_id, report)
-   );`
+   );`,
+  // A webhook endpoint's secret before its last roll, and until when
+  // deliveries are signed with it too (docs/WEBHOOKS.md: Rolling a secret).
+  `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret bytea, ADD COLUMN previous_secret_expires_at bigint;`
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

@@ -16,7 +16,7 @@ import type {
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
-  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
+  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, rollSecretSql, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
@@ -32,6 +32,7 @@ export interface PostgresOptions {
 
 const DEFAULT_TIMEOUT_MS = 5000
 const DELIVERIES_SQL = deliveriesSql((n) => `$${n}`)
+const ROLL_SECRET_SQL = rollSecretSql((n) => `$${n}`)
 const DEFAULT_POOL_SIZE = 10
 /** Rows in one multi-row INSERT; a larger group is split. */
 const MAX_GROUP = 1000
@@ -309,6 +310,11 @@ export class PostgresStorage implements Storage {
     const { set, values } = webhookChangeSql(changes, (n) => `$${n}`)
     const rows = await this.#query<WebhookRow>(
       `UPDATE webhook_endpoints SET ${set} WHERE id = $${values.length + 1} RETURNING ${WEBHOOK_COLUMNS}`, [...values, id])
+    return rows[0] === undefined ? undefined : toWebhook(rows[0])
+  }
+
+  async rollWebhookSecret (id: number, secret: Buffer, previousExpiresAt: number | null, now: number): Promise<WebhookRecord | undefined> {
+    const rows = await this.#query<WebhookRow>(ROLL_SECRET_SQL, [previousExpiresAt, previousExpiresAt, secret, now, id])
     return rows[0] === undefined ? undefined : toWebhook(rows[0])
   }
 

@@ -130,7 +130,11 @@ const MIGRATIONS: readonly string[] = [
      source TEXT,
      found_at INTEGER NOT NULL,
      PRIMARY KEY (api_key_id, report)
-   ) WITHOUT ROWID;`
+   ) WITHOUT ROWID;`,
+  // A webhook endpoint's secret before its last roll, and until when
+  // deliveries are signed with it too (docs/WEBHOOKS.md: Rolling a secret).
+  `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret BLOB;
+   ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at INTEGER;`
 ]
 
 /** The schema's version once every migration has run: `PRAGMA user_version`. */

@@ -4,7 +4,7 @@
 import type { PetStatus } from '../../domain.js'
 import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyUsage, NewApiKeyRecord, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
-  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, rollSecretSql, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
@@ -129,6 +129,7 @@ export function webhookStatements (db: Database) {
       const { changes: count } = db.prepare(`UPDATE webhook_endpoints SET ${set} WHERE id = ?`).run(...values.map(sqliteValue), id)
       return count === 0 ? undefined : toWebhook(get.get(id) as WebhookRow)
     }),
+    rollSecret: db.prepare<[bigint | null, bigint | null, Buffer, bigint, bigint], WebhookRow>(rollSecretSql(() => '?')),
     remove: db.prepare<[bigint], WebhookRow>(`DELETE FROM webhook_endpoints WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`),
     fanOut: db.transaction((limit: number, now: number): number => {
       const ids = toFanOut.all(BigInt(limit))

@@ -298,6 +298,12 @@ export class SqliteStorage implements Storage {
     return await this.#write(() => this.#webhookSql.change.immediate(BigInt(id), changes))
   }
 
+  async rollWebhookSecret (id: number, secret: Buffer, previousExpiresAt: number | null, now: number): Promise<WebhookRecord | undefined> {
+    const until = previousExpiresAt === null ? null : BigInt(previousExpiresAt)
+    const row = await this.#write(() => this.#webhookSql.rollSecret.get(until, until, secret, BigInt(now), BigInt(id)))
+    return row === undefined ? undefined : toWebhook(row)
+  }
+
   async deleteWebhook (id: number): Promise<WebhookRecord | undefined> {
     const row = await this.#write(() => this.#webhookSql.remove.get(BigInt(id)))
     return row === undefined ? undefined : toWebhook(row)
