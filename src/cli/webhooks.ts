@@ -94,6 +94,7 @@ function writeWebhook (webhook: WebhookView, json: boolean | undefined): void {
   const fields: Array<[string, string]> = WEBHOOK_COLUMNS.map((column, i) => [column.title.toLowerCase(), row[i] ?? ''])
   fields.push(['updated', webhook.updatedAt])
   if (webhook.previousSecretExpiresAt !== null) fields.push(['previous secret until', webhook.previousSecretExpiresAt])
+  if (webhook.disabledAt !== null) fields.push(['disabled by the service', `${webhook.disabledAt}: ${webhook.disabledReason ?? ''}`])
   process.stdout.write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
 }
 

@@ -265,17 +265,23 @@ export interface WebhookRecord {
   /** The secret before the last roll, which signs too until `previousSecretExpiresAt`; null when the roll ended it at once. */
   previousSecret: Buffer | null
   previousSecretExpiresAt: number | null
+  /** Since when every attempt has failed: the first failure after the last success; null while they succeed. */
+  failingSince: number | null
+  /** Why and when the service disabled the endpoint; null when it did not, or once it is enabled or disabled again by an operator. */
+  disabledReason: string | null
+  disabledAt: number | null
   createdAt: number
   updatedAt: number
 }
 
-export type NewWebhookRecord = Omit<WebhookRecord, 'id' | 'previousSecret' | 'previousSecretExpiresAt'>
+export type NewWebhookRecord = Omit<WebhookRecord, 'id' | 'previousSecret' | 'previousSecretExpiresAt' | 'failingSince' | 'disabledReason' | 'disabledAt'>
 
 /** What a change to an endpoint sets; a field left out keeps its value. */
 export interface WebhookChanges {
   url?: string
   events?: EventType[] | null
   description?: string
+  /** Set by an operator: the service's reason for disabling, and the failing streak, are cleared with it. */
   enabled?: boolean
   updatedAt: number
 }
@@ -305,6 +311,8 @@ export interface DeliveryOutcome {
   nextAttemptAt: number
   lastStatus: number | null
   lastError: string | null
+  /** When the attempt was made: a failure's time starts its endpoint's failing streak. */
+  attemptedAt: number
 }
 
 /** A delivery as operators see it: its event, and how its attempts went. */
@@ -354,8 +362,13 @@ export interface WebhookStore {
   fanOutEvents (limit: number, now: number): Promise<number>
   /** Takes due deliveries of enabled endpoints, oldest due first, each due again at `leaseUntil`; instances never take the same one at once. */
   claimDeliveries (query: ClaimQuery): Promise<DueDelivery[]>
-  /** Writes how attempts went, in one transaction. */
+  /**
+   * Writes how attempts went, in one transaction, and each endpoint's
+   * failing streak: ended by a success, started by a failure after one.
+   */
   recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void>
+  /** Disables the enabled endpoints failing since `failingSince` or before, with the reason given; answers them. */
+  disableFailingEndpoints (failingSince: number, reason: (endpoint: WebhookRecord) => string, now: number): Promise<WebhookRecord[]>
   /** An endpoint's deliveries with an event id below `beforeEventId` (null: from the newest), newest first, at most `limit`. */
   listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]>
   /** Forgets events made before this instant with no delivery pending; says how many. */

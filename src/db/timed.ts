@@ -58,6 +58,7 @@ export function timedStorage (storage: Storage, observe: ObserveQuery): Storage 
     fanOutEvents: timed('fanOutEvents', storage.fanOutEvents),
     claimDeliveries: timed('claimDeliveries', storage.claimDeliveries),
     recordDeliveries: timed('recordDeliveries', storage.recordDeliveries),
+    disableFailingEndpoints: timed('disableFailingEndpoints', storage.disableFailingEndpoints),
     listDeliveries: timed('listDeliveries', storage.listDeliveries),
     purgeEvents: timed('purgeEvents', storage.purgeEvents),
     oldestUndeliveredEvent: timed('oldestUndeliveredEvent', storage.oldestUndeliveredEvent),

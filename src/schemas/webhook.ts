@@ -52,6 +52,10 @@ export const Webhook = Type.Object({
   previousSecretExpiresAt: Type.Union([time('When the secret before the last roll stops signing.'), Type.Null()], {
     description: 'While a roll\'s overlap runs, when the secret before it stops signing deliveries (each carries a signature of both until then); null otherwise.'
   }),
+  disabledReason: Type.Union([Type.String({ maxLength: 200 }), Type.Null()], {
+    description: 'Why the service disabled the endpoint: every delivery to it failed for 5 days. Null unless it did; setting `enabled` clears it.'
+  }),
+  disabledAt: Type.Union([time('When the service disabled the endpoint.'), Type.Null()], { description: 'When the service disabled the endpoint; null unless it did.' }),
   createdAt: time('When the endpoint was made.'),
   updatedAt: time('When the endpoint was last changed.')
 }, { $id: 'Webhook', additionalProperties: false, title: 'Webhook', description: 'A webhook endpoint, never its secret.' })

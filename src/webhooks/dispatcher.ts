@@ -32,6 +32,9 @@ export const GIVE_UP_AFTER_MS = 3 * 24 * 3_600_000
 /** Delivered or given-up events are kept this long. */
 const KEEP_EVENTS_MS = 7 * 24 * 3_600_000
 const PURGE_EVERY_MS = 3_600_000
+/** An endpoint whose every attempt has failed for this long is disabled, as Svix and Stripe do; looked for at most this often, after failures. */
+export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000
+const DISABLE_CHECK_EVERY_MS = 60_000
 
 export interface DispatcherOptions {
   storage: WebhookStore
@@ -74,6 +77,7 @@ export class Dispatcher {
   #turn: Promise<void> | undefined
   #again = false
   #purgedAt = 0
+  #disableCheckedAt = 0
   #soon: NodeJS.Timeout | undefined
 
   constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random, observe }: DispatcherOptions) {
@@ -142,6 +146,10 @@ export class Dispatcher {
         this.#outcomes.unshift(...outcomes)
         throw error
       }
+      if (outcomes.some((outcome) => outcome.state !== 'succeeded') && now - this.#disableCheckedAt >= DISABLE_CHECK_EVERY_MS) {
+        this.#disableCheckedAt = now
+        await this.#disableFailing(now)
+      }
       while (await this.#storage.fanOutEvents(FAN_OUT_BATCH, now) === FAN_OUT_BATCH && !this.#stopping.signal.aborted);
       await this.#take(now)
       if (now - this.#purgedAt >= PURGE_EVERY_MS) {
@@ -150,6 +158,16 @@ export class Dispatcher {
       }
     } catch (error) {
       this.#logger.warn({ err: error }, 'webhooks: a delivery turn failed; the next one tries again')
+    }
+  }
+
+  async #disableFailing (now: number): Promise<void> {
+    const days = DISABLE_AFTER_MS / 86_400_000
+    const disabled = await this.#storage.disableFailingEndpoints(now - DISABLE_AFTER_MS,
+      (endpoint) => `every delivery failed for ${days} days, since ${new Date(endpoint.failingSince ?? now).toISOString()}`, now)
+    for (const endpoint of disabled) {
+      this.#logger.warn({ endpointId: endpoint.id, failingSince: new Date(endpoint.failingSince ?? now).toISOString(), reason: endpoint.disabledReason },
+        `webhooks: endpoint ${endpoint.id} disabled: ${endpoint.disabledReason ?? ''}; its pending deliveries wait until an operator enables it`)
     }
   }
 
@@ -200,7 +218,7 @@ export class Dispatcher {
     // Claiming counted this attempt already.
     const retry = delivery.attempts > 1
     if (attempt.ok) {
-      this.#outcomes.push({ eventId, endpointId, state: 'succeeded', nextAttemptAt: now, lastStatus: attempt.status, lastError: null })
+      this.#outcomes.push({ eventId, endpointId, state: 'succeeded', nextAttemptAt: now, lastStatus: attempt.status, lastError: null, attemptedAt: now })
       this.#observe?.('succeeded', retry)
       return
     }
@@ -212,7 +230,8 @@ export class Dispatcher {
       state: at === undefined ? 'failed' : 'pending',
       nextAttemptAt: at ?? now,
       lastStatus: attempt.status,
-      lastError: attempt.error
+      lastError: attempt.error,
+      attemptedAt: now
     })
     this.#logger.info({ webhookId: webhookId(eventId), endpointId, attempts: delivery.attempts, status: attempt.status, error: attempt.error, retry: at !== undefined },
       'webhooks: a delivery failed')

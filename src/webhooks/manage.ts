@@ -16,6 +16,9 @@ export interface WebhookView {
   enabled: boolean
   /** While a roll's overlap runs, when the secret before it stops signing; else null. */
   previousSecretExpiresAt: string | null
+  /** Why the service disabled the endpoint (every delivery failing for 5 days), and when; null unless it did, cleared when an operator sets `enabled`. */
+  disabledReason: string | null
+  disabledAt: string | null
   createdAt: string
   updatedAt: string
 }
@@ -241,6 +244,8 @@ function view (webhook: WebhookRecord, now: number): WebhookView {
     description: webhook.description,
     enabled: webhook.enabled,
     previousSecretExpiresAt: previousSecret !== null && until !== null && until > now ? new Date(until).toISOString() : null,
+    disabledReason: webhook.disabledReason,
+    disabledAt: webhook.disabledAt === null ? null : new Date(webhook.disabledAt).toISOString(),
     createdAt: new Date(webhook.createdAt).toISOString(),
     updatedAt: new Date(webhook.updatedAt).toISOString()
   }

@@ -50,7 +50,7 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
     const [webhook] = JSON.parse(listed.stdout) as WebhookJson[]
     assert.ok(webhook !== undefined)
     assert.deepEqual({ ...webhook, createdAt: undefined, updatedAt: undefined }, {
-      id: webhook.id, url: 'https://partner.example.com/hooks', events: ['pet.created', 'key.revoked'], description: 'partner app', enabled: true, previousSecretExpiresAt: null, createdAt: undefined, updatedAt: undefined
+      id: webhook.id, url: 'https://partner.example.com/hooks', events: ['pet.created', 'key.revoked'], description: 'partner app', enabled: true, previousSecretExpiresAt: null, disabledReason: null, disabledAt: null, createdAt: undefined, updatedAt: undefined
     })
     assert.ok(!listed.stdout.includes(secret) && !table.stdout.includes(secret), 'the secret was shown again')
     assert.match(table.stdout, /^ID +URL +EVENTS +ENABLED +DESCRIPTION +CREATED\n/)

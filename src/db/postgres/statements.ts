@@ -134,6 +134,8 @@ export const WEBHOOK_SQL = {
     FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::int8[], $6::int8[])
       AS o (state, next_attempt_at, last_status, last_error, event_id, endpoint_id)
     WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id`,
+  streaks: `UPDATE webhook_endpoints w SET failing_since = CASE WHEN o.succeeded THEN NULL ELSE COALESCE(w.failing_since, o.failed_at) END
+    FROM unnest($1::int8[], $2::bool[], $3::int8[]) AS o (endpoint_id, succeeded, failed_at) WHERE w.id = o.endpoint_id`,
   resend: 'UPDATE webhook_deliveries SET state = \'pending\', next_attempt_at = $1 WHERE event_id = $2 AND endpoint_id = $3 AND state <> \'pending\'',
   // Marked fanned out as it is written: it is this endpoint's alone.
   addEndpointEvent: `WITH event AS (

@@ -16,7 +16,7 @@ import type {
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
-  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, rollSecretSql, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
+  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, failingStreaks, rollSecretSql, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
@@ -337,8 +337,28 @@ export class PostgresStorage implements Storage {
 
   async recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void> {
     if (outcomes.length === 0) return
-    await this.#run(WEBHOOK_SQL.record, [outcomes.map((o) => o.state), outcomes.map((o) => o.nextAttemptAt), outcomes.map((o) => o.lastStatus),
-      outcomes.map((o) => o.lastError), outcomes.map((o) => o.eventId), outcomes.map((o) => o.endpointId)])
+    const streaks = failingStreaks(outcomes)
+    await this.#transaction(async (client) => {
+      await client.query(WEBHOOK_SQL.record, [outcomes.map((o) => o.state), outcomes.map((o) => o.nextAttemptAt), outcomes.map((o) => o.lastStatus),
+        outcomes.map((o) => o.lastError), outcomes.map((o) => o.eventId), outcomes.map((o) => o.endpointId)])
+      await client.query(WEBHOOK_SQL.streaks, [streaks.map((s) => s.endpointId), streaks.map((s) => s.succeeded), streaks.map((s) => s.failedAt)])
+    })
+  }
+
+  async disableFailingEndpoints (failingSince: number, reason: (endpoint: WebhookRecord) => string, now: number): Promise<WebhookRecord[]> {
+    const candidates = await this.#query<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE enabled = 1 AND failing_since <= $1`, [failingSince])
+    if (candidates.length === 0) return []
+    return await this.#transaction(async (client) => {
+      const disabled: WebhookRecord[] = []
+      for (const candidate of candidates) {
+        // Judged again under the row's lock: an operator may have enabled it again, or a success ended its streak, in between.
+        const { rows } = await client.query<WebhookRow>(
+          `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1, disabled_at = $2 WHERE id = $3 AND enabled = 1 AND failing_since <= $4 RETURNING ${WEBHOOK_COLUMNS}`,
+          [reason(toWebhook(candidate)), now, candidate.id, failingSince])
+        if (rows[0] !== undefined) disabled.push(toWebhook(rows[0]))
+      }
+      return disabled
+    })
   }
 
   async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {

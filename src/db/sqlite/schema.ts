@@ -134,7 +134,12 @@ const MIGRATIONS: readonly string[] = [
   // A webhook endpoint's secret before its last roll, and until when
   // deliveries are signed with it too (docs/WEBHOOKS.md: Rolling a secret).
   `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret BLOB;
-   ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at INTEGER;`
+   ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at INTEGER;`,
+  // Since when every delivery to an endpoint has failed, and why and when the
+  // service disabled it for that (docs/WEBHOOKS.md: Failing endpoints).
+  `ALTER TABLE webhook_endpoints ADD COLUMN failing_since INTEGER;
+   ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT;
+   ALTER TABLE webhook_endpoints ADD COLUMN disabled_at INTEGER;`
 ]
 
 /** The schema's version once every migration has run: `PRAGMA user_version`. */

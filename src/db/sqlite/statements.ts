@@ -4,7 +4,7 @@
 import type { PetStatus } from '../../domain.js'
 import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyUsage, NewApiKeyRecord, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
-  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, rollSecretSql, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, failingStreaks, rollSecretSql, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
@@ -112,6 +112,9 @@ export function webhookStatements (db: Database) {
      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`)
   const lease = db.prepare<[bigint, bigint, bigint]>(
     'UPDATE webhook_deliveries SET next_attempt_at = ?, attempts = attempts + 1 WHERE event_id = ? AND endpoint_id = ?')
+  // A success ends the streak; a failure starts one unless one runs.
+  const streak = db.prepare<[bigint, bigint, bigint]>(
+    'UPDATE webhook_endpoints SET failing_since = CASE WHEN ? = 1 THEN NULL ELSE COALESCE(failing_since, ?) END WHERE id = ?')
   const record = db.prepare<[string, bigint, bigint | null, string | null, bigint, bigint]>(
     'UPDATE webhook_deliveries SET state = ?, next_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?')
   return {
@@ -157,6 +160,18 @@ export function webhookStatements (db: Database) {
         record.run(outcome.state, BigInt(outcome.nextAttemptAt), outcome.lastStatus === null ? null : BigInt(outcome.lastStatus),
           outcome.lastError, outcome.eventId, BigInt(outcome.endpointId))
       }
+      for (const { endpointId, succeeded, failedAt } of failingStreaks(outcomes)) {
+        streak.run(succeeded ? 1n : 0n, BigInt(failedAt), BigInt(endpointId))
+      }
+    }),
+    anyFailing: db.prepare<[bigint], bigint>('SELECT 1 FROM webhook_endpoints WHERE enabled = 1 AND failing_since <= ? LIMIT 1').pluck(true),
+    disableFailing: db.transaction((failingSince: bigint, reason: (endpoint: WebhookRecord) => string, now: bigint): WebhookRecord[] => {
+      const rows = db.prepare<[bigint], WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE enabled = 1 AND failing_since <= ?`).all(failingSince)
+      return rows.map((row) => {
+        const why = reason(toWebhook(row))
+        return toWebhook(db.prepare<[string, bigint, bigint], WebhookRow>(
+          `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ? WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`).get(why, now, row.id) as WebhookRow)
+      })
     }),
     deliveries: db.prepare<[bigint, bigint, bigint], DeliveryRow>(deliveriesSql(() => '?')),
     // Two lookups by index (the events to fan out, the pending deliveries), not a scan of every event kept.

@@ -324,6 +324,11 @@ export class SqliteStorage implements Storage {
     await this.#write(() => { this.#webhookSql.record.immediate(outcomes) })
   }
 
+  async disableFailingEndpoints (failingSince: number, reason: (endpoint: WebhookRecord) => string, now: number): Promise<WebhookRecord[]> {
+    if (this.#read(() => this.#webhookSql.anyFailing.get(BigInt(failingSince))) === undefined) return []
+    return await this.#write(() => this.#webhookSql.disableFailing.immediate(BigInt(failingSince), reason, BigInt(now)))
+  }
+
   async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
     const rows = this.#read(() => this.#webhookSql.deliveries.all(BigInt(endpointId), beforeEventId ?? INT64_MAX, BigInt(limit)))
     return rows.map(toDelivery)
