@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
+import { listDeliveries } from '../../src/webhooks/manage.js'
 import pino from 'pino'
 import { makeTempDir, pollUntil, removeTempDir, runCli, runCliOk, sqliteUrl, type CliResult } from '../support/process.js'
 import { WebhookReceiver } from '../support/webhook-receiver.js'
@@ -147,7 +148,8 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
     const dispatcher = new Dispatcher({ storage, logger: pino({ level: 'silent' }), allowPrivate: true })
     try {
       dispatcher.start()
-      await pollUntil(async () => receiver.received.length > 0 ? true : undefined, { ms: 10_000, every: 50, what: 'a delivery' })
+      // Until its outcome is written: a dispatcher stopped before abandons the attempt.
+      await pollUntil(async () => (await listDeliveries(storage, id, null, 1))[0]?.lastStatus === 500 ? true : undefined, { ms: 10_000, every: 50, what: 'a delivery answered' })
     } finally {
       await dispatcher.stop()
       await storage.close()
