@@ -5,14 +5,14 @@
 import { type Command, InvalidArgumentError, Option } from 'commander'
 import { loadConfig, type Config } from '../config.js'
 import type { Storage } from '../db/storage.js'
-import { EVENT_TYPES, type EventType } from '../domain.js'
+import { EVENT_TYPES, MAX_OVERLAP_SECONDS, type EventType } from '../domain.js'
 import {
-  WebhookRuleError, createWebhook, deleteWebhook, listDeliveries, listWebhooks, showWebhook, updateWebhook,
+  WebhookRuleError, createWebhook, deleteWebhook, listDeliveries, listWebhooks, resendDelivery, rollWebhookSecret, sendTestEvent, showWebhook, updateWebhook,
   type DeliveryView, type WebhookUpdate, type WebhookView
 } from '../webhooks/manage.js'
 import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
-import { positiveInteger } from './keys/parse.js'
+import { overlap, positiveInteger } from './keys/parse.js'
 import { writeJson, writeLine } from './keys/render.js'
 import { formatTable, printable, type Column } from './table.js'
 
@@ -191,6 +191,49 @@ export function addWebhooksCommands (program: Command): void {
     .action(async (id: number) => {
       await withStorage(async (storage) => await deleteWebhook(storage, id))
       writeLine(`Deleted webhook endpoint ${id}.`)
+    })
+
+  webhooks.command('roll-secret')
+    .description('give an endpoint a new signing secret, printed alone on the last line (shown only this once); the current one signs too for the overlap given')
+    .argument('<id>', ID_HELP, positiveInteger)
+    .requiredOption('--expire-current-in <duration>', 'how long the current secret keeps signing beside the new one: 0 (it stops at once), or minutes, hours or days up to 7 days (30m, 12h, 7d)',
+      (value: string) => {
+        const seconds = overlap(value)
+        if (seconds > MAX_OVERLAP_SECONDS) throw new InvalidArgumentError('must be at most 7 days')
+        return seconds
+      })
+    .option('--json', 'print one JSON object: the endpoint, as `webhooks show --json` has it, and its new `secret`')
+    .action(async (id: number, options: { expireCurrentIn: number, json?: boolean }) => {
+      const webhook = await withStorage(async (storage) => await rollWebhookSecret(storage, id, options.expireCurrentIn, Date.now()))
+      if (options.json === true) {
+        writeJson(webhook)
+        return
+      }
+      writeLine(`Rolled the signing secret of webhook endpoint ${id}: ${webhook.previousSecretExpiresAt === null ? 'the secret before it no longer signs' : `the secret before it signs too until ${webhook.previousSecretExpiresAt}`}.`)
+      writeLine('The signing secret below is shown only this once; store it now and give it to the receiver.')
+      writeLine(webhook.secret)
+    })
+
+  webhooks.command('resend')
+    .description('send a succeeded or failed delivery again, as a new attempt of the same webhook-id')
+    .argument('<id>', ID_HELP, positiveInteger)
+    .argument('<webhook-id>', 'the event\'s webhook-id, evt_…, as `petstore webhooks deliveries` lists it', (value: string) => {
+      if (!/^evt_[0-9]{1,19}$/.test(value)) throw new InvalidArgumentError('must be evt_ and a number, as `petstore webhooks deliveries` lists it')
+      return value
+    })
+    .action(async (id: number, eventWebhookId: string) => {
+      await withStorage(async (storage) => await resendDelivery(storage, id, eventWebhookId, Date.now()))
+      writeLine(`Resending ${eventWebhookId} to webhook endpoint ${id}: the running service sends it within a second.`)
+    })
+
+  webhooks.command('test')
+    .description('send a webhook.test event to this endpoint alone, delivered by the running service as any event')
+    .argument('<id>', ID_HELP, positiveInteger)
+    .option('--json', 'print its delivery as one JSON object, as `webhooks deliveries --json` has it')
+    .action(async (id: number, options: { json?: boolean }) => {
+      const delivery = await withStorage(async (storage) => await sendTestEvent(storage, id, Date.now()))
+      if (options.json === true) writeJson(delivery)
+      else writeLine(`Sending test event ${delivery.webhookId} to webhook endpoint ${id}; \`petstore webhooks deliveries ${id}\` shows how it went.`)
     })
 
   webhooks.command('deliveries')

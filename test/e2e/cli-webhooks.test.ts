@@ -167,4 +167,29 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
     assert.match(delivery.lastError, /^HTTP 500/)
     assert.match(table.stdout, new RegExp(`^WEBHOOK-ID .*\\n${delivery.webhookId} +key\\.created `))
   })
+
+  it('When `webhooks roll-secret`, `test` and `resend` are run, then the new secret is alone on the last line, the test event is pending, and a pending delivery is refused', async () => {
+    // Arrange
+    const { id, secret } = JSON.parse((await runCliOk(['webhooks', 'create', '--url', 'https://f.example.com/h', '--json'], env)).stdout) as WebhookJson
+
+    // Act
+    const rolled = await runCliOk(['webhooks', 'roll-secret', String(id), '--expire-current-in', '12h'], env)
+    const shown = JSON.parse((await runCliOk(['webhooks', 'show', String(id), '--json'], env)).stdout) as WebhookJson & { previousSecretExpiresAt: string | null }
+    const tooLong = await runCli(['webhooks', 'roll-secret', String(id), '--expire-current-in', '8d'], env)
+    const tested = JSON.parse((await runCliOk(['webhooks', 'test', String(id), '--json'], env)).stdout) as { webhookId: string, type: string, state: string }
+    // No service runs: the test event's delivery stays pending.
+    const pending = await runCli(['webhooks', 'resend', String(id), tested.webhookId], env)
+    const malformed = await runCli(['webhooks', 'resend', String(id), '42'], env)
+
+    // Assert
+    const newSecret = lines(rolled.stdout).at(-1) ?? ''
+    assert.match(newSecret, SECRET)
+    assert.notEqual(newSecret, secret)
+    assert.match(rolled.stdout, /the secret before it signs too until \d{4}-/)
+    assert.ok(shown.previousSecretExpiresAt !== null && Date.parse(shown.previousSecretExpiresAt) > Date.now() + 11 * 3_600_000)
+    assertOneLineFailure(tooLong, 2)
+    assert.deepEqual([tested.type, tested.state], ['webhook.test', 'pending'])
+    assert.match(assertOneLineFailure(pending, 1), /is still to be tried; only a succeeded or failed delivery can be sent again/)
+    assertOneLineFailure(malformed, 2)
+  })
 })
