@@ -62,3 +62,5 @@ export const EVENT_TYPES = [
   'quota.warning', 'quota.exhausted', 'key.leaked'
 ] as const
 export type EventType = typeof EVENT_TYPES[number]
+/** The event an operator sends to one endpoint to try it (docs/WEBHOOKS.md): no endpoint subscribes to it, and no change emits it. */
+export const TEST_EVENT_TYPE = 'webhook.test'

@@ -18,6 +18,7 @@ export const ERROR_CODES = {
   request_timeout: { status: 408, description: 'the request did not arrive in time' },
   idempotency_key_in_use: { status: 409, description: 'a request with the same Idempotency-Key is still in progress' },
   key_revoked: { status: 409, description: 'the key is revoked: it can be read, never changed or rolled' },
+  delivery_pending: { status: 409, description: 'the webhook delivery is still to be tried: only a succeeded or failed one can be sent again' },
   gone: { status: 410, description: 'this operation has been removed' },
   payload_too_large: { status: 413, description: 'the body is larger than 16 KiB (1 MiB for a secret-scanning report)' },
   expectation_failed: { status: 417, description: 'the `Expect` header asks for something other than `100-continue`, the only expectation the service meets' },
@@ -41,7 +42,7 @@ export function statusesOf (codes: readonly ErrorCode[]): number[] {
 
 /** Who may be answered a code: the admin API's own codes are never answered on /v1, and its OpenAPI document alone lists them. */
 export type Audience = 'api' | 'admin'
-const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_revoked'])
+const ADMIN_ONLY: ReadonlySet<ErrorCode> = new Set(['invalid_admin_token', 'key_revoked', 'delivery_pending'])
 /** The admin API is never shed (docs/OPERATING.md: Overload), and takes no secret-scanning reports. */
 const API_ONLY: ReadonlySet<ErrorCode> = new Set(['overloaded', 'invalid_signature'])
 
@@ -171,6 +172,8 @@ export const Errors = {
   noSuchKey: (message: string) => new ApiError('not_found', message),
   keyRevoked: (message: string) => new ApiError('key_revoked', message),
   noSuchWebhook: (message: string) => new ApiError('not_found', message),
+  noSuchDelivery: (message: string) => new ApiError('not_found', message),
+  deliveryPending: (message: string) => new ApiError('delivery_pending', message),
   gone: (sunset: Date, successor: string) =>
     new ApiError('gone', `This operation was removed on ${sunset.toUTCString()}; use GET ${successor} instead.`),
   /** As after the sunset, for the brownout's length: Retry-After says when it ends, and the operation answers again. */

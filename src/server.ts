@@ -13,7 +13,7 @@ import type { WriteTurn } from './db/sqlite/write-turns.js'
 import { timedStorage } from './db/timed.js'
 import { openRateLimitStore } from './limits/open.js'
 import type { RateLimitStore } from './limits/store.js'
-import type { Metrics } from './telemetry/metrics.js'
+import type { Metrics, WebhookOutcome } from './telemetry/metrics.js'
 import { createLog, type ServiceLog } from './telemetry/log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 import { Dispatcher } from './webhooks/dispatcher.js'
@@ -128,7 +128,7 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
   const { app, storage, metrics, rateLimitStore, closeStores } = await openPublicService(config, log, { processMetrics: true })
   // The admin API is on only when both the port and the token are set (docs/KEYS.md: The admin API).
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
-  const dispatcher = startDispatcher(config, storage, logger)
+  const dispatcher = startDispatcher(config, storage, logger, metrics)
   // Metrics first: a load balancer may send traffic as soon as the public port listens.
   const { admin, adminAddress } = await startAdmin(config, logger, { storage, metrics, closeStores })
   const address = await listenOn(app, config.host, ['PORT', config.port], closeStores, {
@@ -149,12 +149,14 @@ async function startOneProcess (config: Config, log: ServiceLog): Promise<() => 
 const EXPIRY_LOOK_MS = 60_000
 
 /** The process's one webhook dispatcher (docs/WEBHOOKS.md): the single process's, or the main thread's with WORKERS. */
-export function startDispatcher (config: Config, storage: Storage, logger: Logger): Dispatcher {
+export function startDispatcher (config: Config, storage: Storage, logger: Logger, metrics: Metrics | undefined): Dispatcher {
+  metrics?.watchWebhooks(async () => await storage.oldestUndeliveredEvent(), Date.now)
   const dispatcher = new Dispatcher({
     storage,
     logger: logger.child({ component: 'webhooks' }),
     allowPrivate: config.webhookAllowPrivate,
-    chores: [{ name: 'key expiries', everyMs: EXPIRY_LOOK_MS, run: async (now) => await announceExpiries(storage, now) }]
+    chores: [{ name: 'key expiries', everyMs: EXPIRY_LOOK_MS, run: async (now) => await announceExpiries(storage, now) }],
+    ...(metrics === undefined ? {} : { observe: (outcome: WebhookOutcome, retry: boolean) => { metrics.webhookAttempt(outcome, retry) } })
   })
   dispatcher.start()
   return dispatcher

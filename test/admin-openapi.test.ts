@@ -40,7 +40,10 @@ const STATUSES: Record<string, string[]> = {
   getWebhook: ['200', ...ALWAYS, '404'],
   updateWebhook: ['200', ...WITH_BODY, '404'],
   deleteWebhook: ['200', ...WITH_BODY, '404'],
-  listWebhookDeliveries: ['200', ...ALWAYS, '404']
+  listWebhookDeliveries: ['200', ...ALWAYS, '404'],
+  resendWebhookDelivery: ['202', ...WITH_BODY, '404', '409'],
+  testWebhook: ['202', ...WITH_BODY, '404'],
+  rollWebhookSecret: ['201', ...WITH_BODY, '404']
 }
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }

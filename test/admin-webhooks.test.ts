@@ -11,7 +11,7 @@ import { OpenApiChecker, receivedOf } from './support/openapi-check.js'
 import { bearer } from './support/fixtures.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
-const WEBHOOK_FIELDS = ['createdAt', 'description', 'enabled', 'events', 'id', 'updatedAt', 'url']
+const WEBHOOK_FIELDS = ['createdAt', 'description', 'disabledAt', 'disabledReason', 'enabled', 'events', 'id', 'previousSecretExpiresAt', 'updatedAt', 'url']
 
 for (const configuration of CONFIGURATIONS) {
   describe(`the admin API's webhook endpoints (${configuration.name})`, () => {

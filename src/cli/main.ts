@@ -1,5 +1,6 @@
 // The `petstore` command: `serve`, and for operators `keys
-// create|list|show|update|roll|find|revoke`, `backup` and `copy-store`.
+// create|list|show|update|roll|find|revoke`, `webhooks …`, `backup` and
+// `copy-store`.
 // Every failure ends in one line on stderr, never a stack trace, and an
 // exit status a script can test (errors.ts).
 import { CommanderError } from 'commander'

@@ -5,6 +5,7 @@ import { loadConfig } from '../config.js'
 import { asDatabaseFailure } from './database.js'
 import { addKeysCommands } from './keys/commands.js'
 import { addStoreCommands } from './store.js'
+import { addWebhooksCommands } from './webhooks.js'
 
 const SERVE_ENVIRONMENT = `
 Environment (default in brackets; more in README.md, "Configuration"):
@@ -97,6 +98,7 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
     })
 
   addKeysCommands(program)
+  addWebhooksCommands(program)
   addStoreCommands(program)
 
   // After a usage error, one line pointing to the help rather than the whole of it.

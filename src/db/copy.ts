@@ -65,7 +65,8 @@ export const COPIED_TABLES: readonly Table[] = [
   {
     name: 'webhook_endpoints',
     columns: [['id', 'int'], ['url', 'text'], ['events', 'text'], ['description', 'text'], ['enabled', 'int'], ['secret', 'blob'],
-      ['created_at', 'int'], ['updated_at', 'int']],
+      ['created_at', 'int'], ['updated_at', 'int'], ['previous_secret', 'blob'], ['previous_secret_expires_at', 'int'],
+      ['failing_since', 'int'], ['disabled_reason', 'text'], ['disabled_at', 'int']],
     order: ['id'],
     sequence: true
   },

@@ -2,7 +2,7 @@
 // every integer read as bigint), and the records they become.
 import type pg from 'pg'
 import { inScopeOrder, type Environment, type EventType, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, DeliveryRecord, DueDelivery, EventOf, KeyLeakRecord, NewEvent, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, KeyLeakRecord, NewEvent, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
 
 /** PostgreSQL's int8 type. */
 const INT8_OID = 20
@@ -120,9 +120,17 @@ export interface WebhookRow {
   secret: Buffer
   created_at: bigint
   updated_at: bigint
+  previous_secret: Buffer | null
+  previous_secret_expires_at: bigint | null
+  failing_since: bigint | null
+  disabled_reason: string | null
+  disabled_at: bigint | null
 }
 
-export const WEBHOOK_COLUMNS = 'id, url, events, description, enabled, secret, created_at, updated_at'
+export const WEBHOOK_COLUMNS = 'id, url, events, description, enabled, secret, created_at, updated_at, previous_secret, previous_secret_expires_at, ' +
+  'failing_since, disabled_reason, disabled_at'
+
+const orNull = (value: bigint | null): number | null => value === null ? null : Number(value)
 
 export function toWebhook (row: WebhookRow): WebhookRecord {
   return {
@@ -132,9 +140,36 @@ export function toWebhook (row: WebhookRow): WebhookRecord {
     description: row.description,
     enabled: row.enabled === 1n,
     secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: orNull(row.previous_secret_expires_at),
+    failingSince: orNull(row.failing_since),
+    disabledReason: row.disabled_reason,
+    disabledAt: orNull(row.disabled_at),
     createdAt: Number(row.created_at),
     updatedAt: Number(row.updated_at)
   }
+}
+
+/**
+ * Rolls an endpoint's secret, in SQL both backends run (its values: the
+ * previous secret's end twice, the new secret, now, the id): the right-hand
+ * sides read the row as it was.
+ */
+export function rollSecretSql (param: (n: number) => string): string {
+  return `UPDATE webhook_endpoints SET previous_secret = CASE WHEN CAST(${param(1)} AS bigint) IS NULL THEN NULL ELSE secret END,
+    previous_secret_expires_at = ${param(2)}, secret = ${param(3)}, updated_at = ${param(4)} WHERE id = ${param(5)} RETURNING ${WEBHOOK_COLUMNS}`
+}
+
+/** Per endpoint, of a batch of outcomes: whether any succeeded (its streak ends), else its first failure (a streak starts, unless one runs). */
+export function failingStreaks (outcomes: readonly DeliveryOutcome[]): Array<{ endpointId: number, succeeded: boolean, failedAt: number }> {
+  const streaks = new Map<number, { endpointId: number, succeeded: boolean, failedAt: number }>()
+  for (const { endpointId, state, attemptedAt } of outcomes) {
+    const streak = streaks.get(endpointId) ?? { endpointId, succeeded: false, failedAt: attemptedAt }
+    if (state === 'succeeded') streak.succeeded = true
+    else streak.failedAt = Math.min(streak.failedAt, attemptedAt)
+    streaks.set(endpointId, streak)
+  }
+  return [...streaks.values()]
 }
 
 /** How an endpoint's event types are stored: space-separated, null for every type. */
@@ -153,7 +188,12 @@ export function webhookChangeSql (changes: WebhookChanges, param: (n: number) =>
   if (changes.url !== undefined) assign('url', changes.url)
   if (changes.events !== undefined) assign('events', eventsColumn(changes.events))
   if (changes.description !== undefined) assign('description', changes.description)
-  if (changes.enabled !== undefined) assign('enabled', changes.enabled ? 1 : 0)
+  if (changes.enabled !== undefined) {
+    assign('enabled', changes.enabled ? 1 : 0)
+    assign('failing_since', null)
+    assign('disabled_reason', null)
+    assign('disabled_at', null)
+  }
   assign('updated_at', changes.updatedAt)
   return { set: set.join(', '), values }
 }
@@ -167,10 +207,12 @@ export interface DueDeliveryRow {
   data: string
   url: string
   secret: Buffer
+  previous_secret: Buffer | null
+  previous_secret_expires_at: bigint | null
 }
 
 /** A due delivery's columns, of `webhook_deliveries d JOIN events e JOIN webhook_endpoints w`. */
-export const DUE_DELIVERY_COLUMNS = 'd.event_id, d.endpoint_id, d.attempts, e.type, e.created_at, e.data, w.url, w.secret'
+export const DUE_DELIVERY_COLUMNS = 'd.event_id, d.endpoint_id, d.attempts, e.type, e.created_at, e.data, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at'
 
 export function toDueDelivery (row: DueDeliveryRow): DueDelivery {
   return {
@@ -181,7 +223,9 @@ export function toDueDelivery (row: DueDeliveryRow): DueDelivery {
     createdAt: Number(row.created_at),
     data: row.data,
     url: row.url,
-    secret: row.secret
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousSecretExpiresAt: row.previous_secret_expires_at === null ? null : Number(row.previous_secret_expires_at)
   }
 }
 

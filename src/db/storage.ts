@@ -262,17 +262,26 @@ export interface WebhookRecord {
   enabled: boolean
   /** The signing secret's bytes: HMAC needs them as they are. */
   secret: Buffer
+  /** The secret before the last roll, which signs too until `previousSecretExpiresAt`; null when the roll ended it at once. */
+  previousSecret: Buffer | null
+  previousSecretExpiresAt: number | null
+  /** Since when every attempt has failed: the first failure after the last success; null while they succeed. */
+  failingSince: number | null
+  /** Why and when the service disabled the endpoint; null when it did not, or once it is enabled or disabled again by an operator. */
+  disabledReason: string | null
+  disabledAt: number | null
   createdAt: number
   updatedAt: number
 }
 
-export type NewWebhookRecord = Omit<WebhookRecord, 'id'>
+export type NewWebhookRecord = Omit<WebhookRecord, 'id' | 'previousSecret' | 'previousSecretExpiresAt' | 'failingSince' | 'disabledReason' | 'disabledAt'>
 
 /** What a change to an endpoint sets; a field left out keeps its value. */
 export interface WebhookChanges {
   url?: string
   events?: EventType[] | null
   description?: string
+  /** Set by an operator: the service's reason for disabling, and the failing streak, are cleared with it. */
   enabled?: boolean
   updatedAt: number
 }
@@ -289,6 +298,9 @@ export interface DueDelivery {
   data: string
   url: string
   secret: Buffer
+  /** Signs too while `previousSecretExpiresAt` lies ahead. */
+  previousSecret: Buffer | null
+  previousSecretExpiresAt: number | null
 }
 
 /** How an attempt went: `pending` goes again at `nextAttemptAt`. */
@@ -299,6 +311,8 @@ export interface DeliveryOutcome {
   nextAttemptAt: number
   lastStatus: number | null
   lastError: string | null
+  /** When the attempt was made: a failure's time starts its endpoint's failing streak. */
+  attemptedAt: number
 }
 
 /** A delivery as operators see it: its event, and how its attempts went. */
@@ -330,6 +344,12 @@ export interface WebhookStore {
   listWebhooks (afterId: number, limit: number): Promise<WebhookRecord[]>
   /** Undefined when no endpoint has this id. */
   changeWebhook (id: number, changes: WebhookChanges): Promise<WebhookRecord | undefined>
+  /**
+   * Gives the endpoint a new secret; the current one becomes the previous
+   * one until `previousExpiresAt`, or is dropped with the previous one at
+   * once when that is null. Undefined when no endpoint has this id.
+   */
+  rollWebhookSecret (id: number, secret: Buffer, previousExpiresAt: number | null, now: number): Promise<WebhookRecord | undefined>
   /** Removes the endpoint and its deliveries; undefined when no endpoint has this id. */
   deleteWebhook (id: number): Promise<WebhookRecord | undefined>
   /**
@@ -342,12 +362,34 @@ export interface WebhookStore {
   fanOutEvents (limit: number, now: number): Promise<number>
   /** Takes due deliveries of enabled endpoints, oldest due first, each due again at `leaseUntil`; instances never take the same one at once. */
   claimDeliveries (query: ClaimQuery): Promise<DueDelivery[]>
-  /** Writes how attempts went, in one transaction. */
+  /**
+   * Writes how attempts went, in one transaction, and each endpoint's
+   * failing streak: ended by a success, started by a failure after one.
+   */
   recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void>
+  /** Disables the enabled endpoints failing since `failingSince` or before, with the reason given; answers them. */
+  disableFailingEndpoints (failingSince: number, reason: (endpoint: WebhookRecord) => string, now: number): Promise<WebhookRecord[]>
   /** An endpoint's deliveries with an event id below `beforeEventId` (null: from the newest), newest first, at most `limit`. */
   listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]>
   /** Forgets events made before this instant with no delivery pending; says how many. */
   purgeEvents (createdBefore: number): Promise<number>
+  /**
+   * When the oldest event still to deliver was made: not fanned out yet, or
+   * with a delivery pending to an enabled endpoint; undefined when none is.
+   */
+  oldestUndeliveredEvent (): Promise<number | undefined>
+  /**
+   * Makes a succeeded or failed delivery pending again, due at `now`, its
+   * attempts and last answer kept; false when there is no such delivery or
+   * it is pending already.
+   */
+  resendDelivery (endpointId: number, eventId: bigint, now: number): Promise<boolean>
+  /**
+   * Writes an event for one endpoint alone, with its pending delivery, in
+   * one transaction: never fanned out to others. Its id, or undefined when
+   * no endpoint has this id.
+   */
+  addEndpointEvent (endpointId: number, event: { type: string, createdAt: number, data: string }): Promise<bigint | undefined>
   /**
    * Writes `event` with the row that says it was announced, in one
    * transaction, unless that row was written before (by this instance or

@@ -8,13 +8,13 @@ import swagger from '@fastify/swagger'
 import { AdminErrorBody } from '../schemas/error.js'
 import type { JsonSchema } from '../schemas/kinds.js'
 import { FoundKey, Key, KeyChanges, KeyUsageDays, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
-import { Deliveries, NewWebhook, Webhook, WebhookChanges, WebhookWithSecret, Webhooks } from '../schemas/webhook.js'
+import { Deliveries, Delivery, NewWebhook, RollWebhookSecret, Webhook, WebhookChanges, WebhookWithSecret, Webhooks } from '../schemas/webhook.js'
 import { documentOptions } from './openapi.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
 const SCHEMAS: JsonSchema[] = [
   Key, KeyWithToken, FoundKey, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays,
-  Webhook, WebhookWithSecret, Webhooks, NewWebhook, WebhookChanges, Deliveries, AdminErrorBody
+  Webhook, WebhookWithSecret, Webhooks, NewWebhook, WebhookChanges, RollWebhookSecret, Delivery, Deliveries, AdminErrorBody
 ]
 
 export const ADMIN_PREFIX = '/admin/v1'

@@ -7,7 +7,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, Errors, StorageUnavailableError, errorBody } from '../errors.js'
 import { JsonBodyError } from '../http/json.js'
 import { KeyRevokedError, KeyRuleError, NoSuchKeyError, UnknownTokenError } from '../keys/manage.js'
-import { NoSuchWebhookError, WebhookRuleError } from '../webhooks/manage.js'
+import { DeliveryPendingError, NoSuchDeliveryError, NoSuchWebhookError, WebhookRuleError } from '../webhooks/manage.js'
 import { toDetails, type ValidationIssue } from '../schemas/validator.js'
 
 /**
@@ -67,6 +67,8 @@ function keyError (error: Error): ApiError | undefined {
     return Errors.invalidRequest(`${field} ${error.reason}`, [{ field, reason: error.reason }])
   }
   if (error instanceof NoSuchWebhookError) return Errors.noSuchWebhook(error.message)
+  if (error instanceof NoSuchDeliveryError) return Errors.noSuchDelivery(error.message)
+  if (error instanceof DeliveryPendingError) return Errors.deliveryPending(error.message)
   return undefined
 }
 

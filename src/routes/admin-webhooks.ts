@@ -9,9 +9,11 @@ import type { WebhookStore } from '../db/storage.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 import { adminAnswers } from '../schemas/responses.js'
 import {
-  DEFAULT_WEBHOOK_PAGE_SIZE, Deliveries, ListDeliveriesQuery, ListWebhooksQuery, NewWebhook, Webhook, WebhookChanges, WebhookIdParams, WebhookWithSecret, Webhooks
+  DEFAULT_WEBHOOK_PAGE_SIZE, Deliveries, Delivery, DeliveryParams, ListDeliveriesQuery, RollWebhookSecret, ListWebhooksQuery, NewWebhook, Webhook, WebhookChanges, WebhookIdParams, WebhookWithSecret, Webhooks
 } from '../schemas/webhook.js'
-import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, showWebhook, updateWebhook, type WebhookPolicy } from '../webhooks/manage.js'
+import {
+  createWebhook, deleteWebhook, listDeliveries, listWebhooks, resendDelivery, rollWebhookSecret, sendTestEvent, showWebhook, updateWebhook, type WebhookPolicy
+} from '../webhooks/manage.js'
 import { ALWAYS } from './admin-keys.js'
 
 interface AdminWebhookRoutesOptions {
@@ -106,6 +108,39 @@ const adminWebhookRoutes: FastifyPluginAsyncTypebox<AdminWebhookRoutesOptions> =
     reply.header('link', `<${ADMIN_PREFIX}/webhooks/${id}/deliveries?limit=${limit}&cursor=${page[page.length - 1]?.webhookId.slice(4) ?? ''}>; rel="next"`)
     return page
   })
+
+  app.post('/webhooks/:id/deliveries/:eventId/resend', {
+    schema: webhooksOperation({
+      operationId: 'resendWebhookDelivery',
+      summary: 'Send a delivery again',
+      description: 'Sends a succeeded or failed delivery again, due now, as a new attempt of the same `webhook-id` (receivers that de-duplicate see it as the same event). A failure is retried as usual within the three days after the event; past them, this attempt is the only one. A disabled endpoint\'s resend waits until it is enabled. A pending delivery is refused (409 `delivery_pending`): it will be tried anyway.',
+      params: DeliveryParams,
+      // Content sent with it is read as any body (400, 413, 415), then ignored.
+      response: adminAnswers(202, Delivery, 'The delivery, pending again.', [...WITH_BODY, 404, 409])
+    })
+  }, async (request, reply) => {
+    const { id, eventId } = request.params
+    return reply.code(202).send(await resendDelivery(storage, id, eventId, now()))
+  })
+
+  app.post('/webhooks/:id/roll-secret', {
+    schema: oneWebhookOperation({
+      operationId: 'rollWebhookSecret',
+      summary: 'Roll an endpoint\'s signing secret',
+      description: 'Gives the endpoint a new signing secret, in this answer only. Until `expireCurrentInSeconds` have passed, each delivery carries a signature of the new secret and one of the current, space-separated in `webhook-signature`, so that a receiver holding either verifies; give the receiver the new one within that time. A secret from before the current one stops at once.',
+      body: RollWebhookSecret,
+      response: adminAnswers(201, WebhookWithSecret, 'The endpoint, and its new signing secret.', [...WITH_BODY, 404])
+    })
+  }, async (request, reply) => reply.code(201).send(await rollWebhookSecret(storage, request.params.id, Number(request.body.expireCurrentInSeconds), now())))
+
+  app.post('/webhooks/:id/test', {
+    schema: oneWebhookOperation({
+      operationId: 'testWebhook',
+      summary: 'Send a test event',
+      description: 'Writes a `webhook.test` event for this endpoint alone and delivers it as any event (signed, retried): `data` is `{endpointId, message}`. It is sent whatever types the endpoint asked for, never to another endpoint; a disabled endpoint\'s waits until it is enabled. Its outcome is in the endpoint\'s deliveries.',
+      response: adminAnswers(202, Delivery, 'The test event\'s delivery, pending.', [...WITH_BODY, 404])
+    })
+  }, async (request, reply) => reply.code(202).send(await sendTestEvent(storage, request.params.id, now())))
 
   app.delete('/webhooks/:id', {
     schema: oneWebhookOperation({

@@ -33,7 +33,7 @@ function DateTime (options: { description: string, nullable?: boolean }): TUnsaf
  * without rounding (json.ts), so it arrives as a `bigint`; handlers take its
  * Number, safe within these bounds.
  */
-function BodyInteger (minimum: number, maximum: number, { nullable = false, ...options }: { description: string, format: 'int32' | 'int64', nullable?: boolean }): TUnsafe<bigint> {
+export function BodyInteger (minimum: number, maximum: number, { nullable = false, ...options }: { description: string, format: 'int32' | 'int64', nullable?: boolean }): TUnsafe<bigint> {
   const rule = `must be an integer from ${minimum} to ${maximum}`
   return Type.Unsafe<bigint>({
     type: nullable ? ['integer', 'null'] : 'integer',

@@ -187,7 +187,7 @@ function errorResponse (status: number, codes: readonly ErrorCode[], common: Hea
 }
 
 /** An admin operation's answers: its success and its refusals, each with the admin API's rate-limit headers (plugins/admin-auth.ts). */
-export function adminAnswers<S extends 200 | 201, T extends TSchema> (
+export function adminAnswers<S extends 200 | 201 | 202, T extends TSchema> (
   status: S, schema: T, description: string, refusals: readonly number[], headers: Headers = {}
 ): Record<S, T> & Record<number, TSchema> {
   const success = { [status]: withHeaders(schema, description, { ...ADMIN_RATE_LIMIT_HEADERS, ...headers }) } as Record<S, T>

@@ -38,7 +38,14 @@ export interface Metrics {
   shed: (mode: 'log' | 'on') => void
   /** The event loop's mean delay over the last half second, as the shedder read it (telemetry/load.ts). */
   eventLoopDelay: (ms: number) => void
+  /** A webhook delivery attempt that ended: `retry` when it was not the delivery's first. */
+  webhookAttempt: (outcome: WebhookOutcome, retry: boolean) => void
+  /** Serves the age of the oldest event still to deliver, read at each scrape; called by the thread that runs the dispatcher. */
+  watchWebhooks: (oldestUndelivered: () => Promise<number | undefined>, now: () => number) => void
 }
+
+/** How an attempt left its delivery: delivered, failed for good, or to be tried again. */
+export type WebhookOutcome = 'succeeded' | 'failed' | 'retried'
 
 /** From a cache hit (well under a millisecond) to the 5 s a request may wait for the database. */
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -140,6 +147,17 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
     aggregator: 'max',
     registers: [registry]
   })
+  const webhookAttempts = new Counter({
+    name: 'petstore_webhook_deliveries_total',
+    help: 'Webhook delivery attempts that ended, by outcome: succeeded (a 2xx), failed (a final answer, or retries given up), retried (to be tried again).',
+    labelNames: ['outcome'] as const,
+    registers: [registry]
+  })
+  const webhookRetries = new Counter({
+    name: 'petstore_webhook_retries_total',
+    help: 'Webhook delivery attempts that were not their delivery\'s first, whatever their outcome.',
+    registers: [registry]
+  })
   let droppedSoFar = 0
   registry.registerMetric(new Counter({
     name: 'petstore_log_lines_dropped_total',
@@ -167,6 +185,24 @@ export function createMetrics ({ limiter, poolUse, droppedLogLines, processMetri
     eventLoopDelay (ms) {
       loopDelay ??= loopDelayGauge()
       loopDelay.set(ms / 1000)
+    },
+    webhookAttempt (outcome, retry) {
+      webhookAttempts.inc({ outcome })
+      if (retry) webhookRetries.inc()
+    },
+    watchWebhooks (oldestUndelivered, now) {
+      // Only the thread that delivers counts attempts: their series start at 0 there, and nowhere else.
+      for (const outcome of ['succeeded', 'failed', 'retried']) webhookAttempts.inc({ outcome }, 0)
+      registry.registerMetric(new Gauge({
+        name: 'petstore_webhook_oldest_undelivered_seconds',
+        help: 'Age of the oldest event still to deliver (not fanned out yet, or with a delivery pending to an enabled endpoint); 0 when none is. Read from the database at each scrape, so instances sharing it agree.',
+        registers: [],
+        aggregator: 'max',
+        async collect () {
+          const at = await oldestUndelivered().catch(() => undefined)
+          this.set(at === undefined ? 0 : Math.max(0, (now() - at) / 1000))
+        }
+      }))
     }
   }
 }

@@ -42,6 +42,11 @@ function signatures (secrets: readonly Buffer[], id: string, timestamp: number, 
   return secrets.map((secret) => `v1,${createHmac('sha256', secret).update(`${id}.${timestamp}.${body}`).digest('base64')}`).join(' ')
 }
 
+/** The current secret, and the one before a roll while its overlap runs: a receiver holding either verifies. */
+function liveSecrets ({ secret, previousSecret, previousSecretExpiresAt }: DueDelivery, now: number): Buffer[] {
+  return previousSecret !== null && previousSecretExpiresAt !== null && previousSecretExpiresAt > now ? [secret, previousSecret] : [secret]
+}
+
 export async function send (delivery: DueDelivery, { allowPrivate, now, agents, signal }: SendOptions): Promise<Attempt> {
   const url = new URL(delivery.url)
   // A literal address is never looked up, so the lookup's check cannot see it.
@@ -70,7 +75,7 @@ export async function send (delivery: DueDelivery, { allowPrivate, now, agents, 
         'user-agent': 'petstore-webhooks',
         'webhook-id': id,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatures([delivery.secret], id, timestamp, body)
+        'webhook-signature': signatures(liveSecrets(delivery, now), id, timestamp, body)
       }
     }, (response) => {
       let read = 0

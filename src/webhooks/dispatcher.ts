@@ -32,6 +32,9 @@ export const GIVE_UP_AFTER_MS = 3 * 24 * 3_600_000
 /** Delivered or given-up events are kept this long. */
 const KEEP_EVENTS_MS = 7 * 24 * 3_600_000
 const PURGE_EVERY_MS = 3_600_000
+/** An endpoint whose every attempt has failed for this long is disabled, as Svix and Stripe do; looked for at most this often, after failures. */
+export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000
+const DISABLE_CHECK_EVERY_MS = 60_000
 
 export interface DispatcherOptions {
   storage: WebhookStore
@@ -40,6 +43,8 @@ export interface DispatcherOptions {
   /** Unix milliseconds; injected so that tests control backoff. */
   now?: () => number
   random?: () => number
+  /** Told how each attempt ended (telemetry/metrics.ts); `retry` when it was not the delivery's first. */
+  observe?: (outcome: 'succeeded' | 'failed' | 'retried', retry: boolean) => void
   /** Periodic work whose events this dispatcher delivers (the look for expiries), run in its turns, each at most every `everyMs`. */
   chores?: readonly Chore[]
 }
@@ -67,6 +72,7 @@ export class Dispatcher {
   readonly #allowPrivate: boolean
   readonly #now: () => number
   readonly #random: () => number
+  readonly #observe: DispatcherOptions['observe']
   readonly #agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) }
   readonly #stopping = new AbortController()
   /** Deliveries in flight, per endpoint. */
@@ -81,10 +87,12 @@ export class Dispatcher {
   #again = false
   #purgedAt = 0
   readonly #chores: ReadonlyArray<Chore & { lastRunAt: number }>
+  #disableCheckedAt = 0
   #soon: NodeJS.Timeout | undefined
 
-  constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random, chores = [] }: DispatcherOptions) {
+  constructor ({ storage, logger, allowPrivate, now = Date.now, random = Math.random, chores = [], observe }: DispatcherOptions) {
     this.#chores = chores.map((chore) => ({ ...chore, lastRunAt: -Infinity }))
+    this.#observe = observe
     this.#storage = storage
     this.#logger = logger
     this.#allowPrivate = allowPrivate
@@ -149,6 +157,10 @@ export class Dispatcher {
         this.#outcomes.unshift(...outcomes)
         throw error
       }
+      if (outcomes.some((outcome) => outcome.state !== 'succeeded') && now - this.#disableCheckedAt >= DISABLE_CHECK_EVERY_MS) {
+        this.#disableCheckedAt = now
+        await this.#disableFailing(now)
+      }
       while (await this.#storage.fanOutEvents(FAN_OUT_BATCH, now) === FAN_OUT_BATCH && !this.#stopping.signal.aborted);
       await this.#take(now)
       if (now - this.#purgedAt >= PURGE_EVERY_MS) {
@@ -172,6 +184,16 @@ export class Dispatcher {
       } catch (error) {
         this.#logger.warn({ err: error, chore: chore.name }, 'webhooks: a periodic look failed; it runs again when next due')
       }
+    }
+  }
+
+  async #disableFailing (now: number): Promise<void> {
+    const days = DISABLE_AFTER_MS / 86_400_000
+    const disabled = await this.#storage.disableFailingEndpoints(now - DISABLE_AFTER_MS,
+      (endpoint) => `every delivery failed for ${days} days, since ${new Date(endpoint.failingSince ?? now).toISOString()}`, now)
+    for (const endpoint of disabled) {
+      this.#logger.warn({ endpointId: endpoint.id, failingSince: new Date(endpoint.failingSince ?? now).toISOString(), reason: endpoint.disabledReason },
+        `webhooks: endpoint ${endpoint.id} disabled: ${endpoint.disabledReason ?? ''}; its pending deliveries wait until an operator enables it`)
     }
   }
 
@@ -219,18 +241,23 @@ export class Dispatcher {
     // Abandoned at a stop: the lease sends it again.
     if (this.#stopping.signal.aborted && !attempt.ok) return
     const { eventId, endpointId } = delivery
+    // Claiming counted this attempt already.
+    const retry = delivery.attempts > 1
     if (attempt.ok) {
-      this.#outcomes.push({ eventId, endpointId, state: 'succeeded', nextAttemptAt: now, lastStatus: attempt.status, lastError: null })
+      this.#outcomes.push({ eventId, endpointId, state: 'succeeded', nextAttemptAt: now, lastStatus: attempt.status, lastError: null, attemptedAt: now })
+      this.#observe?.('succeeded', retry)
       return
     }
     const at = nextAttempt(attempt, delivery.attempts, delivery.createdAt, now, this.#random)
+    this.#observe?.(at === undefined ? 'failed' : 'retried', retry)
     this.#outcomes.push({
       eventId,
       endpointId,
       state: at === undefined ? 'failed' : 'pending',
       nextAttemptAt: at ?? now,
       lastStatus: attempt.status,
-      lastError: attempt.error
+      lastError: attempt.error,
+      attemptedAt: now
     })
     this.#logger.info({ webhookId: webhookId(eventId), endpointId, attempts: delivery.attempts, status: attempt.status, error: attempt.error, retry: at !== undefined },
       'webhooks: a delivery failed')

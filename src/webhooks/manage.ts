@@ -3,7 +3,7 @@
 // admin API (and later the command line) to call. Each rule is checked here.
 import { randomBytes } from 'node:crypto'
 import type { DeliveryRecord, NewWebhookRecord, WebhookChanges, WebhookRecord, WebhookStore } from '../db/storage.js'
-import type { EventType } from '../domain.js'
+import { TEST_EVENT_TYPE, type EventType } from '../domain.js'
 import { isPublicAddress, literalAddress } from './addresses.js'
 import { webhookId } from './deliver.js'
 
@@ -14,6 +14,11 @@ export interface WebhookView {
   events: EventType[] | null
   description: string
   enabled: boolean
+  /** While a roll's overlap runs, when the secret before it stops signing; else null. */
+  previousSecretExpiresAt: string | null
+  /** Why the service disabled the endpoint (every delivery failing for 5 days), and when; null unless it did, cleared when an operator sets `enabled`. */
+  disabledReason: string | null
+  disabledAt: string | null
   createdAt: string
   updatedAt: string
 }
@@ -37,6 +42,20 @@ export class NoSuchWebhookError extends Error {
   override name = 'NoSuchWebhookError'
   constructor (readonly id: number) {
     super(`No webhook endpoint has the id ${id}.`)
+  }
+}
+
+export class NoSuchDeliveryError extends Error {
+  override name = 'NoSuchDeliveryError'
+  constructor (readonly id: number, readonly webhookId: string) {
+    super(`Webhook endpoint ${id} has no delivery of ${webhookId} (delivered and failed events are kept for 7 days).`)
+  }
+}
+
+export class DeliveryPendingError extends Error {
+  override name = 'DeliveryPendingError'
+  constructor (readonly id: number, readonly webhookId: string) {
+    super(`The delivery of ${webhookId} to webhook endpoint ${id} is still to be tried; only a succeeded or failed delivery can be sent again.`)
   }
 }
 
@@ -79,7 +98,7 @@ export interface NewWebhookInput {
 
 export async function createWebhook (storage: WebhookStore, input: NewWebhookInput, policy: WebhookPolicy): Promise<WebhookWithSecret> {
   const url = checkUrl(input.url, policy)
-  const secret = randomBytes(SECRET_BYTES)
+  const secret = newSecret()
   const record: NewWebhookRecord = {
     url: url.href,
     events: input.events ?? null,
@@ -89,16 +108,37 @@ export async function createWebhook (storage: WebhookStore, input: NewWebhookInp
     createdAt: input.now,
     updatedAt: input.now
   }
-  return { ...view(await storage.createWebhook(record)), secret: SECRET_PREFIX + secret.toString('base64') }
+  return { ...view(await storage.createWebhook(record), input.now), secret: secretText(secret) }
+}
+
+function newSecret (): Buffer {
+  return randomBytes(SECRET_BYTES)
+}
+
+function secretText (secret: Buffer): string {
+  return SECRET_PREFIX + secret.toString('base64')
+}
+
+/**
+ * Gives the endpoint a new secret, answered this once. Deliveries are
+ * signed with the secret before it too, one signature each, until the
+ * overlap ends (0: at once), so that receivers can move to the new one;
+ * a secret older than that stops signing at once, as a key's token does.
+ */
+export async function rollWebhookSecret (storage: WebhookStore, id: number, expireCurrentInSeconds: number, now: number): Promise<WebhookWithSecret> {
+  const secret = newSecret()
+  const until = expireCurrentInSeconds === 0 ? null : now + expireCurrentInSeconds * 1000
+  return { ...view(found(id, await storage.rollWebhookSecret(id, secret, until, now)), now), secret: secretText(secret) }
 }
 
 /** Endpoints by id, from the one after `afterId`. */
 export async function listWebhooks (storage: WebhookStore, afterId: number, limit: number): Promise<WebhookView[]> {
-  return (await storage.listWebhooks(afterId, limit)).map(view)
+  const now = Date.now()
+  return (await storage.listWebhooks(afterId, limit)).map((webhook) => view(webhook, now))
 }
 
 export async function showWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
-  return view(found(id, await storage.getWebhook(id)))
+  return view(found(id, await storage.getWebhook(id)), Date.now())
 }
 
 export interface WebhookUpdate {
@@ -115,12 +155,12 @@ export async function updateWebhook (storage: WebhookStore, id: number, update: 
   if (update.events !== undefined) changes.events = update.events
   if (update.description !== undefined) changes.description = update.description
   if (update.enabled !== undefined) changes.enabled = update.enabled
-  return view(found(id, await storage.changeWebhook(id, changes)))
+  return view(found(id, await storage.changeWebhook(id, changes)), now)
 }
 
 /** Removes the endpoint and its deliveries, pending ones too. */
 export async function deleteWebhook (storage: WebhookStore, id: number): Promise<WebhookView> {
-  return view(found(id, await storage.deleteWebhook(id)))
+  return view(found(id, await storage.deleteWebhook(id)), Date.now())
 }
 
 /** A delivery as operators see it. */
@@ -140,7 +180,45 @@ export interface DeliveryView {
 /** An endpoint's deliveries, newest event first, from the one before `beforeEventId`. */
 export async function listDeliveries (storage: WebhookStore, id: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryView[]> {
   found(id, await storage.getWebhook(id))
-  return (await storage.listDeliveries(id, beforeEventId, limit)).map((delivery) => ({
+  return (await storage.listDeliveries(id, beforeEventId, limit)).map(deliveryView)
+}
+
+async function oneDelivery (storage: WebhookStore, id: number, eventId: bigint): Promise<DeliveryView | undefined> {
+  const [delivery] = await storage.listDeliveries(id, eventId + 1n, 1)
+  return delivery?.eventId === eventId ? deliveryView(delivery) : undefined
+}
+
+/**
+ * Sends a succeeded or failed delivery again, as a new attempt of the same
+ * webhook-id, due now. A failure is retried as any is, within the three
+ * days after the event; past them, this one attempt is all.
+ */
+export async function resendDelivery (storage: WebhookStore, id: number, eventWebhookId: string, now: number): Promise<DeliveryView> {
+  found(id, await storage.getWebhook(id))
+  const eventId = BigInt(eventWebhookId.slice('evt_'.length))
+  if (!await storage.resendDelivery(id, eventId, now)) {
+    const delivery = await oneDelivery(storage, id, eventId)
+    if (delivery === undefined) throw new NoSuchDeliveryError(id, eventWebhookId)
+    throw new DeliveryPendingError(id, eventWebhookId)
+  }
+  const delivery = await oneDelivery(storage, id, eventId)
+  // Removed with its endpoint in between.
+  if (delivery === undefined) throw new NoSuchDeliveryError(id, eventWebhookId)
+  return delivery
+}
+
+/** Writes a `webhook.test` event for this endpoint alone, delivered as any event is, and answers its delivery. */
+export async function sendTestEvent (storage: WebhookStore, id: number, now: number): Promise<DeliveryView> {
+  const data = JSON.stringify({ endpointId: id, message: 'A test event, sent by an operator; it announces no change.' })
+  const eventId = await storage.addEndpointEvent(id, { type: TEST_EVENT_TYPE, createdAt: now, data })
+  if (eventId === undefined) throw new NoSuchWebhookError(id)
+  const delivery = await oneDelivery(storage, id, eventId)
+  if (delivery === undefined) throw new NoSuchWebhookError(id)
+  return delivery
+}
+
+function deliveryView (delivery: DeliveryRecord): DeliveryView {
+  return {
     webhookId: webhookId(delivery.eventId),
     type: delivery.type,
     eventCreatedAt: new Date(delivery.createdAt).toISOString(),
@@ -149,7 +227,7 @@ export async function listDeliveries (storage: WebhookStore, id: number, beforeE
     lastStatus: delivery.lastStatus,
     lastError: delivery.lastError,
     nextAttemptAt: delivery.state === 'pending' ? new Date(delivery.nextAttemptAt).toISOString() : null
-  }))
+  }
 }
 
 function found (id: number, webhook: WebhookRecord | undefined): WebhookRecord {
@@ -157,13 +235,17 @@ function found (id: number, webhook: WebhookRecord | undefined): WebhookRecord {
   return webhook
 }
 
-function view (webhook: WebhookRecord): WebhookView {
+function view (webhook: WebhookRecord, now: number): WebhookView {
+  const { previousSecret, previousSecretExpiresAt: until } = webhook
   return {
     id: webhook.id,
     url: webhook.url,
     events: webhook.events,
     description: webhook.description,
     enabled: webhook.enabled,
+    previousSecretExpiresAt: previousSecret !== null && until !== null && until > now ? new Date(until).toISOString() : null,
+    disabledReason: webhook.disabledReason,
+    disabledAt: webhook.disabledAt === null ? null : new Date(webhook.disabledAt).toISOString(),
     createdAt: new Date(webhook.createdAt).toISOString(),
     updatedAt: new Date(webhook.updatedAt).toISOString()
   }

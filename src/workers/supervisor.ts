@@ -224,7 +224,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   }
   const stopPurging = purgeExpiredIdempotencyKeys(storage, Date.now, logger)
   // One dispatcher for every worker: the workers write events, this thread delivers them.
-  const dispatcher = startDispatcher(config, storage, logger)
+  const dispatcher = startDispatcher(config, storage, logger, own)
   // Operators' scripts wait for this line, whatever the log level.
   const listening = logger.isLevelEnabled('info') ? logger : logger.child({}, { level: 'info' })
   listening.info(`listening on ${first.address}`)

@@ -60,7 +60,8 @@ async function insertKeys (dir: string, count: number, name: (i: number) => stri
 }
 
 describe('petstore, its help and version', { timeout: 60_000 }, () => {
-  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'update'], ['keys', 'roll'], ['keys', 'find'], ['keys', 'revoke']]
+  const commands = [[], ['serve'], ['keys'], ['keys', 'create'], ['keys', 'list'], ['keys', 'show'], ['keys', 'update'], ['keys', 'roll'], ['keys', 'find'], ['keys', 'revoke'],
+    ['webhooks'], ['webhooks', 'create'], ['webhooks', 'list'], ['webhooks', 'show'], ['webhooks', 'update'], ['webhooks', 'delete'], ['webhooks', 'deliveries'], ['webhooks', 'roll-secret'], ['webhooks', 'resend'], ['webhooks', 'test']]
   for (const command of commands) {
     it(`When \`petstore ${[...command, '--help'].join(' ')}\` is run, then it prints that command's usage on stdout and exits 0`, async () => {
       // Act

@@ -20,7 +20,9 @@ const OPERATIONS = [
   { tag: 'pets', id: 'listPets', method: 'GET', path: '/pets', deprecated: false },
   { tag: 'pets', id: 'createPet', method: 'POST', path: '/pets', deprecated: false },
   { tag: 'pets', id: 'getPet', method: 'GET', path: '/pets/{petId}', deprecated: true },
-  { tag: 'limits', id: 'getRateLimit', method: 'GET', path: '/rate_limit', deprecated: false }
+  { tag: 'limits', id: 'getRateLimit', method: 'GET', path: '/rate_limit', deprecated: false },
+  { tag: 'leaks', id: 'reportLeakedTokens', method: 'POST', path: '/secret-scanning', deprecated: false },
+  { tag: 'leaks', id: 'revokeCredentials', method: 'POST', path: '/credentials/revoke', deprecated: false }
 ]
 
 /** The browser found or installed by `npm test` (scripts/services/chromium.js); fails, never skips, without it. */
@@ -86,7 +88,7 @@ describe('The docs page, in Chromium', { timeout: 180_000 }, () => {
     removeTempDir(dir)
   })
 
-  it('When /v1/docs is opened, then it shows listPets, createPet, getPet and getRateLimit, and getPet as deprecated', async () => {
+  it('When /v1/docs is opened, then it shows listPets, createPet, getPet, getRateLimit, reportLeakedTokens and revokeCredentials, and getPet as deprecated', async () => {
     // Act
     const page = await openDocs()
 

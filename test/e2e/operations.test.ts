@@ -60,7 +60,7 @@ describe('operating the service', { timeout: 90_000 }, () => {
     for (const dir of dirs) removeTempDir(dir)
   })
 
-  it('When ADMIN_PORT is set, then /metrics there shows requests by route and status, refusals, database timings and process metrics, and the public port has no /metrics', async () => {
+  it('When ADMIN_PORT is set, then /metrics there shows requests by route and status, refusals, database timings, webhook deliveries and process metrics, and the public port has no /metrics', async () => {
     // Arrange
     const env = freshEnv({ ADMIN_PORT: '0' })
     const server = track(await startServer(env))
@@ -85,6 +85,9 @@ describe('operating the service', { timeout: 90_000 }, () => {
     assert.match(metrics.text, /^petstore_db_query_duration_seconds_count\{operation="listPets",outcome="ok"\} 1$/m)
     assert.match(metrics.text, /^process_resident_memory_bytes \d+/m)
     assert.match(metrics.text, /^nodejs_eventloop_lag_p99_seconds /m)
+    assert.match(metrics.text, /^petstore_webhook_deliveries_total\{outcome="failed"\} 0$/m)
+    assert.match(metrics.text, /^petstore_webhook_retries_total 0$/m)
+    assert.match(metrics.text, /^petstore_webhook_oldest_undelivered_seconds [\d.]+$/m)
     assert.equal(publicMetrics.status, 404)
     assert.doesNotMatch(publicMetrics.text, /petstore_/)
   })

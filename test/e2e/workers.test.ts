@@ -124,7 +124,7 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     assert.equal(listed.text.match(/"name":"once"/g)?.length, 1)
   })
 
-  it('When /metrics is read, then it adds up every worker\'s requests and reports the process once', async () => {
+  it('When /metrics is read, then it adds up every worker\'s requests and reports the process and the webhook dispatcher once', async () => {
     // Arrange
     const adminPort = Number(/"metrics":"http:\/\/127\.0\.0\.1:(\d+)\/metrics"/.exec(server.stdout)?.[1])
     const before = await send(adminPort, '/metrics')
@@ -138,6 +138,9 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     // Assert
     assert.equal(answered(after.text) - answered(before.text), 30)
     assert.equal(after.text.match(/^process_cpu_seconds_total /gm)?.length, 1)
+    // The dispatcher is the main thread's: its series are there once, and no worker's are added to them.
+    assert.equal(after.text.match(/^petstore_webhook_deliveries_total\{outcome="succeeded"\} 0$/gm)?.length, 1, after.text)
+    assert.equal(after.text.match(/^petstore_webhook_oldest_undelivered_seconds 0$/gm)?.length, 1, after.text)
   })
 
   it('When a second service with workers is started on its port, then that one refuses to start, naming PORT, rather than share the port', async () => {

@@ -12,6 +12,7 @@ import { ERROR_CODES, type ErrorCode } from '../../src/errors.js'
 import { issueKey } from '../../src/keys/manage.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { generateToken } from '../../src/keys/tokens.js'
+import { createWebhook, sendTestEvent } from '../../src/webhooks/manage.js'
 import { buildTestApp, type TestApp } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { RawConnection, parseRawResponse, rawRequest, type RawResponse } from '../support/process.js'
@@ -308,7 +309,7 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
     }
   })
 
-  it('When the admin API refuses a request (401, 409, 400, 404), then each body is a bare Error', async () => {
+  it('When the admin API refuses a request (401, 409, 400, 404, a pending delivery resent), then each body is a bare Error', async () => {
     const adminToken = 'admin-token-for-error-bodies-0123456789'
     const admin = await buildAdminApp({ api: { token: adminToken, storage: t.storage, environment: t.config.environment }, now: t.clock.now })
     try {
@@ -320,6 +321,11 @@ describe('error bodies carry no stack trace and no internals', { timeout: 60_000
       check('rolling a revoked key', await inject({ app: admin }, { method: 'POST', url: `/admin/v1/keys/${key.id}/roll`, headers: json, payload: '{"expireCurrentInSeconds":0}' }), 409, 'key_revoked')
       check('an enterprise key without limits', await inject({ app: admin }, { method: 'POST', url: '/admin/v1/keys', headers: json, payload: '{"plan":"enterprise"}' }), 400, 'invalid_request')
       check('no such key', await inject({ app: admin }, { url: '/admin/v1/keys/424242', headers: json }), 404, 'not_found')
+      // No dispatcher runs here: the test event's delivery stays pending.
+      const webhook = await createWebhook(t.storage, { url: 'https://hooks.example.com/h', events: undefined, description: undefined, now: t.clock.now() }, { allowPrivate: false })
+      const { webhookId } = await sendTestEvent(t.storage, webhook.id, t.clock.now())
+      check('resending a pending delivery', await inject({ app: admin }, { method: 'POST', url: `/admin/v1/webhooks/${webhook.id}/deliveries/${webhookId}/resend`, headers: { authorization: json.authorization } }),
+        409, 'delivery_pending')
     } finally {
       await admin.close()
     }

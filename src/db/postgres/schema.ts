@@ -151,7 +151,13 @@ const MIGRATIONS: readonly string[] = [
      at bigint NOT NULL,
      PRIMARY KEY (api_key_id, type, at)
    );
-   CREATE INDEX api_keys_expires_at ON api_keys (expires_at) WHERE expires_at IS NOT NULL;`
+   CREATE INDEX api_keys_expires_at ON api_keys (expires_at) WHERE expires_at IS NOT NULL;`,
+  // A webhook endpoint's secret before its last roll, and until when
+  // deliveries are signed with it too (docs/WEBHOOKS.md: Rolling a secret).
+  'ALTER TABLE webhook_endpoints ADD COLUMN previous_secret bytea, ADD COLUMN previous_secret_expires_at bigint;',
+  // Since when every delivery to an endpoint has failed, and why and when the
+  // service disabled it for that (docs/WEBHOOKS.md: Failing endpoints).
+  'ALTER TABLE webhook_endpoints ADD COLUMN failing_since bigint, ADD COLUMN disabled_reason text, ADD COLUMN disabled_at bigint;'
 ]
 
 /** Runs inside the caller's transaction: the advisory lock is released with it. */

@@ -134,6 +134,17 @@ export const WEBHOOK_SQL = {
     FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::int8[], $6::int8[])
       AS o (state, next_attempt_at, last_status, last_error, event_id, endpoint_id)
     WHERE d.event_id = o.event_id AND d.endpoint_id = o.endpoint_id`,
+  streaks: `UPDATE webhook_endpoints w SET failing_since = CASE WHEN o.succeeded THEN NULL ELSE COALESCE(w.failing_since, o.failed_at) END
+    FROM unnest($1::int8[], $2::bool[], $3::int8[]) AS o (endpoint_id, succeeded, failed_at) WHERE w.id = o.endpoint_id`,
+  resend: 'UPDATE webhook_deliveries SET state = \'pending\', next_attempt_at = $1 WHERE event_id = $2 AND endpoint_id = $3 AND state <> \'pending\'',
+  // Marked fanned out as it is written: it is this endpoint's alone.
+  addEndpointEvent: `WITH event AS (
+      INSERT INTO events (type, created_at, data, fanned_out) SELECT $2, $3, $4, 1 FROM webhook_endpoints WHERE id = $1 RETURNING id
+    )
+    INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at) SELECT id, $1, 'pending', 0, $3 FROM event RETURNING event_id`,
+  oldestUndelivered: `SELECT MIN(created_at) AS created_at FROM events
+    WHERE id = (SELECT MIN(id) FROM events WHERE fanned_out = 0)
+    OR id = (SELECT MIN(d.event_id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1 WHERE d.state = 'pending')`,
   purge: `DELETE FROM events WHERE fanned_out = 1 AND created_at < $1
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`,
   // One statement, so one transaction: the event only where the row was

@@ -17,7 +17,7 @@ import type { EventType } from '../../domain.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
 import {
-  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, eventsOf, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
+  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, eventsOf, failingStreaks, rollSecretSql, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
@@ -33,6 +33,7 @@ export interface PostgresOptions {
 
 const DEFAULT_TIMEOUT_MS = 5000
 const DELIVERIES_SQL = deliveriesSql((n) => `$${n}`)
+const ROLL_SECRET_SQL = rollSecretSql((n) => `$${n}`)
 const DEFAULT_POOL_SIZE = 10
 /** Rows in one multi-row INSERT; a larger group is split. */
 const MAX_GROUP = 1000
@@ -313,6 +314,11 @@ export class PostgresStorage implements Storage {
     return rows[0] === undefined ? undefined : toWebhook(rows[0])
   }
 
+  async rollWebhookSecret (id: number, secret: Buffer, previousExpiresAt: number | null, now: number): Promise<WebhookRecord | undefined> {
+    const rows = await this.#query<WebhookRow>(ROLL_SECRET_SQL, [previousExpiresAt, previousExpiresAt, secret, now, id])
+    return rows[0] === undefined ? undefined : toWebhook(rows[0])
+  }
+
   async deleteWebhook (id: number): Promise<WebhookRecord | undefined> {
     const rows = await this.#query<WebhookRow>(WEBHOOK_SQL.remove, [id])
     return rows[0] === undefined ? undefined : toWebhook(rows[0])
@@ -332,8 +338,28 @@ export class PostgresStorage implements Storage {
 
   async recordDeliveries (outcomes: readonly DeliveryOutcome[]): Promise<void> {
     if (outcomes.length === 0) return
-    await this.#run(WEBHOOK_SQL.record, [outcomes.map((o) => o.state), outcomes.map((o) => o.nextAttemptAt), outcomes.map((o) => o.lastStatus),
-      outcomes.map((o) => o.lastError), outcomes.map((o) => o.eventId), outcomes.map((o) => o.endpointId)])
+    const streaks = failingStreaks(outcomes)
+    await this.#transaction(async (client) => {
+      await client.query(WEBHOOK_SQL.record, [outcomes.map((o) => o.state), outcomes.map((o) => o.nextAttemptAt), outcomes.map((o) => o.lastStatus),
+        outcomes.map((o) => o.lastError), outcomes.map((o) => o.eventId), outcomes.map((o) => o.endpointId)])
+      await client.query(WEBHOOK_SQL.streaks, [streaks.map((s) => s.endpointId), streaks.map((s) => s.succeeded), streaks.map((s) => s.failedAt)])
+    })
+  }
+
+  async disableFailingEndpoints (failingSince: number, reason: (endpoint: WebhookRecord) => string, now: number): Promise<WebhookRecord[]> {
+    const candidates = await this.#query<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE enabled = 1 AND failing_since <= $1`, [failingSince])
+    if (candidates.length === 0) return []
+    return await this.#transaction(async (client) => {
+      const disabled: WebhookRecord[] = []
+      for (const candidate of candidates) {
+        // Judged again under the row's lock: an operator may have enabled it again, or a success ended its streak, in between.
+        const { rows } = await client.query<WebhookRow>(
+          `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = $1, disabled_at = $2 WHERE id = $3 AND enabled = 1 AND failing_since <= $4 RETURNING ${WEBHOOK_COLUMNS}`,
+          [reason(toWebhook(candidate)), now, candidate.id, failingSince])
+        if (rows[0] !== undefined) disabled.push(toWebhook(rows[0]))
+      }
+      return disabled
+    })
   }
 
   async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
@@ -351,6 +377,21 @@ export class PostgresStorage implements Storage {
 
   async keysToAnnounce (type: EventType, after: number, until: number, limit: number): Promise<ApiKeyRecord[]> {
     return (await this.#query<ApiKeyRow>(WEBHOOK_SQL.keysToAnnounce, [after, until, type, limit])).map(toApiKey)
+  }
+
+  async resendDelivery (endpointId: number, eventId: bigint, now: number): Promise<boolean> {
+    return (await this.#run(WEBHOOK_SQL.resend, [now, eventId, endpointId])).rowCount === 1
+  }
+
+  async addEndpointEvent (endpointId: number, event: { type: string, createdAt: number, data: string }): Promise<bigint | undefined> {
+    const { rows } = await this.#run<{ event_id: string | bigint }>(WEBHOOK_SQL.addEndpointEvent, [endpointId, event.type, event.createdAt, event.data])
+    return rows[0] === undefined ? undefined : BigInt(rows[0].event_id)
+  }
+
+  async oldestUndeliveredEvent (): Promise<number | undefined> {
+    const { rows } = await this.#run<{ created_at: string | null }>(WEBHOOK_SQL.oldestUndelivered)
+    const at = rows[0]?.created_at
+    return at === null || at === undefined ? undefined : Number(at)
   }
 
   // StoreConnection

@@ -142,7 +142,16 @@ const MIGRATIONS: readonly string[] = [
      at INTEGER NOT NULL,
      PRIMARY KEY (api_key_id, type, at)
    ) WITHOUT ROWID;
-   CREATE INDEX api_keys_expires_at ON api_keys (expires_at) WHERE expires_at IS NOT NULL;`
+   CREATE INDEX api_keys_expires_at ON api_keys (expires_at) WHERE expires_at IS NOT NULL;`,
+  // A webhook endpoint's secret before its last roll, and until when
+  // deliveries are signed with it too (docs/WEBHOOKS.md: Rolling a secret).
+  `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret BLOB;
+   ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at INTEGER;`,
+  // Since when every delivery to an endpoint has failed, and why and when the
+  // service disabled it for that (docs/WEBHOOKS.md: Failing endpoints).
+  `ALTER TABLE webhook_endpoints ADD COLUMN failing_since INTEGER;
+   ALTER TABLE webhook_endpoints ADD COLUMN disabled_reason TEXT;
+   ALTER TABLE webhook_endpoints ADD COLUMN disabled_at INTEGER;`
 ]
 
 /** The schema's version once every migration has run: `PRAGMA user_version`. */

@@ -4,7 +4,7 @@
 import type { PetStatus } from '../../domain.js'
 import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyAnnouncement, KeyUsage, NewApiKeyRecord, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
-  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, keysToAnnounceSql, eventsColumn, eventsOf, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
+  DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, keysToAnnounceSql, eventsColumn, eventsOf, failingStreaks, rollSecretSql, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
@@ -113,6 +113,9 @@ export function webhookStatements (db: Database) {
      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`)
   const lease = db.prepare<[bigint, bigint, bigint]>(
     'UPDATE webhook_deliveries SET next_attempt_at = ?, attempts = attempts + 1 WHERE event_id = ? AND endpoint_id = ?')
+  // A success ends the streak; a failure starts one unless one runs.
+  const streak = db.prepare<[bigint, bigint, bigint]>(
+    'UPDATE webhook_endpoints SET failing_since = CASE WHEN ? = 1 THEN NULL ELSE COALESCE(failing_since, ?) END WHERE id = ?')
   const record = db.prepare<[string, bigint, bigint | null, string | null, bigint, bigint]>(
     'UPDATE webhook_deliveries SET state = ?, next_attempt_at = ?, last_status = ?, last_error = ? WHERE event_id = ? AND endpoint_id = ?')
   return {
@@ -130,6 +133,7 @@ export function webhookStatements (db: Database) {
       const { changes: count } = db.prepare(`UPDATE webhook_endpoints SET ${set} WHERE id = ?`).run(...values.map(sqliteValue), id)
       return count === 0 ? undefined : toWebhook(get.get(id) as WebhookRow)
     }),
+    rollSecret: db.prepare<[bigint | null, bigint | null, Buffer, bigint, bigint], WebhookRow>(rollSecretSql(() => '?')),
     remove: db.prepare<[bigint], WebhookRow>(`DELETE FROM webhook_endpoints WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`),
     fanOut: db.transaction((limit: number, now: number): number => {
       const ids = toFanOut.all(BigInt(limit))
@@ -157,6 +161,18 @@ export function webhookStatements (db: Database) {
         record.run(outcome.state, BigInt(outcome.nextAttemptAt), outcome.lastStatus === null ? null : BigInt(outcome.lastStatus),
           outcome.lastError, outcome.eventId, BigInt(outcome.endpointId))
       }
+      for (const { endpointId, succeeded, failedAt } of failingStreaks(outcomes)) {
+        streak.run(succeeded ? 1n : 0n, BigInt(failedAt), BigInt(endpointId))
+      }
+    }),
+    anyFailing: db.prepare<[bigint], bigint>('SELECT 1 FROM webhook_endpoints WHERE enabled = 1 AND failing_since <= ? LIMIT 1').pluck(true),
+    disableFailing: db.transaction((failingSince: bigint, reason: (endpoint: WebhookRecord) => string, now: bigint): WebhookRecord[] => {
+      const rows = db.prepare<[bigint], WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhook_endpoints WHERE enabled = 1 AND failing_since <= ?`).all(failingSince)
+      return rows.map((row) => {
+        const why = reason(toWebhook(row))
+        return toWebhook(db.prepare<[string, bigint, bigint], WebhookRow>(
+          `UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ? WHERE id = ? RETURNING ${WEBHOOK_COLUMNS}`).get(why, now, row.id) as WebhookRow)
+      })
     }),
     deliveries: db.prepare<[bigint, bigint, bigint], DeliveryRow>(deliveriesSql(() => '?')),
     // The row first: only the transaction that wrote it writes the event.
@@ -166,6 +182,22 @@ export function webhookStatements (db: Database) {
       return true
     }),
     keysToAnnounce: db.prepare<[bigint, bigint, string, bigint], ApiKeyRow>(keysToAnnounceSql(() => '?')),
+    // Two lookups by index (the events to fan out, the pending deliveries), not a scan of every event kept.
+    oldestUndelivered: db.prepare<[], bigint | null>(
+      `SELECT MIN(created_at) AS created_at FROM events
+       WHERE id = (SELECT MIN(id) FROM events WHERE fanned_out = 0)
+       OR id = (SELECT MIN(d.event_id) FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.enabled = 1 WHERE d.state = 'pending')`).pluck(true),
+    resend: db.prepare<[bigint, bigint, bigint]>(
+      "UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = ? WHERE event_id = ? AND endpoint_id = ? AND state <> 'pending'"),
+    // Marked fanned out as it is written: it is this endpoint's alone.
+    addEndpointEvent: db.transaction((endpointId: bigint, type: string, createdAt: bigint, data: string): bigint | undefined => {
+      if (get.get(endpointId) === undefined) return undefined
+      const eventId = BigInt(db.prepare<[string, bigint, string]>('INSERT INTO events (type, created_at, data, fanned_out) VALUES (?, ?, ?, 1)')
+        .run(type, createdAt, data).lastInsertRowid)
+      db.prepare<[bigint, bigint, bigint]>("INSERT INTO webhook_deliveries (event_id, endpoint_id, state, attempts, next_attempt_at) VALUES (?, ?, 'pending', 0, ?)")
+        .run(eventId, endpointId, createdAt)
+      return eventId
+    }),
     purge: db.prepare<[bigint]>(
       `DELETE FROM events WHERE fanned_out = 1 AND created_at < ?
        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id AND d.state = 'pending')`)

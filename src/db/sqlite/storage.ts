@@ -299,6 +299,12 @@ export class SqliteStorage implements Storage {
     return await this.#write(() => this.#webhookSql.change.immediate(BigInt(id), changes))
   }
 
+  async rollWebhookSecret (id: number, secret: Buffer, previousExpiresAt: number | null, now: number): Promise<WebhookRecord | undefined> {
+    const until = previousExpiresAt === null ? null : BigInt(previousExpiresAt)
+    const row = await this.#write(() => this.#webhookSql.rollSecret.get(until, until, secret, BigInt(now), BigInt(id)))
+    return row === undefined ? undefined : toWebhook(row)
+  }
+
   async deleteWebhook (id: number): Promise<WebhookRecord | undefined> {
     const row = await this.#write(() => this.#webhookSql.remove.get(BigInt(id)))
     return row === undefined ? undefined : toWebhook(row)
@@ -319,6 +325,11 @@ export class SqliteStorage implements Storage {
     await this.#write(() => { this.#webhookSql.record.immediate(outcomes) })
   }
 
+  async disableFailingEndpoints (failingSince: number, reason: (endpoint: WebhookRecord) => string, now: number): Promise<WebhookRecord[]> {
+    if (this.#read(() => this.#webhookSql.anyFailing.get(BigInt(failingSince))) === undefined) return []
+    return await this.#write(() => this.#webhookSql.disableFailing.immediate(BigInt(failingSince), reason, BigInt(now)))
+  }
+
   async listDeliveries (endpointId: number, beforeEventId: bigint | null, limit: number): Promise<DeliveryRecord[]> {
     const rows = this.#read(() => this.#webhookSql.deliveries.all(BigInt(endpointId), beforeEventId ?? INT64_MAX, BigInt(limit)))
     return rows.map(toDelivery)
@@ -334,6 +345,19 @@ export class SqliteStorage implements Storage {
 
   async keysToAnnounce (type: EventType, after: number, until: number, limit: number): Promise<ApiKeyRecord[]> {
     return this.#read(() => this.#webhookSql.keysToAnnounce.all(BigInt(after), BigInt(until), type, BigInt(limit))).map(toApiKey)
+  }
+
+  async resendDelivery (endpointId: number, eventId: bigint, now: number): Promise<boolean> {
+    return await this.#write(() => this.#webhookSql.resend.run(BigInt(now), eventId, BigInt(endpointId)).changes === 1)
+  }
+
+  async addEndpointEvent (endpointId: number, event: { type: string, createdAt: number, data: string }): Promise<bigint | undefined> {
+    return await this.#write(() => this.#webhookSql.addEndpointEvent.immediate(BigInt(endpointId), event.type, BigInt(event.createdAt), event.data))
+  }
+
+  async oldestUndeliveredEvent (): Promise<number | undefined> {
+    const at = this.#read(() => this.#webhookSql.oldestUndelivered.get())
+    return at === null || at === undefined ? undefined : Number(at)
   }
 
   // StoreConnection
