@@ -459,15 +459,23 @@ async function inTransaction<T> (pool: pg.Pool, work: (client: pg.PoolClient) =>
   } catch (error) {
     throw classifyPostgresError(error)
   }
+  // A connection lost between this transaction's queries emits 'error' on
+  // the client, which the pool listens for only while the client is idle:
+  // unheard, it would end the process. The next query fails instead.
+  client.on('error', ignoreLostConnection)
   try {
     await client.query('BEGIN')
     const result = await work(client)
     await client.query('COMMIT')
+    client.off('error', ignoreLostConnection)
     client.release()
     return result
   } catch (error) {
     // Destroyed, not returned: its transaction ends with the connection.
+    client.off('error', ignoreLostConnection)
     client.release(true)
     throw classifyPostgresError(error)
   }
 }
+
+function ignoreLostConnection (): void {}
