@@ -9,19 +9,36 @@
 //
 // No library does this: p-limit and p-queue keep one queue, first come
 // first served, which is the pool's own order.
+//
+// A request waits for a place at most PLACE_WAIT_MS, then goes on without
+// one, into the pool's own queue: so its wait for a connection stays bounded
+// by the pool's timeout (503 when the database does not answer), and the
+// shedding, which reads the pool's waits, still sees a pool that cannot
+// keep up.
 
 export type GiveBack = () => void
+
+/** How long a request waits for a place before it goes on without one. */
+export const PLACE_WAIT_MS = 1_000
+
+const NOTHING_TO_GIVE_BACK: GiveBack = () => {}
+
+interface Waiting {
+  start: (giveBack: GiveBack) => void
+  timer: NodeJS.Timeout
+}
 
 export class FairPool {
   #taken = 0
   /** Key id → its requests waiting for a place, oldest first; the map's order is the keys' turn. */
-  readonly #waiting = new Map<number, Array<(giveBack: GiveBack) => void>>()
+  readonly #waiting = new Map<number, Waiting[]>()
 
-  constructor (readonly places: number) {}
+  constructor (readonly places: number, readonly waitMs: number = PLACE_WAIT_MS) {}
 
   /**
    * A place for a request of key `keyId`: the function that gives it back
-   * when one is free and nobody waits, else a promise of it. Never rejects.
+   * when one is free and nobody waits, else a promise of it, which after
+   * `waitMs` resolves without a place. Never rejects.
    */
   take (keyId: number): GiveBack | Promise<GiveBack> {
     if (this.#taken < this.places && this.#waiting.size === 0) {
@@ -29,10 +46,25 @@ export class FairPool {
       return this.#giveBackOnce()
     }
     return new Promise((resolve) => {
+      const waiting: Waiting = {
+        start: resolve,
+        timer: setTimeout(() => {
+          this.#leave(keyId, waiting)
+          resolve(NOTHING_TO_GIVE_BACK)
+        }, this.waitMs)
+      }
       const queue = this.#waiting.get(keyId)
-      if (queue === undefined) this.#waiting.set(keyId, [resolve])
-      else queue.push(resolve)
+      if (queue === undefined) this.#waiting.set(keyId, [waiting])
+      else queue.push(waiting)
     })
+  }
+
+  #leave (keyId: number, waiting: Waiting): void {
+    const queue = this.#waiting.get(keyId)
+    if (queue === undefined) return
+    const at = queue.indexOf(waiting)
+    if (at !== -1) queue.splice(at, 1)
+    if (queue.length === 0) this.#waiting.delete(keyId)
   }
 
   /** Requests waiting for a place, every key's. */
@@ -59,9 +91,14 @@ export class FairPool {
       return
     }
     const [keyId, queue] = first.value
-    const start = queue.shift()
+    const next = queue.shift()
     this.#waiting.delete(keyId)
     if (queue.length > 0) this.#waiting.set(keyId, queue)
-    start?.(this.#giveBackOnce())
+    if (next === undefined) {
+      this.#taken--
+      return
+    }
+    clearTimeout(next.timer)
+    next.start(this.#giveBackOnce())
   }
 }

@@ -72,4 +72,25 @@ describe('the pool\'s places in turn', () => {
     assert.deepEqual(order, [1, 2])
     assert.equal(pool.waiting(), 1)
   })
+
+  it('When no place is given back within the wait, then the request goes on without one, and the places are counted as before', async () => {
+    // Arrange
+    const pool = new FairPool(1, 50)
+    const first = pool.take(1)
+    assert.equal(typeof first, 'function')
+
+    // Act
+    const started = performance.now()
+    const late = await pool.take(2)
+    const waited = performance.now() - started
+    late()
+    const waitingAfter = pool.waiting()
+    ;(first as GiveBack)()
+    const next = pool.take(3)
+
+    // Assert
+    assert.ok(waited >= 45, `went on after ${waited} ms`)
+    assert.equal(waitingAfter, 0)
+    assert.equal(typeof next, 'function', 'the one place was free again')
+  })
 })
