@@ -23,6 +23,19 @@ function pooled (storage: Storage, max: number): Storage {
   })
 }
 
+/** A greedy and a polite key on `t`, and a listing that notes whose answer came, in the order they come. */
+async function greedyAndPolite (t: TestApp): Promise<{ greedy: string, polite: string, answered: string[], list: (who: string, token: string) => Promise<number> }> {
+  const greedy = await t.newKey('enterprise', { perMinute: 1_000, perDay: 10_000 })
+  const polite = await t.newKey('pro')
+  const answered: string[] = []
+  const list = async (who: string, token: string): Promise<number> => {
+    const answer = await t.app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) })
+    answered.push(who)
+    return answer.statusCode
+  }
+  return { greedy, polite, answered, list }
+}
+
 describe('the gate shares each turn between keys', () => {
   let t: TestApp | undefined
   afterEach(async () => { await t?.close() })
@@ -30,15 +43,7 @@ describe('the gate shares each turn between keys', () => {
   it('When a greedy key sends 40 listings at once and a polite key one, then the polite key is answered before most of the greedy key\'s, and every request is served', async () => {
     // Arrange
     t = await buildTestApp()
-    const app = t.app
-    const greedy = await t.newKey('enterprise', { perMinute: 1_000, perDay: 10_000 })
-    const polite = await t.newKey('pro')
-    const answered: string[] = []
-    const list = async (who: string, token: string): Promise<number> => {
-      const answer = await app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) })
-      answered.push(who)
-      return answer.statusCode
-    }
+    const { greedy, polite, answered, list } = await greedyAndPolite(t)
 
     // Act
     const greedyAnswers = Array.from({ length: 40 }, async () => await list('greedy', greedy))
@@ -55,15 +60,7 @@ describe('the gate shares each turn between keys', () => {
     // Arrange
     const listings = pausedListings(openSqlite('sqlite::memory:'))
     t = await buildTestApp({}, { storage: pooled(listings.storage, 2) })
-    const app = t.app
-    const greedy = await t.newKey('enterprise', { perMinute: 1_000, perDay: 10_000 })
-    const polite = await t.newKey('pro')
-    const answered: string[] = []
-    const list = async (who: string, token: string): Promise<number> => {
-      const answer = await app.inject({ method: 'GET', url: '/v1/pets', headers: bearer(token) })
-      answered.push(who)
-      return answer.statusCode
-    }
+    const { greedy, polite, answered, list } = await greedyAndPolite(t)
     const greedyAnswers = Array.from({ length: 7 }, async () => await list('greedy', greedy))
     await pollUntil(async () => (listings.waiting() === 2 ? true : undefined), { ms: 5_000, every: 10, what: 'the pool\'s two places taken' })
 
