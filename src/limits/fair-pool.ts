@@ -19,7 +19,7 @@
 export type GiveBack = () => void
 
 /** How long a request waits for a place before it goes on without one. */
-export const PLACE_WAIT_MS = 1_000
+const PLACE_WAIT_MS = 1_000
 
 const NOTHING_TO_GIVE_BACK: GiveBack = () => {}
 
