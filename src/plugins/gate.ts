@@ -62,6 +62,8 @@ export function createGate ({ identify, limit, usage, inFlight, turns, shed, poo
   /** The database pool's places, given to keys in turn; undefined without a pool (SQLite). */
   pool: FairPool | undefined
 }): Gate {
+  // Over a threshold of overload, a key is shed first when it has requests waiting for a turn or many in flight.
+  const busy = (keyId: number): boolean => turns.waiting(keyId) > 0 || inFlight.inFlight(keyId) >= BUSY_IN_FLIGHT
   return async (request, reply) => {
     const token = identify.read(request.headers.authorization, authorizationHeaders(request.raw.rawHeaders))
     // Read once: behind trusted proxies each read of request.ip parses X-Forwarded-For again.
@@ -82,7 +84,7 @@ export function createGate ({ identify, limit, usage, inFlight, turns, shed, poo
     if (caller !== undefined) {
       const id = caller.key.id
       // Overloaded, the busy keys are shed first (plugins/shed.ts); uncounted, as a request shed before the gate.
-      const shedding = shed?.busyKey(reply, () => turns.waiting(id) > 0 || inFlight.inFlight(id) >= BUSY_IN_FLIGHT)
+      const shedding = shed?.busyKey(reply, id, busy)
       if (shedding !== undefined) throw shedding
       // Past its share of this turn of the loop, a key's request waits for a later one, so that others go first.
       const turn = turns.take(id)
@@ -101,9 +103,7 @@ export function createGate ({ identify, limit, usage, inFlight, turns, shed, poo
         usage.count(caller.key, 'refused')
         throw over.refusal
       }
-      // Given back when the answer is sent or the client goes, whichever is first; it may have gone while this request waited.
-      reply.raw.once('close', release)
-      if (reply.raw.closed) release()
+      whenClosed(reply, release)
     }
     if (early !== undefined && caller === undefined) {
       decision = early
@@ -124,11 +124,15 @@ export function createGate ({ identify, limit, usage, inFlight, turns, shed, poo
     if (caller !== undefined && spends && pool !== undefined) {
       // Admitted: its operation waits for a place in the pool in its key's turn, not behind a greedy key's queries.
       const place = pool.take(caller.key.id)
-      const giveBack = typeof place === 'function' ? place : await place
-      reply.raw.once('close', giveBack)
-      if (reply.raw.closed) giveBack()
+      whenClosed(reply, typeof place === 'function' ? place : await place)
     }
   }
+}
+
+/** Gives `release` back when the answer is sent or the client goes, whichever is first; the client may have gone while the request waited. */
+function whenClosed (reply: FastifyReply, release: () => void): void {
+  reply.raw.once('close', release)
+  if (reply.raw.closed) release()
 }
 
 /** A request the router could not take (frameworkErrors) has no route options. */

@@ -60,8 +60,8 @@ export const BUSY_IN_FLIGHT = 4
 export interface Shed {
   /** Before the gate, whoever sends it: refused while a signal reads twice its threshold. */
   anyone: (reply: FastifyReply) => ApiError | undefined
-  /** In the gate, once its key is known: refused past the threshold itself when `busy()` says its key is busy. */
-  busyKey: (reply: FastifyReply, busy: () => boolean) => ApiError | undefined
+  /** In the gate, once its key is known: refused past the threshold itself when `busy(keyId)` says its key is busy (read only then). */
+  busyKey: (reply: FastifyReply, keyId: number, busy: (keyId: number) => boolean) => ApiError | undefined
 }
 
 export function createShed ({ mode, overload, thresholds, now, monotonic, logger, metrics }: ShedOptions): Shed {
@@ -118,9 +118,9 @@ export function createShed ({ mode, overload, thresholds, now, monotonic, logger
       }
       return severe(overload.reading, thresholds) ? shed(reply, cause) : undefined
     },
-    busyKey (reply, busy) {
+    busyKey (reply, keyId, busy) {
       const cause = overload.cause
-      return cause === undefined || !busy() ? undefined : shed(reply, cause)
+      return cause === undefined || !busy(keyId) ? undefined : shed(reply, cause)
     }
   }
 }
