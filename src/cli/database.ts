@@ -4,7 +4,7 @@
 // missing file is created (docs/INTERNALS.md, section "Keys command's database").
 import { statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
-import { redactUrl, type Config } from '../config.js'
+import { loadConfig, redactUrl, type Config } from '../config.js'
 import { openStorage } from '../db/open.js'
 import { SqliteError } from '../db/sqlite/driver.js'
 import { sqlitePath } from '../db/sqlite/storage.js'
@@ -73,11 +73,28 @@ function cannot (doing: 'open' | 'use', url: string, error: unknown): CommandFai
 }
 
 /** Opens the database of `config` for a `keys` command, or fails with one line that names it. */
-export async function openKeysDatabase (config: Config): Promise<Storage> {
+async function openKeysDatabase (config: Config): Promise<Storage> {
   refuseSqliteTheServerCannotRead(config.databaseUrl)
   try {
     return await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   } catch (error) {
     throw cannot('open', config.databaseUrl, error)
+  }
+}
+
+/**
+ * Runs a command's `work` on the store DATABASE_URL names, and closes it
+ * after. A failure is told as the database's (`asDatabaseFailure`), then as
+ * the command's own refusals by `asCommandFailure`.
+ */
+export async function withCommandStorage<T> (work: (storage: Storage, config: Config) => Promise<T>, asCommandFailure: (failure: unknown) => unknown): Promise<T> {
+  const config = loadConfig()
+  const storage = await openKeysDatabase(config)
+  try {
+    return await work(storage, config)
+  } catch (error) {
+    throw asCommandFailure(await asDatabaseFailure(config.databaseUrl, error, 'use'))
+  } finally {
+    await storage.close()
   }
 }

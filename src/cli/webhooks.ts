@@ -3,14 +3,14 @@
 // docs/WEBHOOKS.md). Each command calls webhooks/manage.ts, as the admin API
 // does, so both doors refuse the same things in the same words.
 import { type Command, InvalidArgumentError, Option } from 'commander'
-import { loadConfig, type Config } from '../config.js'
+import type { Config } from '../config.js'
 import type { Storage } from '../db/storage.js'
 import { EVENT_TYPES, MAX_OVERLAP_SECONDS, type EventType } from '../domain.js'
 import {
   WebhookRuleError, createWebhook, deleteWebhook, listDeliveries, listWebhooks, resendDelivery, rollWebhookSecret, sendTestEvent, showWebhook, updateWebhook,
   type DeliveryView, type WebhookUpdate, type WebhookView
 } from '../webhooks/manage.js'
-import { asDatabaseFailure, databaseLabel, openKeysDatabase } from './database.js'
+import { databaseLabel, withCommandStorage } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
 import { overlap, positiveInteger } from './keys/parse.js'
 import { writeJson, writeLine } from './keys/render.js'
@@ -31,16 +31,7 @@ function ruleBroken (error: WebhookRuleError): string {
 }
 
 async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
-  const config = loadConfig()
-  const storage = await openKeysDatabase(config)
-  try {
-    return await work(storage, config)
-  } catch (error) {
-    const failure = await asDatabaseFailure(config.databaseUrl, error, 'use')
-    throw failure instanceof WebhookRuleError ? new CommandFailure(ruleBroken(failure), { cause: failure }) : failure
-  } finally {
-    await storage.close()
-  }
+  return await withCommandStorage(work, (failure) => failure instanceof WebhookRuleError ? new CommandFailure(ruleBroken(failure), { cause: failure }) : failure)
 }
 
 /** `pet.created,key.revoked`: each a known type, each once. */

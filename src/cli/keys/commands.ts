@@ -4,7 +4,7 @@
 // keys/manage.ts, as the admin API does, and writes the answer (render.ts):
 // both doors refuse the same things in the same words.
 import { type Command, Option } from 'commander'
-import { loadConfig, type Config } from '../../config.js'
+import type { Config } from '../../config.js'
 import type { Storage } from '../../db/storage.js'
 import { KEY_SORTS, KEY_STATES, MAX_CONCURRENCY, PLANS, SCOPES } from '../../domain.js'
 import {
@@ -14,7 +14,7 @@ import {
 import { searchKeys } from '../../keys/overview.js'
 import { CALLER_DAYS, deprecatedCallers } from '../../keys/deprecated-callers.js'
 import { inspectToken } from '../../keys/tokens.js'
-import { asDatabaseFailure, databaseLabel, openKeysDatabase } from '../database.js'
+import { databaseLabel, withCommandStorage } from '../database.js'
 import { CommandFailure, EXIT_USAGE } from '../errors.js'
 import {
   asKeyUpdate, duration, instant, instantOrNever, limitOrPlan, overlap, positiveInteger, scopeList, searchText,
@@ -26,15 +26,7 @@ import {
 import { readToken } from './token-input.js'
 
 async function withStorage<T> (work: (storage: Storage, config: Config) => Promise<T>): Promise<T> {
-  const config = loadConfig()
-  const storage = await openKeysDatabase(config)
-  try {
-    return await work(storage, config)
-  } catch (error) {
-    throw asKeyFailure(await asDatabaseFailure(config.databaseUrl, error, 'use'))
-  } finally {
-    await storage.close()
-  }
+  return await withCommandStorage(work, asKeyFailure)
 }
 
 /**
