@@ -140,7 +140,8 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     assert.equal(after.text.match(/^process_cpu_seconds_total /gm)?.length, 1)
     // The dispatcher is the main thread's: its series are there once, and no worker's are added to them.
     assert.equal(after.text.match(/^petstore_webhook_deliveries_total\{outcome="succeeded"\} 0$/gm)?.length, 1, after.text)
-    assert.equal(after.text.match(/^petstore_webhook_oldest_undelivered_seconds 0$/gm)?.length, 1, after.text)
+    // Any age: an animal added by an earlier test may wait for its turn to be fanned out.
+    assert.equal(after.text.match(/^petstore_webhook_oldest_undelivered_seconds \S+$/gm)?.length, 1, after.text)
   })
 
   it('When a second service with workers is started on its port, then that one refuses to start, naming PORT, rather than share the port', async () => {
