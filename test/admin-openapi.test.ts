@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
+import { EVENT_TYPES, TEST_EVENT_TYPE } from '../src/domain.js'
 import { buildAdminApp } from '../src/http/admin.js'
 import { openSqlite } from '../src/db/sqlite/storage.js'
 import type { Storage } from '../src/db/storage.js'
@@ -48,8 +49,10 @@ const STATUSES: Record<string, string[]> = {
 
 interface ResponseObject { $ref?: string, description?: string, headers?: Record<string, unknown>, content?: Record<string, unknown> }
 interface Operation { operationId: string, security?: unknown[], responses: Record<string, ResponseObject> }
+interface Webhook { post: { parameters: Array<{ $ref: string }>, requestBody: { content: Record<string, { schema: { $ref?: string } }> }, responses: Record<string, { description: string }> } }
 interface AdminDocument {
   openapi: string
+  webhooks?: Record<string, Webhook>
   servers: Array<{ url: string, description?: string, 'x-internal'?: boolean }>
   security?: unknown[]
   paths: Record<string, Record<string, Operation>>
@@ -57,6 +60,7 @@ interface AdminDocument {
     securitySchemes: Record<string, { type: string, scheme?: string }>
     responses?: Record<string, ResponseObject>
     schemas: Record<string, { properties?: Record<string, Record<string, unknown>>, required?: string[] }>
+    parameters?: Record<string, { in: string, name: string, required?: boolean }>
   }
 }
 
@@ -158,6 +162,44 @@ describe('the admin OpenAPI document', () => {
     assert.deepEqual(concurrency('KeyChanges'), { type: ['integer', 'null'], ...bounds })
     assert.ok(!(schemas['NewKey']?.required ?? []).includes('concurrency'))
     assert.ok(!(schemas['KeyChanges']?.required ?? []).includes('concurrency'))
+  })
+
+  test('When its webhooks are read, then every event type has one: a POST with the three signature headers, its event as a named body, and 2XX as success', () => {
+    // Arrange
+    const data = (name: string): unknown => document.components.schemas[name]?.properties?.['data']
+    const expected = [...EVENT_TYPES, TEST_EVENT_TYPE].sort()
+
+    // Act
+    const types = Object.keys(document.webhooks ?? {}).sort()
+
+    // Assert
+    assert.deepEqual(types, expected)
+    for (const type of types) {
+      const post = document.webhooks?.[type]?.post
+      assert.ok(post, type)
+      const ref = post.requestBody.content['application/json']?.schema.$ref ?? ''
+      assert.match(ref, /^#\/components\/schemas\/[A-Za-z]+Event$/, type)
+      const name = ref.replace('#/components/schemas/', '')
+      assert.deepEqual(document.components.schemas[name]?.properties?.['type'], { type: 'string', description: 'The event\'s type.', enum: [type] }, type)
+      assert.deepEqual(document.components.schemas[name]?.required, ['type', 'timestamp', 'data'], type)
+      assert.deepEqual(post.parameters.map((p) => document.components.parameters?.[p.$ref.replace('#/components/parameters/', '')]?.name),
+        ['webhook-id', 'webhook-timestamp', 'webhook-signature'], type)
+      assert.deepEqual(Object.keys(post.responses).sort(), ['2XX', 'default'], type)
+    }
+    // The data are the APIs' own schemas, by reference: the Pet, the admin API's Key.
+    assert.deepEqual(data('PetCreatedEvent'), { $ref: '#/components/schemas/Pet' })
+    for (const type of EVENT_TYPES.filter((t) => t.startsWith('key.'))) {
+      const name = `${type.split('.').map((w) => `${w.charAt(0).toUpperCase()}${w.slice(1)}`).join('')}Event`
+      assert.deepEqual(data(name), { $ref: '#/components/schemas/Key' }, type)
+    }
+    assert.deepEqual(data('QuotaWarningEvent'), { $ref: '#/components/schemas/QuotaEventData' })
+    assert.deepEqual(document.components.schemas['QuotaEventData']?.properties?.['key'], { $ref: '#/components/schemas/Key' })
+    assert.deepEqual(data('WebhookTestEvent'), { $ref: '#/components/schemas/WebhookTestData' })
+  })
+
+  test('When the events\' Pet is read, then its int64 bounds are written exactly, never as a rounded double', () => {
+    assert.match(text, /"maximum":9223372036854775807[,}]/)
+    assert.doesNotMatch(text, /922337203685477580[89]|9\.22\d*e\+?18/i)
   })
 
   test('When redocly lint (recommended) reads it, then it finds no errors', async (t) => {

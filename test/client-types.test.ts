@@ -42,3 +42,16 @@ test('When the document has int64 properties, then the generated types make them
   assert.match(generated, /^ {16}petId: bigint;$/m)
   assert.match(generated, /^export const int64Properties = \["categoryId","id"\] as const$/m)
 })
+
+test('When the document has webhooks, then the generated types list their event types, and each event\'s type is its literal', async () => {
+  // Arrange
+  const served = await subject.app.inject({ url: '/v1/openapi.json' })
+
+  // Act
+  const generated = await generateTypes(parseDocument(served.body))
+
+  // Assert
+  assert.match(generated, /^export const webhookTypes = \["pet\.created","webhook\.test"\] as const$/m)
+  assert.match(generated, /^ {12}type: "pet\.created";$/m)
+  assert.match(generated, /^ {16}"application\/json": components\["schemas"\]\["PetCreatedEvent"\];$/m)
+})

@@ -312,7 +312,7 @@ describe('the OpenAPI document', () => {
     const names = Object.keys(served.components.schemas).sort()
 
     // Assert
-    assert.deepEqual(names, ['CredentialsRevocation', 'Error', 'NewPet', 'Pet', 'PetStatus', 'Pets', 'RateLimitStatus', 'RevocationAccepted', 'ScanLabels', 'ScanReport', 'WindowStanding'])
+    assert.deepEqual(names, ['CredentialsRevocation', 'Error', 'NewPet', 'Pet', 'PetCreatedEvent', 'PetStatus', 'Pets', 'RateLimitStatus', 'RevocationAccepted', 'ScanLabels', 'ScanReport', 'WebhookTestData', 'WebhookTestEvent', 'WindowStanding'])
     assert.deepEqual(body('getRateLimit', '200'), ref('RateLimitStatus'))
     assert.deepEqual(requestBody('/pets'), ref('NewPet'))
     assert.deepEqual(requestBody('/secret-scanning'), ref('ScanReport'))
@@ -331,6 +331,34 @@ describe('the OpenAPI document', () => {
     assert.equal(text.match(/"title":"Pet"/g)?.length, 1)
     assert.equal(text.match(/"title":"NewPet"/g)?.length, 1)
     assert.equal(text.match(/"Machine-readable error code\."/g)?.length, 1)
+  })
+
+  test('When its webhooks are read, then pet.created and webhook.test are POSTs with the three signature headers, their event as a named body whose data is the Pet or the test, no API key, and 2XX as success', () => {
+    // Arrange
+    interface Webhook { post: { security: unknown[], parameters: Array<{ $ref: string }>, requestBody: { required: boolean, content: Record<string, { schema: unknown }> }, responses: Record<string, { description: string }> } }
+    const webhooks = (served as unknown as { webhooks: Record<string, Webhook> }).webhooks
+    const dataOf = (name: string): unknown => (served.components.schemas[name] as { properties: { data: unknown } }).properties.data
+
+    // Act
+    const types = Object.keys(webhooks).sort()
+
+    // Assert: the key and quota events are the operators' (the admin document's), their data the admin API's Key.
+    assert.deepEqual(types, ['pet.created', 'webhook.test'])
+    for (const [type, name] of [['pet.created', 'PetCreatedEvent'], ['webhook.test', 'WebhookTestEvent']] as const) {
+      const post = webhooks[type]?.post
+      assert.ok(post, type)
+      assert.deepEqual(post.parameters.map((p) => p.$ref), ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => `#/components/parameters/${h}`), type)
+      assert.deepEqual(post.requestBody.content['application/json']?.schema, { $ref: `#/components/schemas/${name}` })
+      assert.equal(post.requestBody.required, true)
+      assert.deepEqual(post.security, [])
+      assert.deepEqual(Object.keys(post.responses).sort(), ['2XX', 'default'])
+      assert.match(post.responses['default']?.description ?? '', /retried/)
+    }
+    assert.deepEqual(dataOf('PetCreatedEvent'), { $ref: '#/components/schemas/Pet' })
+    assert.deepEqual(dataOf('WebhookTestEvent'), { $ref: '#/components/schemas/WebhookTestData' })
+    for (const header of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+      assert.deepEqual(served.components.parameters[header] && [served.components.parameters[header].in, served.components.parameters[header].required], ['header', true], header)
+    }
   })
 
   test('When a response carries a header, then it refers to that header under components.headers', () => {

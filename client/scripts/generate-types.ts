@@ -21,8 +21,9 @@ const BIGINT = ts.factory.createKeywordTypeNode(ts.SyntaxKind.BigIntKeyword)
 
 /**
  * The TypeScript for a document: its types, with every int64 a `bigint`
- * (the client parses them so), and the names of the properties that hold
- * int64 values, which the client's JSON parser reads as `bigint`.
+ * (the client parses them so), the names of the properties that hold
+ * int64 values, which the client's JSON parser reads as `bigint`, and the
+ * event types of its webhooks, which `verifyWebhook` knows.
  */
 export async function generateTypes (document: OpenAPI3): Promise<string> {
   const ast = await openapiTS(document, {
@@ -34,6 +35,9 @@ export async function generateTypes (document: OpenAPI3): Promise<string> {
 ${astToString(ast)}
 /** Properties that hold an int64 a double may round: the client reads them as \`bigint\`. */
 export const int64Properties = ${JSON.stringify(names)} as const
+
+/** The event types of the document's \`webhooks\`: those \`verifyWebhook\` returns typed. */
+export const webhookTypes = ${JSON.stringify(Object.keys(document.webhooks ?? {}).sort())} as const
 `
 }
 

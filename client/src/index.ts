@@ -4,4 +4,6 @@ export { ApiKeyBannedError, InsufficientScopeError, PetstoreError, RateLimitedEr
 export type { ErrorDetail } from './errors.js'
 export type { RateLimit } from './pacer.js'
 export type { DeprecationNotice } from './transport.js'
-export type { components, operations, paths } from './generated/openapi.js'
+export { UnknownWebhookEventError, WebhookVerificationError, verifyWebhook } from './webhooks.js'
+export type { WebhookEvent, WebhookHeaders } from './webhooks.js'
+export type { components, operations, paths, webhooks } from './generated/openapi.js'

@@ -2,19 +2,24 @@
 // plugins/openapi.ts builds the public one. Registered after the token check:
 // no secret, but the admin API serves nothing to whoever lacks the token.
 import fp from 'fastify-plugin'
-import type { Environment } from '../domain.js'
 import { ADMIN_REQUESTS_PER_MINUTE } from './admin-auth.js'
 import swagger from '@fastify/swagger'
+import { stringify } from 'lossless-json'
+import { EVENT_TYPES, TEST_EVENT_TYPE, type Environment } from '../domain.js'
 import { AdminErrorBody } from '../schemas/error.js'
+import { QuotaEventData, WebhookTestData } from '../schemas/event.js'
 import type { JsonSchema } from '../schemas/kinds.js'
 import { FoundKey, Key, KeyChanges, KeyUsageDays, KeyWithToken, Keys, NewKey, RollRequest, TokenLookup } from '../schemas/key.js'
 import { Deliveries, Delivery, NewWebhook, RollWebhookSecret, Webhook, WebhookChanges, WebhookWithSecret, Webhooks } from '../schemas/webhook.js'
-import { documentOptions } from './openapi.js'
+import { Pet, PetStatus } from '../schemas/pet.js'
+import { EVENTS_TAG, documentOptions, exactBounds } from './openapi.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
 const SCHEMAS: JsonSchema[] = [
   Key, KeyWithToken, FoundKey, Keys, NewKey, KeyChanges, RollRequest, TokenLookup, KeyUsageDays,
-  Webhook, WebhookWithSecret, Webhooks, NewWebhook, WebhookChanges, RollWebhookSecret, Delivery, Deliveries, AdminErrorBody
+  Webhook, WebhookWithSecret, Webhooks, NewWebhook, WebhookChanges, RollWebhookSecret, Delivery, Deliveries, AdminErrorBody,
+  // What the events carry besides the Key: operators' endpoints may be given every type.
+  Pet, PetStatus, QuotaEventData, WebhookTestData
 ]
 
 export const ADMIN_PREFIX = '/admin/v1'
@@ -38,15 +43,18 @@ export default fp<{ environment: Environment }>(async function adminOpenapi (app
     servers: serversOf(environment),
     tags: [
       { name: 'keys', description: 'API keys: their plans, limits, scopes, expiry and tokens.' },
-      { name: 'webhooks', description: 'Webhook endpoints: where events are delivered, signed, and which.' }
+      { name: 'webhooks', description: 'Webhook endpoints: where events are delivered, signed, and which.' },
+      EVENTS_TAG
     ],
     security: { name: 'adminToken', description: 'The service\'s `ADMIN_TOKEN`, at least 32 characters.' },
-    schemas: SCHEMAS
+    schemas: SCHEMAS,
+    webhooks: [...EVENT_TYPES, TEST_EVENT_TYPE]
   }))
 
   let text: string | undefined
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
-    text ??= JSON.stringify(app.swagger())
+    // The events' Pet has int64 bounds past 2^53, written exactly as in the public document.
+    text ??= stringify(exactBounds(app.swagger())) ?? '{}'
     return reply.type('application/json').send(text)
   })
 }, { name: 'admin-openapi' })

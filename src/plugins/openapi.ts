@@ -15,10 +15,18 @@ import { NewPet, Pet, PetStatus, Pets } from '../schemas/pet.js'
 import { HEADERS, REQUEST_ID_PARAMETER } from '../schemas/responses.js'
 import { RateLimitStatus, WindowStanding } from '../schemas/rate-limit.js'
 import { CredentialsRevocation, RevocationAccepted, ScanLabels, ScanReport } from '../schemas/leak.js'
+import { WEBHOOK_HEADERS, WebhookTestData, eventSchema, eventSchemaName, type DeliveredType } from '../schemas/event.js'
 import type { Config } from '../config.js'
 
 /** The named schemas; each one's `$id` is its name under `components.schemas`. */
-const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, RateLimitStatus, WindowStanding, ScanReport, ScanLabels, CredentialsRevocation, RevocationAccepted, ErrorBody]
+const SCHEMAS: TSchema[] = [Pet, NewPet, Pets, PetStatus, RateLimitStatus, WindowStanding, ScanReport, ScanLabels, CredentialsRevocation, RevocationAccepted, ErrorBody, WebhookTestData]
+
+/**
+ * The events a partner's endpoint receives: animals added, and the test an
+ * operator may send to any endpoint. The key and quota events are the
+ * operators', in the admin document: their data is the admin API's Key.
+ */
+const WEBHOOKS: DeliveredType[] = ['pet.created', 'webhook.test']
 
 interface OpenApiOptions {
   config: Pick<Config, 'environment' | 'publicBaseUrl' | 'stagingBaseUrl'>
@@ -75,9 +83,10 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
     title: 'Animal Adoption Store',
     description: 'Browse and add animals available for adoption. Every operation needs an API key, sent as `Authorization: Bearer <API_KEY>`, and is rate limited per key: see the `X-RateLimit-*` headers, and wait for `Retry-After` after a 429. The two `leaks` operations, for secret scanners and for whoever holds a leaked token, need none and are limited per address.',
     servers: servers(),
-    tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }, { name: 'leaks', description: 'Leaked tokens, reported by secret scanners or given up by their holders.' }],
+    tags: [{ name: 'pets', description: 'Animals available for adoption.' }, { name: 'limits', description: 'Where a key stands against its rate limits.' }, { name: 'leaks', description: 'Leaked tokens, reported by secret scanners or given up by their holders.' }, EVENTS_TAG],
     security: { name: 'bearerAuth', description: 'An API key made by `petstore keys create`: `pet_live_…` in production, `pet_test_…` in staging.' },
-    schemas: SCHEMAS
+    schemas: SCHEMAS,
+    webhooks: WEBHOOKS
   }))
 
   let document: unknown
@@ -129,7 +138,7 @@ export default fp<OpenApiOptions>(async function openapi (app, { config, baseUrl
  * JSON Schema tooling holds bounds as doubles, and the double nearest to
  * 2^63 - 1 is 2^63: each int64 bound is written back as the exact integer.
  */
-function exactBounds (node: unknown): unknown {
+export function exactBounds (node: unknown): unknown {
   if (Array.isArray(node)) return node.map(exactBounds)
   if (typeof node !== 'object' || node === null) return node
   const copy: Record<string, unknown> = {}
@@ -169,7 +178,12 @@ export interface DocumentParts {
   security: { name: string, description: string }
   /** The named schemas; each one's `$id` is its name under `components.schemas`. */
   schemas: TSchema[]
+  /** The events the document describes as `webhooks`; their bodies are added to the schemas. */
+  webhooks: DeliveredType[]
 }
+
+/** The tag of the webhooks, in both documents. */
+export const EVENTS_TAG = { name: 'events', description: 'Events the service POSTs to webhook endpoints, signed as Standard Webhooks: what a receiver is sent, and what it answers.' }
 
 /**
  * @fastify/swagger's options for a document: the schemas and the request-id
@@ -177,7 +191,8 @@ export interface DocumentParts {
  * and a schema with an `$id` nested in another written as a reference to
  * `#/components/schemas/<$id>` (the default name is `def-N`).
  */
-export function documentOptions ({ title, description, servers, tags, security, schemas }: DocumentParts): SwaggerOptions {
+export function documentOptions ({ title, description, servers, tags, security, schemas, webhooks }: DocumentParts): SwaggerOptions {
+  const named = [...schemas, ...webhooks.map(eventSchema)]
   return {
     openapi: {
       openapi: '3.1.0',
@@ -188,10 +203,14 @@ export function documentOptions ({ title, description, servers, tags, security, 
         securitySchemes: { [security.name]: { type: 'http', scheme: 'bearer', description: security.description } },
         // Copies: @fastify/swagger rewrites the schemas it is given here, and
         // the routes serialize with the originals.
-        schemas: Object.fromEntries(schemas.map((schema) => [schema.$id, plain(schema)])),
-        parameters: { [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) } }
+        schemas: Object.fromEntries(named.map((schema) => [schema.$id, plain(schema)])),
+        parameters: {
+          [REQUEST_ID_PARAMETER.name]: { in: 'header', name: REQUEST_ID_PARAMETER.name, required: false, ...headerObject(REQUEST_ID_PARAMETER.schema) },
+          ...(webhooks.length === 0 ? {} : Object.fromEntries(WEBHOOK_HEADERS.map(({ name, schema }) => [name, { in: 'header', name, required: true, ...headerObject(schema) }])))
+        }
       },
-      security: [{ [security.name]: [] }]
+      security: [{ [security.name]: [] }],
+      ...(webhooks.length === 0 ? {} : { webhooks: Object.fromEntries(webhooks.map((type) => [type, { post: webhookOperation(type) }])) })
     },
     stripBasePath: true,
     refResolver: {
@@ -199,6 +218,31 @@ export function documentOptions ({ title, description, servers, tags, security, 
     },
     transform: ({ schema, url }) => ({ schema: referToRootSchemas(schema), url }),
     transformObject: (document) => 'openapiObject' in document ? referToComponents(document.openapiObject) : document.swaggerObject
+  }
+}
+
+/**
+ * What the service POSTs to an endpoint for one event type, and what the
+ * receiver answers (docs/WEBHOOKS.md: Answers, retries and order). No API
+ * key is sent: the signature headers prove the sender.
+ */
+function webhookOperation (type: DeliveredType): Json {
+  const body = eventSchema(type)
+  const name = eventSchemaName(type)
+  return {
+    operationId: `${name.charAt(0).toLowerCase()}${name.slice(1)}`,
+    summary: `The \`${type}\` event`,
+    description: `${String(body.description)} Verify \`webhook-signature\` on the body as it came before acting on it.`,
+    tags: [EVENTS_TAG.name],
+    security: [],
+    parameters: WEBHOOK_HEADERS.map(({ name: header }) => ({ $ref: `#/components/parameters/${header}` })),
+    requestBody: { required: true, description: `The \`${type}\` event.`, content: { 'application/json': { schema: { $ref: `#/components/schemas/${name}` } } } },
+    responses: {
+      '2XX': { description: 'Received: any 2xx is success. Answer within 10 seconds, and do the work after; only the first 64 KiB of the answer is read.' },
+      default: {
+        description: 'Any other answer, or none within 10 seconds, is a failure. A 4xx other than 408 and 429 is final: the event is not sent again (`410 Gone` says stop). Anything else (a 3xx, as redirects are not followed; 408; 429, waiting at least its `Retry-After`; a 5xx; a timeout or a connection error) is retried, backing off exponentially with jitter, for about three days after the event.'
+      }
+    }
   }
 }
 

@@ -11,7 +11,8 @@
 // its JSON pointer in it, so that a `$ref` inside it (`#/components/…`)
 // resolves as it would in the document. Reference Objects outside schemas
 // (a response or header given as `{ "$ref": "#/components/responses/…" }`)
-// are followed here before the pointer is taken.
+// are followed here before the pointer is taken. An event's body is checked
+// against the document's webhook of its type the same way.
 // https://spec.openapis.org/oas/v3.1.0#reference-object
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
@@ -225,6 +226,19 @@ export class OpenApiChecker {
     if (!bodyless) this.#checkBody(documented, headers, response.body, where, problems)
     else if (response.body !== '') problems.push(`${where}: a ${request.method} answer has a body`)
     return { operation: operation.id, problems }
+  }
+
+  /**
+   * An event's body, as a receiver got it, against the request body of the
+   * document's webhook of that type (`webhooks`, OpenAPI 3.1): what is wrong, or nothing.
+   */
+  checkEvent (type: string, body: string): string[] {
+    const problems: string[] = []
+    const item = this.#follow(`/webhooks/${escapePointer(type)}`)
+    const schema = item === undefined ? undefined : `${item}/post/requestBody/content/application~1json/schema`
+    if (schema === undefined || this.#at(schema) === undefined) return [`the document has no webhook ${type} with a JSON body`]
+    this.#validateBody(`${DOCUMENT_ID}#${schema}`, body, `webhook ${type}`, problems)
+    return problems
   }
 
   #checkUnmatched (response: ReceivedResponse, headers: Map<string, string>, bodyless: boolean, where: string, problems: string[]): void {

@@ -108,7 +108,48 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "pet.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The `pet.created` event
+         * @description An animal was added: the Pet, as `POST /v1/pets` answered it. Verify `webhook-signature` on the body as it came before acting on it.
+         */
+        post: operations["petCreatedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The `webhook.test` event
+         * @description A test an operator sent to this endpoint alone; it announces no change. Verify `webhook-signature` on the body as it came before acting on it.
+         */
+        post: operations["webhookTestEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -269,6 +310,53 @@ export interface components {
                 /** @description What is wrong with it. */
                 reason: string;
             }[];
+        };
+        /**
+         * WebhookTestData
+         * @description A test an operator sent to one endpoint: answer it 2xx, and otherwise ignore it.
+         */
+        WebhookTestData: {
+            /**
+             * Format: int64
+             * @description The endpoint the test was sent to.
+             */
+            endpointId: number;
+            /** @description Says that the event announces no change. */
+            message: string;
+        };
+        /**
+         * PetCreatedEvent
+         * @description An animal was added: the Pet, as `POST /v1/pets` answered it.
+         */
+        PetCreatedEvent: {
+            /**
+             * @description The event's type.
+             * @enum {string}
+             */
+            type: "pet.created";
+            /**
+             * Format: date-time
+             * @description When the change was made (RFC 3339, UTC); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["Pet"];
+        };
+        /**
+         * WebhookTestEvent
+         * @description A test an operator sent to this endpoint alone; it announces no change.
+         */
+        WebhookTestEvent: {
+            /**
+             * @description The event's type.
+             * @enum {string}
+             */
+            type: "webhook.test";
+            /**
+             * Format: date-time
+             * @description When the change was made (RFC 3339, UTC); the same on every attempt.
+             */
+            timestamp: string;
+            data: components["schemas"]["WebhookTestData"];
         };
     };
     responses: {
@@ -511,6 +599,12 @@ export interface components {
     parameters: {
         /** @description Identifies the request in the service's logs and is echoed in the response's `X-Request-Id`: 1 to 128 visible ASCII characters (0x21 to 0x7E); any other value is replaced by a UUID the service makes. */
         "X-Request-Id": string;
+        /** @description The event's id, `evt_` and a number: the same on every attempt of the event. De-duplicate by it: delivery is at least once. */
+        "webhook-id": string;
+        /** @description When this attempt was signed, in Unix seconds. Refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes): an old delivery replayed. */
+        "webhook-timestamp": string;
+        /** @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body` with the endpoint's secret; two, space-separated, while a rolled secret's overlap runs. Verify it on the body as it came, before parsing it. */
+        "webhook-signature": string;
     };
     requestBodies: never;
     headers: {
@@ -1143,7 +1237,84 @@ export interface operations {
             500: components["responses"]["InternalServerError"];
         };
     };
+    petCreatedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, `evt_` and a number: the same on every attempt of the event. De-duplicate by it: delivery is at least once. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in Unix seconds. Refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes): an old delivery replayed. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body` with the endpoint's secret; two, space-separated, while a rolled secret's overlap runs. Verify it on the body as it came, before parsing it. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `pet.created` event. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PetCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: any 2xx is success. Answer within 10 seconds, and do the work after; only the first 64 KiB of the answer is read. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within 10 seconds, is a failure. A 4xx other than 408 and 429 is final: the event is not sent again (`410 Gone` says stop). Anything else (a 3xx, as redirects are not followed; 408; 429, waiting at least its `Retry-After`; a 5xx; a timeout or a connection error) is retried, backing off exponentially with jitter, for about three days after the event. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookTestEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event's id, `evt_` and a number: the same on every attempt of the event. De-duplicate by it: delivery is at least once. */
+                "webhook-id": components["parameters"]["webhook-id"];
+                /** @description When this attempt was signed, in Unix seconds. Refuse one far from your clock (the Standard Webhooks libraries allow 5 minutes): an old delivery replayed. */
+                "webhook-timestamp": components["parameters"]["webhook-timestamp"];
+                /** @description `v1,` and the base64 HMAC-SHA256 of `webhook-id.webhook-timestamp.body` with the endpoint's secret; two, space-separated, while a rolled secret's overlap runs. Verify it on the body as it came, before parsing it. */
+                "webhook-signature": components["parameters"]["webhook-signature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The `webhook.test` event. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookTestEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: any 2xx is success. Answer within 10 seconds, and do the work after; only the first 64 KiB of the answer is read. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Any other answer, or none within 10 seconds, is a failure. A 4xx other than 408 and 429 is final: the event is not sent again (`410 Gone` says stop). Anything else (a 3xx, as redirects are not followed; 408; 429, waiting at least its `Retry-After`; a 5xx; a timeout or a connection error) is retried, backing off exponentially with jitter, for about three days after the event. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
 }
 
 /** Properties that hold an int64 a double may round: the client reads them as `bigint`. */
 export const int64Properties = ["categoryId","id"] as const
+
+/** The event types of the document's `webhooks`: those `verifyWebhook` returns typed. */
+export const webhookTypes = ["pet.created","webhook.test"] as const
