@@ -8,8 +8,11 @@
 // requests from this listener only: nothing here may be inline, use eval
 // or reach another origin; text from the API is set as text, never HTML.
 import { api, nextPath, token } from './api.js'
+import { element, overlapOptions, overlapText, when } from './dom.js'
 // Its own panel, loaded when opened (docs/OPERATING.md: The deprecated operation's callers).
 import './deprecations.js'
+// Its own views, #/webhooks and #/webhooks/ID (docs/WEBHOOKS.md: The console).
+import { forgetSecret, setChoices, showWebhooks } from './webhooks.js'
 
 // The charts (and uPlot, the largest file) load while the first requests are under way, not before them.
 const charts = import('./chart.js')
@@ -26,30 +29,13 @@ const drawings = { list: 0, key: 0 }
 /** The key the key page shows. */
 let shownKey
 
-function element (tag, { text, className, attributes = {} } = {}, children = []) {
-  const node = document.createElement(tag)
-  if (text !== undefined) node.textContent = text
-  if (className !== undefined) node.className = className
-  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value)
-  node.append(...children)
-  return node
-}
-
 const day = (iso) => iso === null ? '—' : iso.slice(0, 10)
-const when = (iso) => iso === null ? '—' : `${iso.slice(0, 16).replace('T', ' ')} UTC`
 const nameOf = (key) => key.name === '' ? 'unnamed' : key.name
 
 function stateOf (key) {
   if (key.revoked) return 'revoked'
   if (key.expiresAt !== null && Date.parse(key.expiresAt) <= Date.now()) return 'expired'
   return 'active'
-}
-
-/** 0 → "stops at once"; 3600 → "1 hour"; 86400 → "1 day"; 259200 → "3 days". */
-function overlapText (seconds) {
-  if (seconds === 0) return 'stops at once'
-  const [size, unit] = seconds % 86_400 === 0 ? [seconds / 86_400, 'day'] : seconds % 3_600 === 0 ? [seconds / 3_600, 'hour'] : [seconds / 60, 'minute']
-  return `${size} ${unit}${size === 1 ? '' : 's'}`
 }
 
 /** Fills every select and fieldset marked data-choices with the plans or scopes the API named. */
@@ -124,6 +110,7 @@ function leakCount (node, overview) {
 async function renderOverview (overview) {
   choices = overview.choices
   fillChoices()
+  setChoices(choices)
   // Drawn before the choices came (a reload on a key's page), the form had no plan or scope to show.
   if (shownKey !== undefined) fillEdit(shownKey)
   const counts = (node, entries, attribute) => node.replaceChildren(...entries.map(([name, count]) => element('div', {}, [
@@ -279,12 +266,7 @@ function changes () {
 function openRoll () {
   const key = shownKey
   const select = $('roll-overlap')
-  const offered = [...new Set([...choices.overlap.suggestedSeconds, choices.overlap.defaultSeconds])]
-    .filter((seconds) => seconds <= choices.overlap.maxSeconds)
-  select.replaceChildren(...offered.map((seconds) => element('option', {
-    text: seconds === 0 ? 'no: it stops at once' : `for ${overlapText(seconds)}`,
-    attributes: { value: String(seconds) }
-  })))
+  select.replaceChildren(...overlapOptions(choices.overlap))
   select.value = String(choices.overlap.defaultSeconds)
   $('roll-title').textContent = `Roll key ${key.id} (${nameOf(key)})`
   summarizeRoll()
@@ -312,18 +294,39 @@ function openRevoke () {
 
 // Views, signing in and out.
 
+/** What the address shows: the keys (`#/`), a key (`#/keys/ID`), the webhook endpoints (`#/webhooks`) or one (`#/webhooks/ID`). */
+function viewOf (hash) {
+  const key = /^#\/keys\/(\d+)$/.exec(hash)
+  if (key !== null) return { name: 'key', id: Number(key[1]) }
+  const webhooks = /^#\/webhooks(?:\/(\d+))?$/.exec(hash)
+  if (webhooks !== null) return { name: 'webhooks', id: webhooks[1] === undefined ? undefined : Number(webhooks[1]) }
+  return { name: 'list' }
+}
+
+function showView (view) {
+  $('list-view').hidden = view.name !== 'list'
+  $('key-view').hidden = view.name !== 'key'
+  $('webhooks-view').hidden = view.name !== 'webhooks'
+}
+
 async function route () {
-  const match = /^#\/keys\/(\d+)$/.exec(window.location.hash)
-  $('list-view').hidden = match !== null
-  $('key-view').hidden = match === null
-  if (match !== null) return await act(() => showKey(Number(match[1])))
+  const view = viewOf(window.location.hash)
+  showView(view)
+  if (view.name === 'key') return await act(() => showKey(view.id))
+  // It shows its own errors.
+  if (view.name === 'webhooks') return await showWebhooks(view.id)
   await act(() => Promise.all([loadOverview(), showPage(pages.at(-1) ?? listPath())]))
 }
 
 function signOut (message = '') {
   token.clear()
+  // Nothing secret stays in the page: a token or signing secret shown and not yet done with goes too.
+  $('new-token-value').textContent = ''
+  $('new-token').hidden = true
+  forgetSecret()
   $('keys-view').hidden = true
   $('sign-out').hidden = true
+  $('nav').hidden = true
   $('sign-in').hidden = false
   $('sign-in-error').textContent = message
 }
@@ -336,8 +339,8 @@ function signOut (message = '') {
  */
 async function signIn ({ typed }) {
   pages = [listPath()]
-  const match = /^#\/keys\/(\d+)$/.exec(window.location.hash)
-  const draw = () => match === null ? showPage(pages[0]) : showKey(Number(match[1]))
+  const view = viewOf(window.location.hash)
+  const draw = () => view.name === 'key' ? showKey(view.id) : view.name === 'webhooks' ? showWebhooks(view.id) : showPage(pages[0])
   const early = typed ? undefined : draw()
   early?.catch(() => {})
   try {
@@ -348,8 +351,8 @@ async function signIn ({ typed }) {
   $('sign-in').hidden = true
   $('keys-view').hidden = false
   $('sign-out').hidden = false
-  $('list-view').hidden = match !== null
-  $('key-view').hidden = match === null
+  $('nav').hidden = false
+  showView(view)
   await act(() => early ?? draw())
 }
 
@@ -361,6 +364,7 @@ $('sign-in').addEventListener('submit', (event) => {
 })
 
 $('sign-out').addEventListener('click', () => signOut())
+document.addEventListener('admin-token-refused', () => signOut('The admin token was refused; sign in again.'))
 
 $('new-token-done').addEventListener('click', () => {
   $('new-token-value').textContent = ''

@@ -6,6 +6,7 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { EVENT_TYPES } from '../src/domain.js'
 import { buildAdminApp } from '../src/http/admin.js'
 import type { KeyView } from '../src/keys/manage.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from './support/app.js'
@@ -20,7 +21,7 @@ interface OverviewBody {
   usage: Array<{ date: string, admitted: number, refused: number }>
   busiest: Array<{ key: KeyView, admitted: number, refused: number }>
   keys: { total: number, byState: Record<string, number>, byPlan: Record<string, number>, leaked: number }
-  choices: { plans: Array<{ plan: string, perMinute: number | null, perDay: number | null }>, scopes: string[], overlap: { maxSeconds: number, defaultSeconds: number, suggestedSeconds: number[] } }
+  choices: { plans: Array<{ plan: string, perMinute: number | null, perDay: number | null }>, scopes: string[], overlap: { maxSeconds: number, defaultSeconds: number, suggestedSeconds: number[] }, eventTypes: string[] }
 }
 
 for (const configuration of CONFIGURATIONS) {
@@ -273,6 +274,7 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(body.choices.overlap.maxSeconds, 604_800)
       assert.ok(body.choices.overlap.defaultSeconds > 0)
       assert.ok(body.choices.overlap.suggestedSeconds.includes(0))
+      assert.deepEqual(body.choices.eventTypes, [...EVENT_TYPES])
     })
 
     it('When every test above has run, then every answer was as the admin OpenAPI document describes it', () => {

@@ -2,11 +2,11 @@
 // (docs/KEYS.md: The console): a filtered, sorted page of keys with its cursor,
 // every key's requests per day, and the overview an operator opens on
 // (usage, the busiest keys today, keys by state and plan, and the choices
-// a key may take). Plain functions over the storage, as keys/manage.ts.
+// a key or a webhook endpoint may take). Plain functions over the storage, as keys/manage.ts.
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 import type { DayTotals, KeyState, Storage } from '../db/storage.js'
 import {
-  DEFAULT_OVERLAP_SECONDS, KEY_SORTS, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS, type Plan, type Scope
+  DEFAULT_OVERLAP_SECONDS, EVENT_TYPES, KEY_SORTS, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS, type EventType, type Plan, type Scope
 } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
@@ -142,11 +142,12 @@ export interface Overview {
   busiest: Array<{ key: KeyView, admitted: number, refused: number }>
   /** `leaked`: keys a token of which was reported found in public or given up by its holder (docs/KEYS.md: Leaked tokens). */
   keys: { total: number, byState: Record<KeyState, number>, byPlan: Record<Plan, number>, leaked: number }
-  /** What a key may be given: read by the console rather than written into it. */
+  /** What a key or a webhook endpoint may be given: read by the console rather than written into it. */
   choices: {
     plans: Array<{ plan: Plan, perMinute: number | null, perDay: number | null }>
     scopes: Scope[]
     overlap: { maxSeconds: number, defaultSeconds: number, suggestedSeconds: number[] }
+    eventTypes: EventType[]
   }
 }
 
@@ -177,7 +178,8 @@ export async function overview (storage: Storage, now: number): Promise<Overview
         ? { plan, perMinute: null, perDay: null }
         : { plan, ...limitsFor(plan, { perMinute: null, perDay: null }) }),
       scopes: [...SCOPES],
-      overlap: { maxSeconds: MAX_OVERLAP_SECONDS, defaultSeconds: DEFAULT_OVERLAP_SECONDS, suggestedSeconds: SUGGESTED_OVERLAPS }
+      overlap: { maxSeconds: MAX_OVERLAP_SECONDS, defaultSeconds: DEFAULT_OVERLAP_SECONDS, suggestedSeconds: SUGGESTED_OVERLAPS },
+      eventTypes: [...EVENT_TYPES]
     }
   }
 }

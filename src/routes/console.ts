@@ -31,6 +31,8 @@ function assets (): Map<string, Asset> {
     own('api.js', 'text/javascript; charset=utf-8'),
     own('chart.js', 'text/javascript; charset=utf-8'),
     own('deprecations.js', 'text/javascript; charset=utf-8'),
+    own('dom.js', 'text/javascript; charset=utf-8'),
+    own('webhooks.js', 'text/javascript; charset=utf-8'),
     own('console.css', 'text/css; charset=utf-8'),
     // uPlot's ES module: the page's modules import it by this name.
     installed('uPlot.esm.js', resolve('uplot/dist/uPlot.esm.js'), 'text/javascript; charset=utf-8'),

@@ -2,7 +2,7 @@
 // overview the operator console opens on. No `$id`: each is written out
 // where its one operation uses it in the admin OpenAPI document.
 import { Type } from 'typebox'
-import { KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS } from '../domain.js'
+import { EVENT_TYPES, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS } from '../domain.js'
 import { Key, MAX_LIMIT } from './key.js'
 import { StringEnum } from './kinds.js'
 
@@ -45,6 +45,7 @@ export const Overview = Type.Object({
       maxSeconds: OVERLAP('The longest overlap a roll may give the current token.'),
       defaultSeconds: OVERLAP('The overlap a person is offered first when rolling a key.'),
       suggestedSeconds: Type.Array(OVERLAP('An overlap.'), { maxItems: SUGGESTED_OVERLAPS.length, description: 'Overlaps worth offering, 0 (the current token stops at once) among them.' })
-    }, { additionalProperties: false, description: 'How long a roll may let the current token keep working (`POST /keys/{id}/roll`).' })
-  }, { additionalProperties: false, description: 'What a key may be given, for forms to offer.' })
+    }, { additionalProperties: false, description: 'How long a roll may let the current token keep working (`POST /keys/{id}/roll`), and a webhook endpoint\'s current secret keep signing (`POST /webhooks/{id}/roll-secret`).' }),
+    eventTypes: Type.Array(StringEnum(EVENT_TYPES), { maxItems: EVENT_TYPES.length, description: 'The event types a webhook endpoint may ask for.' })
+  }, { additionalProperties: false, description: 'What a key or a webhook endpoint may be given, for forms to offer.' })
 }, { additionalProperties: false, title: 'Overview', description: 'Every key at a glance: requests per day, the busiest keys today, keys by state and plan, and what a key may be given.' })

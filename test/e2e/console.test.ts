@@ -8,18 +8,15 @@ import { after, afterEach, before, beforeEach, describe, it, type TestContext } 
 import assert from 'node:assert/strict'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core'
+import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
+import {
+  CHANGE_TIMEOUT_MS, STEP_TIMEOUT_MS, adminCall, elsewhere as elsewhereOf, launchChromium, openTab, rendered, signIn as signInWith, startConsoleServer, type Opened
+} from '../support/console.js'
 import { keyListFile, makeScanner, report } from '../support/scanner.js'
 import {
-  PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type CreatedKey, type ServerProcess
+  PROJECT_ROOT, createKey, makeTempDir, pollUntil, removeTempDir, sqliteUrl, type CreatedKey, type ServerProcess
 } from '../support/process.js'
 
-/** Every Playwright wait (a click, a selector, a navigation) fails after this instead of hanging. */
-const STEP_TIMEOUT_MS = 15_000
-/** Starting Chromium takes about a second; a loaded machine may need far longer. */
-const LAUNCH_TIMEOUT_MS = 60_000
-/** Every change holds within a second (docs/KEYS.md: The admin API); a loaded machine gets more. */
-const CHANGE_TIMEOUT_MS = 10_000
 const SCREENSHOT = join(PROJECT_ROOT, 'test-results', 'console.png')
 const ADMIN_TOKEN = 'console-5Wq8Zt1Rx6Kp9Lm2Vb3Hc7Nd0Fg4Js'
 /** The admin token as the page keeps it (console/console.js), read in the page (the test is compiled without the browser's types). */
@@ -27,25 +24,6 @@ const STORED = 'sessionStorage.getItem(\'petstore-admin-token\')'
 /** The chart's line colours (console/chart.js), as RGB. */
 const ADMITTED_RGB = [64, 86, 161]
 const REFUSED_RGB = [161, 47, 47]
-
-/** The browser found or installed by `npm test` (scripts/services/chromium.js); fails, never skips, without it. */
-function chromiumExecutable (): string {
-  const path = process.env.PETSTORE_TEST_CHROMIUM
-  if (path === undefined || path === '') {
-    throw new Error('PETSTORE_TEST_CHROMIUM is not set: run the tests with npm test, which finds or installs Chromium')
-  }
-  return path
-}
-
-interface Opened {
-  page: Page
-  /** What went wrong on this page: console errors (CSP violations among them), uncaught exceptions, failed loads, HTTP errors. */
-  problems: string[]
-  /** Every URL this page requested. */
-  requested: string[]
-  /** The answer to GET /admin/. */
-  headers: Record<string, string>
-}
 
 describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
   let dir: string | undefined
@@ -87,50 +65,21 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
   /** A fresh tab (so a fresh session storage) on /admin/, its problems recorded under `label`. */
   async function openConsole (label: string): Promise<Opened> {
     assert.ok(context !== undefined, 'the browser was not started')
-    const page = await context.newPage()
-    const problems: string[] = []
-    const requested: string[] = []
-    page.on('console', (message) => { if (message.type() === 'error') problems.push(`console: ${message.text()}`) })
-    page.on('pageerror', (error) => { problems.push(`uncaught: ${error.message}`) })
-    page.on('request', (request) => { requested.push(request.url()) })
-    page.on('requestfailed', (request) => { problems.push(`failed: ${request.url()} (${request.failure()?.errorText ?? 'unknown'})`) })
-    page.on('response', (response) => { if (response.status() >= 400) problems.push(`HTTP ${response.status()}: ${response.url()}`) })
-    const response = await page.goto(`${adminOrigin}/admin/`)
-    assert.ok(response !== null)
-    assert.equal(response.status(), 200)
-    const opened = { page, problems, requested, headers: response.headers() }
+    const opened = await openTab(context, adminOrigin)
     pagesOfTest.set(label, opened)
     return opened
   }
 
   /** What `requested` asked of anything but the admin listener. */
-  const elsewhere = (requested: string[]): string[] => requested.filter((url) => !url.startsWith(`${adminOrigin}/`) && !url.startsWith('data:'))
+  const elsewhere = (requested: string[]): string[] => elsewhereOf(adminOrigin, requested)
 
   /** An admin API call with the admin token: its JSON body. */
   async function adminApi<T> (method: string, path: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${adminOrigin}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) })
-    })
-    const text = await response.text()
-    assert.ok(response.ok, `${method} ${path}: ${response.status} ${text}`)
-    return JSON.parse(text) as T
+    return await adminCall<T>(adminOrigin, ADMIN_TOKEN, method, path, body)
   }
 
-  /** Signs in with `token` and waits until the first view is drawn: the overview and a page of keys. */
   async function signIn (page: Page, token = ADMIN_TOKEN): Promise<void> {
-    await page.locator('#admin-token').fill(token)
-    await page.locator('#sign-in button[type=submit]').click()
-    await page.locator('#keys-view').waitFor({ state: 'visible' })
-    await rendered(page)
-  }
-
-  /** Waits until the list view is drawn: the overview's totals and chart, and the table's rows. */
-  async function rendered (page: Page): Promise<void> {
-    await page.locator('#overview-totals[data-admitted]').waitFor()
-    await page.locator('#overview-chart canvas').waitFor()
-    await page.locator('#keys tr').first().waitFor()
+    await signInWith(page, token)
   }
 
   /** Opens a key's page from the table (searching for it by id) and waits until its chart is drawn. */
@@ -176,29 +125,12 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
   before(async () => {
     dir = makeTempDir()
     env = { DATABASE_URL: sqliteUrl(dir), ADMIN_PORT: '0', ADMIN_TOKEN, USAGE_FLUSH_MS: '100', SECRET_SCANNING_KEYS_URL: keyListFile(scanner) }
-    server = await startServer(env)
-    await server.waitForStdout((out) => out.includes('petstore started'), 5_000, 'the started line')
-    const adminApi = /"adminApi":"(http:\/\/127\.0\.0\.1:\d+)\/admin\/v1"/.exec(server.stdout)?.[1]
-    assert.ok(adminApi !== undefined, `no admin API address in:\n${server.stdout}`)
-    adminOrigin = adminApi
-    browser = await chromium.launch({
-      executablePath: chromiumExecutable(),
-      headless: true,
-      // Chromium refuses its sandbox to root (as npm test runs on a fresh
-      // machine), and the only pages it opens are the service's own.
-      args: ['--no-sandbox'],
-      timeout: LAUNCH_TIMEOUT_MS
-    })
-    context = await browser.newContext({ viewport: { width: 1200, height: 900 } })
-    context.setDefaultTimeout(STEP_TIMEOUT_MS)
-    context.setDefaultNavigationTimeout(STEP_TIMEOUT_MS)
-    // Chromium logs a CSP violation as a console error; the event says it in the page's own words too.
-    // (A string: the test is compiled without the browser's types.)
-    await context.addInitScript({
-      content: `document.addEventListener('securitypolicyviolation', (event) => {
-        console.error('CSP violation: ' + event.violatedDirective + ' blocked ' + (event.blockedURI || 'inline'))
-      })`
-    })
+    const started = await startConsoleServer(env)
+    server = started.server
+    adminOrigin = started.adminOrigin
+    const launched = await launchChromium()
+    browser = launched.browser
+    context = launched.context
   })
 
   beforeEach(() => { pagesOfTest = new Map() })
