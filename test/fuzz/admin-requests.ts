@@ -154,7 +154,7 @@ export function adminRequestSpec (document: Schema, from: number): fc.Arbitrary<
   const resolve = resolver(document)
   const valid = validOf(resolve, from)
   const paths = document.paths as Record<string, Record<string, Schema>>
-  const arbitraries: Array<fc.Arbitrary<AdminSpec>> = []
+  const arbitraries: Array<{ weight: number, arbitrary: fc.Arbitrary<AdminSpec> }> = []
   for (const [path, item] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(item)) {
       const parameters = ((operation.parameters ?? []) as unknown[]).map(resolve)
@@ -203,20 +203,25 @@ export function adminRequestSpec (document: Schema, from: number): fc.Arbitrary<
       const contentType = bodySchema === undefined
         ? fc.constant(undefined)
         : fc.oneof({ weight: 12, arbitrary: fc.constant('application/json') }, { weight: 1, arbitrary: fc.constantFrom(...CONTENT_TYPES, undefined) })
-      arbitraries.push(fc.record({
-        operation: fc.constant(String(operation.operationId)),
-        method: fc.constant(method.toUpperCase()),
-        path: fc.constant(path),
-        id,
-        query,
-        auth: AUTH,
-        headers: fc.tuple(COMMON_HEADERS, contentType).map(([headers, type]) => {
-          const { 'content-type': _, ...rest } = headers
-          return type === undefined ? rest : { ...rest, 'content-type': type }
-        }),
-        body,
-        wait: WAIT
-      }).map(({ auth: [auth, remoteAddress], ...spec }): AdminSpec => ({ ...spec, auth, remoteAddress })))
+      // An operation that makes something (a POST to a collection) comes up more: what it makes, later requests use.
+      const makes = method === 'post' && inPath === undefined
+      arbitraries.push({
+        weight: makes ? 9 : 3,
+        arbitrary: fc.record({
+          operation: fc.constant(String(operation.operationId)),
+          method: fc.constant(method.toUpperCase()),
+          path: fc.constant(path),
+          id,
+          query,
+          auth: AUTH,
+          headers: fc.tuple(COMMON_HEADERS, contentType).map(([headers, type]) => {
+            const { 'content-type': _, ...rest } = headers
+            return type === undefined ? rest : { ...rest, 'content-type': type }
+          }),
+          body,
+          wait: WAIT
+        }).map(({ auth: [auth, remoteAddress], ...spec }): AdminSpec => ({ ...spec, auth, remoteAddress }))
+      })
     }
   }
   // Other methods on the document's paths, and paths it does not have.
@@ -230,7 +235,7 @@ export function adminRequestSpec (document: Schema, from: number): fc.Arbitrary<
     headers: COMMON_HEADERS,
     wait: WAIT
   }).map(({ auth: [auth, remoteAddress], ...spec }): AdminSpec => ({ ...spec, auth, remoteAddress }))
-  return fc.oneof(...arbitraries.map((arbitrary) => ({ weight: 3, arbitrary })), { weight: 2, arbitrary: other })
+  return fc.oneof(...arbitraries, { weight: 2, arbitrary: other })
 }
 
 function pick<T> (list: readonly T[], index: number, fallback: T): T {
