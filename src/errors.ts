@@ -128,6 +128,10 @@ export const Errors = {
     details: [{ field: 'header.host', reason: 'is required in HTTP/1.1' }],
     headers: { connection: 'close' }
   }),
+  upgradeWithChunkedBody: () => new ApiError('invalid_request', 'A request that asks to upgrade the connection must send its body with Content-Length, not chunked.', {
+    details: [{ field: 'header.transfer-encoding', reason: 'must not be chunked with Connection: upgrade' }],
+    headers: { connection: 'close' }
+  }),
   notAProxy: () => new ApiError('invalid_request', 'CONNECT is not supported: this service is not a proxy.'),
 
   // 401

@@ -117,6 +117,60 @@ describe('the edge, listening', () => {
   }
 })
 
+describe('a request that asks to upgrade the connection', () => {
+  let t: TestApp
+  let port = 0
+  let token = ''
+  before(async () => {
+    t = await buildTestApp()
+    token = await t.newKey('pro')
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    port = (t.app.server.address() as AddressInfo).port
+  })
+  after(async () => { await t.close() })
+
+  const BODY = '{"name":"Rex","categoryId":1,"status":"available"}'
+  const upgrade = (version: string, framing: string): string =>
+    `POST /v1/pets ${version}\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nContent-Type: application/json\r\n${framing}`
+
+  for (const version of ['HTTP/1.0', 'HTTP/1.1']) {
+    it(`When an ${version} request asks to upgrade and sends a chunked body whose chunk size is malformed, then it is answered 400 and the connection closes (regression: Node's parser reported nothing, and the request waited for its timeout; fuzz seed 1405302259)`, async () => {
+      // Arrange
+      const connection = await RawConnection.open(port)
+
+      try {
+        // Act: a space after the chunk size, which Node's parser refuses in any other request.
+        connection.write(`${upgrade(version, 'Transfer-Encoding: chunked\r\n\r\n')}${Buffer.byteLength(BODY).toString(16)} \r\n${BODY}\r\n0\r\n\r\n`)
+        const received = await connection.waitFor((text, ended) => ended && isCompleteResponse(text), 5_000, 'the answer, then the connection closed')
+
+        // Assert
+        const response = parseRawResponse(received)
+        assert.equal(response.status, 400, received)
+        assert.equal(response.headers.get('connection'), 'close')
+        assert.match(response.body, /"field":"header\.transfer-encoding"/)
+      } finally {
+        connection.close()
+      }
+    })
+  }
+
+  it('When a request asks to upgrade (as curl --http2 does) and sends its body with Content-Length, then the upgrade is ignored and the animal is added', async () => {
+    // Arrange
+    const connection = await RawConnection.open(port)
+
+    try {
+      // Act
+      connection.write(`${upgrade('HTTP/1.1', `Content-Length: ${Buffer.byteLength(BODY)}\r\n\r\n`)}${BODY}`)
+      const received = await connection.waitFor((text) => isCompleteResponse(text), 5_000, 'the answer')
+
+      // Assert
+      assert.equal(parseRawResponse(received).status, 201, received)
+    } finally {
+      connection.close()
+    }
+  })
+})
+
 describe('a client\'s half-close', () => {
   let t: TestApp | undefined
   after(async () => { await t?.close() })
