@@ -22,7 +22,10 @@ const OPERATIONS = [
   { tag: 'pets', id: 'getPet', method: 'GET', path: '/pets/{petId}', deprecated: true },
   { tag: 'limits', id: 'getRateLimit', method: 'GET', path: '/rate_limit', deprecated: false },
   { tag: 'leaks', id: 'reportLeakedTokens', method: 'POST', path: '/secret-scanning', deprecated: false },
-  { tag: 'leaks', id: 'revokeCredentials', method: 'POST', path: '/credentials/revoke', deprecated: false }
+  { tag: 'leaks', id: 'revokeCredentials', method: 'POST', path: '/credentials/revoke', deprecated: false },
+  // The events a partner's endpoint may receive: Swagger UI shows an OpenAPI 3.1 webhook as an operation, by its name.
+  { tag: 'webhooks', id: 'petCreatedEvent', method: 'POST', path: 'pet.created', deprecated: false },
+  { tag: 'webhooks', id: 'webhookTestEvent', method: 'POST', path: 'webhook.test', deprecated: false }
 ]
 
 /** The browser found or installed by `npm test` (scripts/services/chromium.js); fails, never skips, without it. */
@@ -88,7 +91,7 @@ describe('The docs page, in Chromium', { timeout: 180_000 }, () => {
     removeTempDir(dir)
   })
 
-  it('When /v1/docs is opened, then it shows listPets, createPet, getPet, getRateLimit, reportLeakedTokens and revokeCredentials, and getPet as deprecated', async () => {
+  it('When /v1/docs is opened, then it shows listPets, createPet, getPet, getRateLimit, reportLeakedTokens, revokeCredentials and the events pet.created and webhook.test, and getPet as deprecated', async () => {
     // Act
     const page = await openDocs()
 
