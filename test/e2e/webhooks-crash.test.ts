@@ -11,7 +11,7 @@ import { makeTempDir, pollUntil, removeTempDir, sqliteUrl, startServer, type Ser
 import { WebhookReceiver, verify } from '../support/webhook-receiver.js'
 
 const ADMIN_TOKEN = 'adm-e2e-9Kx3Lq7Wp2Zr5Ty8Vb4Nm6Hc1Jd0Fg'
-const ANIMALS = 500
+const ANIMALS = 1_000
 const CLIENTS = 20
 /** Failed first attempts come again within 30 s, and leases of deliveries in flight at the kill end within 60 s. */
 const DELIVERED_WITHIN_MS = 100_000
