@@ -9,8 +9,8 @@
 // arguments differently from one Node version to the next.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
+import { availableParallelism, tmpdir } from 'node:os'
+import { dirname, join, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describeScan, scanLogs } from './log-scan.js'
 import { startServices } from './test-services.js'
@@ -24,6 +24,14 @@ const summaryReporter = resolve(dirname(fileURLToPath(import.meta.url)), '..', '
 const args = process.argv.slice(2)
 const named = args.filter((arg) => arg.endsWith('.test.js'))
 const flags = args.filter((arg) => !arg.endsWith('.test.js'))
+// Most of the time a file takes is spent waiting for the services and
+// processes it started, so two files run at once even on two cores (Node's
+// default is one fewer than the cores).
+if (!flags.some((flag) => flag.startsWith('--test-concurrency'))) flags.push(`--test-concurrency=${Math.max(2, availableParallelism() - 1)}`)
+// With PETSTORE_TEST_WORKERS (docs/WORKERS.md) only the files that start the
+// service run: the others never see the variable, and would run as they did.
+const withWorkers = (process.env.PETSTORE_TEST_WORKERS ?? '') !== ''
+const startsTheService = (file) => file.includes(`${sep}e2e${sep}`) || /\bstartServers?\b|\bServerProcess\b|'serve'/.test(readFileSync(file, 'utf8'))
 const files = named.length > 0
   ? named
   : roots.flatMap((root) => readdirSync(root, { recursive: true, encoding: 'utf8' })
@@ -31,6 +39,7 @@ const files = named.length > 0
     // tsc leaves the output of a moved or removed test behind: only a file whose source is still there runs.
     .filter((file) => existsSync(join(root.replace(/dist\/test$/, 'test'), file.replace(/\.js$/, '.ts'))))
     .map((file) => join(root, file))
+    .filter((file) => !withWorkers || startsTheService(file))
     .sort())
 
 if (files.length === 0) {
