@@ -259,7 +259,7 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
       scenarios: [
         {
           id: 'webhook-create',
-          scenario: 'POST /v1/pets (durable), CPU until its events are delivered',
+          scenario: 'POST /v1/pets, durable, CPU until its events are delivered',
           bare: 'bare-post',
           peer: CREATE_ROW,
           targets: [Targets.cpuTimes(WEBHOOK_CREATE_CPU, CREATE_ROW.id, 'the create row'), rss],

@@ -8,6 +8,8 @@
 // another. The petstore runs at its default log level, its log appended to a
 // file as an operator would have it. Each row is an unmeasured warm-up, then
 // a measured run during which the server's resident memory is sampled.
+// The webhook rows (bench/webhooks.ts) run their own warm-up and load, and
+// count the server's CPU time until their events have been delivered.
 // With --workers, the petstore's main rows run once per worker count
 // (WORKERS=N), neither server nor load generator pinned: more than one
 // worker needs more than one core, and one worker is measured as the others
