@@ -7,12 +7,14 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { generateToken } from '../src/keys/tokens.js'
-import { CLI } from '../test/support/process.js'
+import { CLI, runCliOk } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 import { deepCursor, enterpriseKey, spend } from './prepare.js'
 import { Targets, type Target, type Workers } from './report.js'
 import { seedPostgres, seedSqlite } from './seed.js'
 import type { ServerSpec } from './servers.js'
+import type { WebhookReceiver } from './webhook-receiver.js'
+import { LAG_RATE, webhookRows, type MeasureContext, type Measured } from './webhooks.js'
 
 export const ANIMALS = 100_000
 export const FEW_ANIMALS = 1_000
@@ -30,6 +32,11 @@ const TWO_WORKERS_SPEEDUP = 1.3
 /** At these worker counts, CPU time per request (the whole process's) within this share of one worker's, either way. */
 const CPU_SHARE = 0.15
 const CPU_SHARE_AT = [2, 4]
+/** A create with one subscribed endpoint, its delivery counted: CPU at most this many times the create row's (same run). */
+const WEBHOOK_CREATE_CPU = 1.15
+const DELIVERIES_PER_SECOND = 1000
+/** From a create's 201 to its event at the receiver, at a steady moderate rate. */
+const DELIVERY_LAG_P99_MS = 1000
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PETSTORE = [CLI, 'serve']
@@ -52,6 +59,8 @@ interface Scenario {
   scaled?: { speedup: boolean }
   /** Set on a scaled row once given its worker count. */
   workers?: Workers
+  /** A row measured its own way rather than by one load run (the webhook rows): its warm-up included. */
+  measure?: (context: MeasureContext) => Promise<Measured>
 }
 
 interface Peer { id: string, name: string }
@@ -78,6 +87,8 @@ export interface PlanContext {
   scaleOut: () => Promise<{ databaseUrl: string, redisUrl: string }>
   /** Starts, on first use, an OTLP/HTTP receiver that counts the spans and discards them; gives its endpoint. The caller stops it. */
   traceSink: () => Promise<string>
+  /** Starts, on first use, the receiver the webhook rows deliver to (bench/webhook-receiver.ts). The caller stops it. */
+  webhookReceiver: () => Promise<WebhookReceiver>
   /** The worker counts to measure the scaled rows at (1 among them, the rows the others are compared with); undefined: those rows run once, WORKERS unset. */
   workers: readonly number[] | undefined
 }
@@ -85,15 +96,25 @@ export interface PlanContext {
 export const SQLITE = 'The reference servers, and the petstore on SQLite'
 export const SCALE_OUT = 'PostgreSQL + Redis'
 
-export function plan ({ dir, signal, scaleOut, traceSink, workers }: PlanContext): Group[] {
-  const sqlite = (animals: number): { url: string, file: string, key: () => Promise<string> } => {
-    const file = join(dir, `pets-${animals}.db`)
+export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, workers }: PlanContext): Group[] {
+  const sqlite = (animals: number, name = `pets-${animals}`): { url: string, file: string, key: () => Promise<string> } => {
+    const file = join(dir, `${name}.db`)
     const url = `sqlite:${file}`
     return { file, url, key: once(async () => { await seedSqlite(file, animals); return await enterpriseKey(url, 'bench', NEVER_REFUSED, NEVER_REFUSED) }) }
   }
   const main = sqlite(ANIMALS)
   const few = sqlite(FEW_ANIMALS)
   const many = sqlite(MANY_ANIMALS)
+  // A database of its own: an endpoint in the main one would deliver the other rows' creates too.
+  const hooked = sqlite(ANIMALS, `pets-${ANIMALS}-webhooks`)
+  const endpoint = once(async () => {
+    await hooked.key()
+    await runCliOk(['webhooks', 'create', '--url', (await webhookReceiver()).url, '--events', 'pet.created', '--description', 'bench receiver'],
+      { DATABASE_URL: hooked.url, WEBHOOK_ALLOW_PRIVATE: 'true' })
+  })
+  const hooks = webhookRows(webhookReceiver, ANIMALS)
+  // With --workers, the create row is measured at each count: the one-worker one is the webhook row's.
+  const CREATE_ROW: Peer = { id: atWorkers('create', workers === undefined ? undefined : 1), name: 'create row' }
   const postgres = once(async () => {
     const { databaseUrl, redisUrl } = await scaleOut()
     await seedPostgres(databaseUrl, ANIMALS)
@@ -231,6 +252,38 @@ export function plan ({ dir, signal, scaleOut, traceSink, workers }: PlanContext
         spentKey('429-banned', '429 api_key_banned (default config, key banned first)', '1000', 'api_key_banned')
       ]
     })),
+    {
+      section: SQLITE,
+      server: `petstore SQLite (${count(ANIMALS)} animals), one webhook endpoint (pet.created, receiver on 127.0.0.1)`,
+      prepare: async () => { await endpoint(); return petstore(hooked.url, { WEBHOOK_ALLOW_PRIVATE: 'true' }) },
+      scenarios: [
+        {
+          id: 'webhook-create',
+          scenario: 'POST /v1/pets, durable, CPU until its events are delivered',
+          bare: 'bare-post',
+          peer: CREATE_ROW,
+          targets: [Targets.cpuTimes(WEBHOOK_CREATE_CPU, CREATE_ROW.id, 'the create row'), rss],
+          request: async (origin) => ({ request: post(origin, await hooked.key()) }),
+          measure: hooks.create
+        },
+        {
+          id: 'webhook-throughput',
+          scenario: 'webhook deliveries/s, a backlog let go at once (req/s: deliveries/s; CPU: per delivery)',
+          bare: 'bare-post',
+          targets: [Targets.perSecondAtLeast(DELIVERIES_PER_SECOND, 'deliveries')],
+          request: async (origin) => ({ request: post(origin, await hooked.key()) }),
+          measure: hooks.throughput
+        },
+        {
+          id: 'webhook-lag',
+          scenario: `POST /v1/pets at ${LAG_RATE}/s: 201 → delivery lag (p50, p99)`,
+          bare: 'bare-post',
+          targets: [Targets.p99(DELIVERY_LAG_P99_MS, 'lag p99')],
+          request: async (origin) => ({ request: post(origin, await hooked.key()) }),
+          measure: hooks.lag
+        }
+      ]
+    },
     {
       section: SQLITE,
       server: `petstore SQLite (${count(ANIMALS)} animals), traced`,

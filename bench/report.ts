@@ -22,7 +22,7 @@ export interface Row {
   targets: readonly Target[]
   measurement: Measurement
   maxRssMiB: number | undefined
-  /** The server's CPU time (user and system) during the measured run ÷ its responses; undefined where /proc is not. */
+  /** The server's CPU time (user and system) during the measured run ÷ its responses (a webhook row: ÷ what it says, bench/webhooks.ts); undefined where /proc is not. */
   cpuMicrosPerResponse: number | undefined
   /** The petstore's log written per response: about 250 bytes when it logs every request, 0 for the others. */
   logBytesPerResponse: number
@@ -102,8 +102,13 @@ export const Targets = {
   /** CPU time per request within `share` of another row's, either way: more workers must not cost more per request, nor measure less than they use. */
   cpuWithin: (share: number, id: string, name: string): Target =>
     cpuTarget(`CPU within ±${Math.round(share * 100)} % of ${name}`, id, (ratio) => Math.abs(ratio - 1) <= share),
-  p99: (ms: number): Target => ({
-    label: `p99 ≤ ${ms} ms`,
+  /** At least `at` of `what` a second, as the row's req/s column counts them. */
+  perSecondAtLeast: (at: number, what: string): Target => ({
+    label: `≥ ${at} ${what}/s`,
+    check: (row) => ({ met: row.measurement.requestsPerSecond >= at, figure: `${Math.round(row.measurement.requestsPerSecond)} ${what}/s` })
+  }),
+  p99: (ms: number, what = 'p99'): Target => ({
+    label: `${what} ≤ ${ms} ms`,
     check: (row) => ({ met: row.measurement.latencyMs.p99 <= ms, figure: `p99 ${ms2(row.measurement.latencyMs.p99)} ms` })
   }),
   rss: (mib: number): Target => ({

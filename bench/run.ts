@@ -8,6 +8,8 @@
 // another. The petstore runs at its default log level, its log appended to a
 // file as an operator would have it. Each row is an unmeasured warm-up, then
 // a measured run during which the server's resident memory is sampled.
+// The webhook rows (bench/webhooks.ts) run their own warm-up and load, and
+// count the server's CPU time until their events have been delivered.
 // With --workers, the petstore's main rows run once per worker count
 // (WORKERS=N), neither server nor load generator pinned: more than one
 // worker needs more than one core, and one worker is measured as the others
@@ -28,12 +30,13 @@ import { OtlpReceiver } from '../test/support/otlp-receiver.js'
 import { PROJECT_ROOT } from '../test/support/process.js'
 import { OwnRedisServer } from '../test/support/redis.js'
 import { choosePinning, type Pinning } from './cpus.js'
-import { autocannonGenerator, type LoadGenerator } from './load.js'
+import { autocannonGenerator, type LoadGenerator, type Measurement } from './load.js'
 import { USAGE, UsageError, parseOptions, type Options } from './options.js'
 import { ANIMALS, FEW_ANIMALS, MANY_ANIMALS, SCALE_OUT, SQLITE, count, plan, type Group } from './plan.js'
 import { expectAnswer } from './prepare.js'
 import { cpuRatio, missed, ratioToBare, table, workerRatios, type Row } from './report.js'
 import { BenchServer, type ServerSpec } from './servers.js'
+import { WebhookReceiver } from './webhook-receiver.js'
 import { wrkGenerator } from './wrk.js'
 
 const WARMUP_SECONDS = 2
@@ -87,6 +90,7 @@ async function main (): Promise<number> {
   let postgres: PostgresCluster | undefined
   let redis: OwnRedisServer | undefined
   let sink: OtlpReceiver | undefined
+  let receiver: Promise<WebhookReceiver> | undefined
   try {
     const pinning = choosePinning()
     const setup: Setup = { dir, options, pinning, generator: await loadGenerator(dir), signal }
@@ -103,9 +107,11 @@ async function main (): Promise<number> {
       return sink.endpoint
     }
 
+    const webhookReceiver = async (): Promise<WebhookReceiver> => await (receiver ??= WebhookReceiver.start())
+
     const rows = new Map<string, Row>()
     const workers = options.workers === undefined ? undefined : [...new Set([1, ...options.workers])].sort((a, b) => a - b)
-    const groups = select(plan({ dir, signal, scaleOut, traceSink, workers }), options)
+    const groups = select(plan({ dir, signal, scaleOut, traceSink, webhookReceiver, workers }), options)
     for (const group of groups) {
       const spansBefore = sink?.count ?? 0
       const measured = await measureGroup(group, setup)
@@ -138,6 +144,7 @@ async function main (): Promise<number> {
     return failed ? 1 : 0
   } finally {
     await sink?.close()
+    await (await receiver?.catch(() => undefined))?.close()
     await postgres?.stop()
     await redis?.stop()
     rmSync(dir, { recursive: true, force: true })
@@ -193,13 +200,36 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
       const connections = group.workers === undefined ? options.connections : workerConnections(options)
       const load = { connections, cpu: pin ? pinning.load : undefined, signal }
       log(`${scenario.scenario} | ${group.server}: ${WARMUP_SECONDS} s warm-up, then ${options.seconds} s`)
-      await generator.measure(request, { ...load, seconds: WARMUP_SECONDS })
-      server.emptyLog()
-      const rss = sampleRss(server)
-      const cpuBefore = server.cpuSeconds()
-      const threadsBefore = server.threadCpuSeconds()
-      const measurement = await generator.measure(request, { ...load, seconds: options.seconds }).finally(rss.stop)
-      const cpuAfter = server.cpuSeconds()
+      let measurement: Measurement
+      let cpu: { seconds: number | undefined, per: number }
+      let rss: ReturnType<typeof sampleRss>
+      let threadsBefore: ReadonlyMap<string, number> | undefined
+      if (scenario.measure === undefined) {
+        await generator.measure(request, { ...load, seconds: WARMUP_SECONDS })
+        server.emptyLog()
+        rss = sampleRss(server)
+        const cpuBefore = server.cpuSeconds()
+        threadsBefore = server.threadCpuSeconds()
+        measurement = await generator.measure(request, { ...load, seconds: options.seconds }).finally(rss.stop)
+        const cpuAfter = server.cpuSeconds()
+        cpu = { seconds: cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore, per: measurement.responses }
+      } else {
+        // Its warm-up is its own: the log and memory are counted from the row's start.
+        server.emptyLog()
+        rss = sampleRss(server)
+        threadsBefore = server.threadCpuSeconds()
+        const measured = await scenario.measure({
+          request,
+          cpuSeconds: () => server.cpuSeconds(),
+          load: async (request, seconds) => await generator.measure(request, { ...load, seconds }),
+          seconds: options.seconds,
+          warmupSeconds: WARMUP_SECONDS,
+          signal,
+          log: (message) => log(`${scenario.scenario}: ${message}`)
+        }).finally(rss.stop)
+        measurement = measured.measurement
+        cpu = { seconds: measured.cpuSeconds, per: measured.per }
+      }
       const threadsAfter = server.threadCpuSeconds()
       server.assertRunning()
       const logBytes = server.logBytes()
@@ -214,9 +244,7 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
         targets: scenario.targets,
         measurement,
         maxRssMiB: rss.max(),
-        cpuMicrosPerResponse: cpuBefore === undefined || cpuAfter === undefined || measurement.responses === 0
-          ? undefined
-          : (cpuAfter - cpuBefore) * 1e6 / measurement.responses,
+        cpuMicrosPerResponse: cpu.seconds === undefined || cpu.per === 0 ? undefined : cpu.seconds * 1e6 / cpu.per,
         logBytesPerResponse: measurement.responses === 0 ? 0 : logBytes / measurement.responses,
         workers: scenario.workers,
         connections,

@@ -57,18 +57,20 @@ export async function send (delivery: DueDelivery, { allowPrivate, now, agents, 
   const id = webhookId(delivery.eventId)
   const timestamp = Math.floor(now / 1000)
   const body = deliveryBody(delivery)
-  const deadline = AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)
   const request = url.protocol === 'https:' ? https.request : http.request
-  return await new Promise<Attempt>((resolve) => {
+  let timedOut = false
+  let timer: NodeJS.Timeout | undefined
+  const answer = await new Promise<Attempt>((resolve) => {
     const failed = (error: unknown): void => {
       const reason = error instanceof Error ? error.message : String(error)
-      resolve({ ok: false, final: false, status: null, error: deadline.aborted ? `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` : reason })
+      resolve({ ok: false, final: false, status: null, error: timedOut ? `no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` : reason })
     }
     const outgoing = request(url, {
       method: 'POST',
       agent: url.protocol === 'https:' ? agents.https : agents.http,
       ...(allowPrivate ? {} : { lookup: publicLookup }),
-      signal: signal === undefined ? deadline : AbortSignal.any([deadline, signal]),
+      // A timer rather than AbortSignal.timeout() joined to the stop's signal by AbortSignal.any(): making those signals and their listeners was about 5 % of the samples of a create-and-deliver load (docs/PERFORMANCE.md).
+      ...(signal === undefined ? {} : { signal }),
       headers: {
         'content-type': 'application/json',
         'content-length': Buffer.byteLength(body),
@@ -110,7 +112,15 @@ export async function send (delivery: DueDelivery, { allowPrivate, now, agents, 
     })
     outgoing.on('error', failed)
     outgoing.end(body)
+    timer = setTimeout(() => {
+      timedOut = true
+      outgoing.destroy(new Error(`no answer within ${ATTEMPT_TIMEOUT_MS / 1000} s`))
+    }, ATTEMPT_TIMEOUT_MS)
+    // As AbortSignal.timeout's: a pending attempt keeps no process alive.
+    timer.unref()
   })
+  clearTimeout(timer)
+  return answer
 }
 
 /** Retry-After in seconds or as an HTTP date (RFC 9110 §10.2.3), as milliseconds from `now`; undefined when it is neither. */
