@@ -402,7 +402,6 @@ export class SqliteStorage implements Storage {
     }
   }
 
-  /** A write outside the group commit, retried while another connection holds the write lock. */
   /**
    * The dispatcher's own bookkeeping (fanning out, leases, outcomes),
    * committed without an fsync: in WAL mode a commit at synchronous=NORMAL
@@ -422,6 +421,7 @@ export class SqliteStorage implements Storage {
     }
   }
 
+  /** A write outside the group commit, retried while another connection holds the write lock. */
   async #write<T> (work: () => T): Promise<T> {
     const deadline = Date.now() + this.#busyBudgetMs
     for (;;) {
