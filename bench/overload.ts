@@ -2,7 +2,8 @@
 // greedy key"). One key within its window limits sends GET /v1/pets on 512
 // connections in a tight loop (wrk), while a polite key sends one request
 // every 500 ms and a probe asks /healthz every 200 ms on a fresh connection
-// with a 1 s timeout, as a load balancer does. First the polite key and the
+// with a 1 s timeout, as a load balancer does, on the public port and on the
+// admin listener. First the polite key and the
 // probe alone, then beside the greedy key. Nothing is pinned: the greedy
 // client, the service and the polite client share the machine, as they would.
 //
@@ -19,6 +20,7 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { setTimeout as delay } from 'node:timers/promises'
 import { PostgresCluster } from '../test/support/postgres-cluster.js'
+import { freePort } from '../test/support/ports.js'
 import { CLI, PROJECT_ROOT } from '../test/support/process.js'
 import { BenchServer } from './servers.js'
 
@@ -134,8 +136,10 @@ async function main (): Promise<void> {
     const lastLine = (text: string): string => text.trim().split('\n').at(-1) ?? ''
     const greedy = lastLine(await runCli(bin, ['keys', 'create', '--plan', 'enterprise', '--name', 'greedy', '--per-minute', '100000000', '--per-day', '1000000000'], env))
     const polite = lastLine(await runCli(bin, ['keys', 'create', '--plan', 'pro', '--name', 'polite'], env))
-    server = await BenchServer.start({ name: 'petstore', args: [bin, 'serve'], env: { ...env, WORKERS: values.workers } }, { dir, cpu: undefined })
+    const adminPort = await freePort()
+    server = await BenchServer.start({ name: 'petstore', args: [bin, 'serve'], env: { ...env, WORKERS: values.workers, ADMIN_PORT: String(adminPort) } }, { dir, cpu: undefined })
     const origin = server.origin
+    const adminOrigin = `http://127.0.0.1:${adminPort}`
     log(`${values.postgres ? 'PostgreSQL' : 'SQLite'}, WORKERS=${values.workers}, Node.js ${process.version}, ${bin === CLI ? 'this build' : bin}`)
     for (let i = 0; i < 20; i++) await timedGet(`${origin}/v1/pets`, { authorization: `Bearer ${greedy}` }, 5_000, false)
 
@@ -143,6 +147,7 @@ async function main (): Promise<void> {
       const stop = new AbortController()
       const politeRuns = every(POLITE_EVERY_MS, stop.signal, async () => await timedGet(`${origin}/v1/pets`, { authorization: `Bearer ${polite}` }, POLITE_TIMEOUT_MS, true))
       const probes = every(PROBE_EVERY_MS, stop.signal, async () => await timedGet(`${origin}/healthz`, {}, PROBE_TIMEOUT_MS, false))
+      const adminProbes = every(PROBE_EVERY_MS, stop.signal, async () => await timedGet(`${adminOrigin}/healthz`, {}, PROBE_TIMEOUT_MS, false))
       let greedyLine = ''
       const cpuBefore = server?.cpuSeconds() ?? 0
       if (withGreedy) {
@@ -159,10 +164,11 @@ async function main (): Promise<void> {
       }
       stop.abort()
       const cpu = (server?.cpuSeconds() ?? 0) - cpuBefore
-      const [politeTimed, probeTimed] = await Promise.all([politeRuns, probes])
+      const [politeTimed, probeTimed, adminProbeTimed] = await Promise.all([politeRuns, probes, adminProbes])
       console.log(`\n${withGreedy ? `beside a greedy key on ${GREEDY_CONNECTIONS} connections` : 'alone'} (${seconds} s, the service used ${cpu.toFixed(1)} s of CPU):`)
       console.log(`  polite key, GET /v1/pets every ${POLITE_EVERY_MS} ms: ${describe(politeTimed, 200)}`)
       console.log(`  /healthz every ${PROBE_EVERY_MS} ms, ${PROBE_TIMEOUT_MS} ms timeout: ${describe(probeTimed, 200)}`)
+      console.log(`  /healthz on the admin listener, the same: ${describe(adminProbeTimed, 200)}`)
       if (greedyLine !== '') {
         const result = JSON.parse(greedyLine) as { statuses: Record<string, number>, seconds: number, timeouts: number, connect: number, read: number, p50: number, p99: number }
         const perSecond = Object.entries(result.statuses).map(([status, n]) => `${status}: ${(n / result.seconds).toFixed(0)}/s`).join(', ')

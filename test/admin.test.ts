@@ -41,6 +41,15 @@ describe('the admin listener keeps Fastify\'s default timeouts and its default 4
     assert.equal(server.timeout, DEFAULT_TIMEOUTS.idleSocketMs)
   })
 
+  it('When /healthz is asked on the admin port, without a token, then it answers 200 as on the public port, for a liveness probe that does not queue behind the public port\'s clients', async () => {
+    // Act
+    const response = await fetch(`http://127.0.0.1:${port}/healthz`)
+
+    // Assert
+    assert.equal(response.status, 200)
+    assert.deepEqual(await response.json(), { status: 'ok' })
+  })
+
   it('When a path does not exist on the admin port, then 404 not_found as the Error body', async () => {
     // Act
     const response = await admin.inject({ url: '/nothing-here' })

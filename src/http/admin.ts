@@ -19,10 +19,11 @@ import adminWebhookRoutes from '../routes/admin-webhooks.js'
 import adminOverviewRoutes from '../routes/admin-overview.js'
 import adminDeprecationRoutes from '../routes/admin-deprecations.js'
 import consoleRoutes from '../routes/console.js'
+import { livenessRoute } from '../routes/health.js'
 import methodNotAllowedRoutes, { collectPaths } from '../routes/method-not-allowed.js'
 import { routerAnswerHeaders, setUpAnswers } from './answers.js'
 
-/** What the admin API needs; without it, the listener serves metrics alone. */
+/** What the admin API needs; without it, the listener serves metrics and /healthz alone. */
 interface AdminApiOptions {
   /** ADMIN_TOKEN. */
   token: string
@@ -87,6 +88,7 @@ export async function buildAdminApp ({ metrics, api, logger, now = Date.now, tim
   // A request without Host or with an unmet Expect, which the edge passes on: after the admin token's check, before anything else.
   await app.register(framingPlugin)
   await app.register(jsonBodyPlugin)
+  await app.register(livenessRoute)
   if (metrics !== undefined) await app.register(metricsRoute, { metrics })
   if (api !== undefined) {
     await app.register(consoleRoutes)

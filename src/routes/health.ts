@@ -29,8 +29,18 @@ interface Readiness {
   store: StoreHealth
 }
 
-const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, limiter }) => {
+/**
+ * /healthz alone, for the admin listener too: its connections do not queue
+ * behind the public port's, so a liveness probe sent there answers while a
+ * client's burst fills the public port's accept queue (docs/OPERATING.md:
+ * Health checks).
+ */
+export const livenessRoute: FastifyPluginAsync = async (app) => {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }))
+}
+
+const healthRoutes: FastifyPluginAsync<HealthOptions> = async (app, { storage, limiter }) => {
+  await app.register(livenessRoute)
 
   /**
    * The checks in flight, or their answer for ANSWER_KEPT_MS after it came:
