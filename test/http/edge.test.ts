@@ -115,20 +115,8 @@ describe('the edge, listening', () => {
       }
     })
   }
-})
 
-describe('a request that asks to upgrade the connection', () => {
-  let t: TestApp
-  let port = 0
-  let token = ''
-  before(async () => {
-    t = await buildTestApp()
-    token = await t.newKey('pro')
-    await t.app.listen({ host: '127.0.0.1', port: 0 })
-    port = (t.app.server.address() as AddressInfo).port
-  })
-  after(async () => { await t.close() })
-
+  // A request that asks to upgrade the connection, which this service never does.
   const BODY = '{"name":"Rex","categoryId":1,"status":"available"}'
   const upgrade = (version: string, framing: string): string =>
     `POST /v1/pets ${version}\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nContent-Type: application/json\r\n${framing}`
