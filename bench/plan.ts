@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { generateToken } from '../src/keys/tokens.js'
 import { CLI, runCliOk } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
-import { deepCursor, enterpriseKey, spend } from './prepare.js'
+import { deepCursor, enterpriseKey, holdSlot, spend } from './prepare.js'
 import { Targets, type Target, type Workers } from './report.js'
 import { seedPostgres, seedSqlite } from './seed.js'
 import type { ServerSpec } from './servers.js'
@@ -38,6 +38,13 @@ const DELIVERIES_PER_SECOND = 1000
 /** From a create's 201 to its event at the receiver, at a steady moderate rate. */
 const DELIVERY_LAG_P99_MS = 1000
 
+/**
+ * The concurrency row's connections: each refusal waits 250 ms for a slot
+ * (CONCURRENCY_WAIT_MS), so 32 would send some 130 a second, and the
+ * service's own periodic work would be most of each one's CPU.
+ */
+const CONCURRENCY_CONNECTIONS = 512
+
 const HERE = dirname(fileURLToPath(import.meta.url))
 const PETSTORE = [CLI, 'serve']
 const NEW_PET = JSON.stringify({ name: 'Bench', categoryId: 1, status: 'available' })
@@ -54,7 +61,9 @@ interface Scenario {
   peer?: Peer
   targets: Target[]
   /** The load's request against the running server, and the error code each answer must carry. */
-  request: (origin: string) => Promise<{ request: LoadRequest, code?: string }>
+  request: (origin: string) => Promise<{ request: LoadRequest, code?: string, release?: () => void }>
+  /** Connections of its own, for a row whose answers wait by design: enough that the service, not the wait, sets the pace. */
+  connections?: number
   /** Measured once per worker count with --workers; `speedup`: also held to a requests-per-second gain at two workers. */
   scaled?: { speedup: boolean }
   /** Set on a scaled row once given its worker count. */
@@ -168,7 +177,8 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
     create: [Targets.cpuTimes(2, atWorkers('create', n), 'the SQLite row'), p99, rss],
     get: [p99, rss]
   })
-  const refused = [Targets.cpuTimes(1.5, FASTIFY_MINIMAL.id, FASTIFY_MINIMAL.name), p99, rss]
+  // A refusal costs a small fraction of a served request (docs/API.md: Refusals): at most a third of a served list's CPU.
+  const refused = [Targets.cpuTimes(1.5, FASTIFY_MINIMAL.id, FASTIFY_MINIMAL.name), Targets.cpuTimes(1 / 3, atWorkers('list', undefined), 'the SQLite list row'), p99, rss]
   /** A 429 row: a key of one request a minute and `perDay` a day, spent until it gets `code`. */
   const spentKey = (id: string, scenario: string, perDay: string, code: 'rate_limited' | 'api_key_banned'): Scenario => ({
     id,
@@ -312,6 +322,25 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
           request: async (origin) => ({ request: { ...get(origin, '/v1/pets?limit=20', 'not-a-key', 401), forwardedFor: true }, code: 'invalid_api_key' })
         }
       ]
+    },
+    {
+      section: SQLITE,
+      server: 'petstore SQLite, a key of 1 request in flight, held',
+      prepare: async () => { await main.key(); return petstore(main.url) },
+      scenarios: [{
+        id: '429-concurrency',
+        scenario: `429 concurrency_limited (the key's one slot held, ${CONCURRENCY_CONNECTIONS} connections)`,
+        bare: 'bare-get',
+        peer: FASTIFY_MINIMAL,
+        // Each refusal waits CONCURRENCY_WAIT_MS for a slot first, by design: no latency target.
+        targets: refused.filter((target) => !target.label.startsWith('p99')),
+        connections: CONCURRENCY_CONNECTIONS,
+        request: async (origin) => {
+          const token = await enterpriseKey(main.url, 'bench-concurrency', NEVER_REFUSED, NEVER_REFUSED, ['--concurrency', '1'])
+          const { release } = await holdSlot(origin, token)
+          return { request: get(origin, '/v1/pets?limit=20', token, 429), code: 'concurrency_limited', release }
+        }
+      }]
     },
     ...perWorkers((n) => ({
       section: SQLITE,

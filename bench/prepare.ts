@@ -2,7 +2,9 @@
 // through its public interface only: a cursor deep in the table (cursors
 // are signed, so the benchmark follows the service's own `Link` headers
 // rather than make one), a key spent or banned, and one request to check
-// that the load will get the answer it expects.
+// that the load will get the answer it expects, or a key's one request in
+// flight held open.
+import { connect, type Socket } from 'node:net'
 import { createKey, idsIn, linkTarget } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 
@@ -10,8 +12,8 @@ const PAGE = 100
 const MAX_EXHAUSTING_REQUESTS = 200
 
 /** `petstore keys create --plan enterprise …` against `databaseUrl`; the token. */
-export async function enterpriseKey (databaseUrl: string, name: string, perMinute: string, perDay: string): Promise<string> {
-  const { token } = await createKey({ DATABASE_URL: databaseUrl }, ['--plan', 'enterprise', '--name', name, '--per-minute', perMinute, '--per-day', perDay])
+export async function enterpriseKey (databaseUrl: string, name: string, perMinute: string, perDay: string, more: readonly string[] = []): Promise<string> {
+  const { token } = await createKey({ DATABASE_URL: databaseUrl }, ['--plan', 'enterprise', '--name', name, '--per-minute', perMinute, '--per-day', perDay, ...more])
   return token
 }
 
@@ -63,4 +65,34 @@ async function send (request: LoadRequest, signal: AbortSignal): Promise<Respons
 
 function codeOf (text: string): string | undefined {
   return /"code":"([a-z_]+)"/.exec(text)?.[1]
+}
+
+/**
+ * Holds a key's one request in flight (its cap of 1): a POST whose body
+ * never comes, opened again if the service ends it (at its request timeout),
+ * until `release`. Every other request of that key is then refused
+ * `concurrency_limited`, which is what the row measures.
+ */
+export async function holdSlot (origin: string, token: string): Promise<{ release: () => void }> {
+  const { hostname, port } = new URL(origin)
+  let socket: Socket | undefined
+  let released = false
+  const open = (): void => {
+    if (released) return
+    const held = connect(Number(port), hostname)
+    held.on('error', () => {})
+    held.once('close', () => { if (socket === held) open() })
+    held.write(`POST /v1/pets HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 64\r\n\r\n{`)
+    socket = held
+  }
+  open()
+  // The gate counts it on its headers: give them time to arrive and be read.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  return {
+    release: () => {
+      released = true
+      socket?.destroy()
+      socket = undefined
+    }
+  }
 }

@@ -84,7 +84,7 @@ function cpuTarget (label: string, id: string, met: (ratio: number) => boolean):
 
 export const Targets = {
   /** CPU time per request at most `at` times another row's: the figure that counts, since req/s follows from it. */
-  cpuTimes: (at: number, id: string, name: string): Target => cpuTarget(`CPU ≤ ${at}× ${name}`, id, (ratio) => ratio <= at),
+  cpuTimes: (at: number, id: string, name: string): Target => cpuTarget(`CPU ≤ ${Number(at.toFixed(2))}× ${name}`, id, (ratio) => ratio <= at),
   /** Requests per second at least `times` another row's: what more workers must buy. */
   requestsAtLeast: (times: number, id: string, name: string): Target => ({
     label: `req/s ≥ ${times}× ${name}`,

@@ -30,7 +30,7 @@ import { OtlpReceiver } from '../test/support/otlp-receiver.js'
 import { PROJECT_ROOT } from '../test/support/process.js'
 import { OwnRedisServer } from '../test/support/redis.js'
 import { choosePinning, type Pinning } from './cpus.js'
-import { autocannonGenerator, type LoadGenerator, type Measurement } from './load.js'
+import { autocannonGenerator, type LoadGenerator, type LoadRequest, type Measurement } from './load.js'
 import { USAGE, UsageError, parseOptions, type Options } from './options.js'
 import { ANIMALS, FEW_ANIMALS, MANY_ANIMALS, SCALE_OUT, SQLITE, count, plan, type Group } from './plan.js'
 import { expectAnswer } from './prepare.js'
@@ -195,9 +195,18 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
   try {
     const rows: Row[] = []
     for (const scenario of group.scenarios) {
-      const { request, code } = await scenario.request(server.origin)
+      const { request, code, release } = await scenario.request(server.origin)
+      try {
+        rows.push(await measureRow(scenario, request, code))
+      } finally {
+        release?.()
+      }
+    }
+    return rows
+
+    async function measureRow (scenario: Group['scenarios'][number], request: LoadRequest, code: string | undefined): Promise<Row> {
       await expectAnswer(request, code, signal)
-      const connections = group.workers === undefined ? options.connections : workerConnections(options)
+      const connections = scenario.connections ?? (group.workers === undefined ? options.connections : workerConnections(options))
       const load = { connections, cpu: pin ? pinning.load : undefined, signal }
       log(`${scenario.scenario} | ${group.server}: ${WARMUP_SECONDS} s warm-up, then ${options.seconds} s`)
       let measurement: Measurement
@@ -234,7 +243,7 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
       server.assertRunning()
       const logBytes = server.logBytes()
       server.emptyLog()
-      rows.push({
+      return {
         id: scenario.id,
         section: group.section,
         scenario: scenario.scenario,
@@ -249,9 +258,8 @@ async function measureGroup (group: Group, { dir, options, pinning, generator, s
         workers: scenario.workers,
         connections,
         busyThreads: busyThreads(threadsBefore, threadsAfter)
-      })
+      }
     }
-    return rows
   } finally {
     const ended = await server.stop()
     if (ended !== undefined) log(ended)
