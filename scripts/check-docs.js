@@ -91,14 +91,15 @@ export async function checkDocs (root, options = {}) {
       if (npxSelf.test(text)) report(index + 1, npxSelfProblem)
     })
     const text = prose.join('\n')
-    const lineAt = (offset) => text.slice(0, offset).split('\n').length
+    const lineStarts = [...text.matchAll(/\n/g)].map((newline) => newline.index + 1)
+    const lineAt = (offset) => 1 + lineStarts.filter((start) => start <= offset).length
     // Code spans, then the links in what is left.
     const spans = /(`+)([^`][\s\S]*?)\1(?!`)/g
     for (const match of text.matchAll(spans)) {
       const line = lineAt(match.index)
       const code = match[2].replace(/\n/g, ' ').trim()
       if (PATH_WORD.test(code.replace(LINE_SUFFIX, ''))) checkPath(context, line, code)
-      else checkCode(context, line, code, { cwd: root, span: true })
+      else checkCode(context, line, code, { cwd: root }, true)
     }
     const withoutSpans = text.replace(spans, (whole) => whole.replace(/[^\n]/g, ' '))
     const links = /!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)|^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm
@@ -106,18 +107,18 @@ export async function checkDocs (root, options = {}) {
       checkLink(context, lineAt(match.index), match[1] ?? match[2], slugsOf, file)
     }
     for (const fence of fences) {
-      const shell = SHELL_FENCES.has(fence.lang)
-      let cwd = root
+      const isShell = SHELL_FENCES.has(fence.lang)
+      const shell = { cwd: root }
       for (const { line, raw } of fence.lines) {
         if (npxSelf.test(raw)) report(line, npxSelfProblem)
-        if (!shell) continue
+        if (!isShell) continue
         const code = fence.lang === 'cron' ? raw.trim().split(/\s+/).slice(5).join(' ') : raw.replace(/(^|\s)#.*$/, '')
-        cwd = checkCode(context, line, code, { cwd, span: false })
+        checkCode(context, line, code, shell, false)
       }
     }
   }
   return problems
-    .sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line)
+    .sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : a.line - b.line))
     .map(({ file, line, message }) => `${file}:${line}: ${message}`)
 }
 
@@ -228,11 +229,12 @@ function sources (base, segments) {
 
 /**
  * Checks the commands of one line of shell (or one code span): paths, npm
- * scripts, petstore commands, npx, and commands after a `cd` away. Returns
- * the folder the line leaves the shell in (root-relative, or undefined for
- * a folder outside the project).
+ * scripts, petstore commands, npx, and commands after a `cd` away. `shell`
+ * holds where the commands run, for the lines after: `cwd`, the folder in
+ * the project, or `outside`, the `cd` that left it.
+ * @param {{ cwd: string, outside?: string }} shell
  */
-function checkCode (context, line, code, { cwd, span }) {
+function checkCode (context, line, code, shell, span) {
   const { root, rootPackage, report } = context
   // A quoted string is one word (a command substitution inside double quotes aside).
   const words = code
@@ -241,13 +243,12 @@ function checkCode (context, line, code, { cwd, span }) {
     .split(/\s+/)
     .filter((word) => word !== '')
     .map((word) => word.replaceAll(QUOTED_SPACE, ' ').replace(/^['"]+|['"]+$/g, ''))
-  let outside = cwd === undefined ? 'a folder outside the project' : undefined
   let start = true
   for (let i = 0; i < words.length; i++) {
     const word = words[i]
     const bare = word.replace(/[.,:;)]+$/, '')
     if (PATH_WORD.test(bare.replace(LINE_SUFFIX, '')) || PATH_WORD.test(word.replace(LINE_SUFFIX, ''))) {
-      if (outside === undefined) checkPath(context, line, PATH_WORD.test(word.replace(LINE_SUFFIX, '')) ? word : bare, { byExtension: false })
+      if (shell.outside === undefined) checkPath(context, line, PATH_WORD.test(word.replace(LINE_SUFFIX, '')) ? word : bare, { byExtension: false })
     }
     if (word === ';') { start = true; continue }
     if (!start) continue
@@ -261,28 +262,24 @@ function checkCode (context, line, code, { cwd, span }) {
     const rest = words.slice(i + 1, nextSeparator(words, i + 1))
     if (word === 'cd') {
       const to = rest[0] ?? '~'
-      if (/^[/~$]/.test(to)) {
-        cwd = undefined
-        outside = `\`cd ${to}\``
-      } else if (cwd !== undefined) {
-        cwd = resolve(cwd, to)
-      }
+      if (shell.outside !== undefined) continue
+      shell.cwd = resolve(shell.cwd, to)
+      if (/^[/~$]/.test(to) || (shell.cwd !== root && !shell.cwd.startsWith(root + sep))) shell.outside = `\`cd ${to}\``
     } else if (word === 'npm') {
-      checkNpm(context, line, rest, cwd, outside)
+      checkNpm(context, line, rest, shell)
     } else if (word === 'npx') {
-      checkNpx(context, line, rest, outside)
+      checkNpx(context, line, rest, shell.outside)
     } else if (word === 'node') {
       const program = rest.find((arg) => !arg.startsWith('-'))
       if (program === undefined) continue
-      if (outside !== undefined && !program.startsWith('/')) {
-        report(line, `\`node ${program}\` runs after ${outside}, outside the project: it would not be found there (give the checkout's absolute path)`)
+      if (shell.outside !== undefined && !program.startsWith('/')) {
+        report(line, `\`node ${program}\` runs after ${shell.outside}, outside the project: it would not be found there (give the checkout's absolute path)`)
       }
       if (/(?:^|\/)bin\/petstore\.js$/.test(program)) checkPetstore(context, line, rest.slice(rest.indexOf(program) + 1), false)
     } else if (word === (rootPackage.name ?? 'petstore')) {
       checkPetstore(context, line, rest, span && rest.length === 1)
     }
   }
-  return cwd === undefined || !cwd.startsWith(root) ? undefined : cwd
 }
 
 function nextSeparator (words, from) {
@@ -290,7 +287,7 @@ function nextSeparator (words, from) {
   return at === -1 ? words.length : at
 }
 
-function checkNpm ({ root, docDir, report }, line, args, cwd, outside) {
+function checkNpm ({ root, docDir, report }, line, args, { cwd, outside }) {
   let workspace
   let command
   let script
@@ -315,7 +312,7 @@ function checkNpm ({ root, docDir, report }, line, args, cwd, outside) {
   const folders = workspace !== undefined
     ? [workspaceFolder(root, workspace)]
     : [packageFolder(root, cwd), ...(cwd === root ? [packageFolder(root, docDir)] : [])]
-  const known = folders.filter((folder) => folder !== undefined)
+  const known = [...new Set(folders.filter((folder) => folder !== undefined))]
   if (known.some((folder) => Object.hasOwn(readJson(join(folder, 'package.json'))?.scripts ?? {}, script))) return
   const where = known.map((folder) => relative(root, join(folder, 'package.json')).split(sep).join('/')).join(' or ')
   report(line, `\`npm ${command}${script === command ? '' : ` ${script}`}\`: no script "${script}" in ${where || `a package named ${workspace}`}`)
