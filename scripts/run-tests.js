@@ -26,8 +26,17 @@ const named = args.filter((arg) => arg.endsWith('.test.js'))
 const flags = args.filter((arg) => !arg.endsWith('.test.js'))
 // Most of the time a file takes is spent waiting for the services and
 // processes it started, so two files run at once even on two cores (Node's
-// default is one fewer than the cores).
-if (!flags.some((flag) => flag.startsWith('--test-concurrency'))) flags.push(`--test-concurrency=${Math.max(2, availableParallelism() - 1)}`)
+// default is one fewer than the cores), but for those in ALONE.
+const concurrencyGiven = flags.some((flag) => flag.startsWith('--test-concurrency'))
+const concurrency = concurrencyGiven ? [] : [`--test-concurrency=${Math.max(2, availableParallelism() - 1)}`]
+/**
+ * Files that bring a load of their own (several instances, thousands of
+ * requests, a hundred clients at once): they run one at a time, after the
+ * others, so that two such loads never meet on a small machine and make
+ * each other's bounds fail.
+ */
+const ALONE = new Set(['webhooks-scale-out', 'webhooks-crash', 'scale-out', 'key-changes', 'crash', 'crash-postgres', 'shutdown']
+  .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
 // With PETSTORE_TEST_WORKERS (docs/WORKERS.md) only the files that start the
 // service run: the others never see the variable, and would run as they did.
 const withWorkers = (process.env.PETSTORE_TEST_WORKERS ?? '') !== ''
@@ -58,18 +67,25 @@ const stop = () => { stopping ??= services.stop(); return stopping }
 // One folder per run, so that a scan reads this run's logs and no other's.
 const logDir = mkdtempSync(join(tmpdir(), 'petstore-test-logs-'))
 const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
-const summaryFile = join(summaryDir, 'summary.txt')
-const reporters = [
-  '--test-reporter=spec', '--test-reporter-destination=stdout',
-  `--test-reporter=${summaryReporter}`, `--test-reporter-destination=${summaryFile}`
-]
-const runner = spawn(process.execPath, ['--test', ...reporters, ...flags, ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, ...services.env, PETSTORE_TEST_LOG_DIR: logDir }
-})
+const phases = [
+  { files: files.filter((file) => !ALONE.has(file)), flags: [...flags, ...concurrency] },
+  { files: files.filter((file) => ALONE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])] }
+].filter((phase) => phase.files.length > 0)
+let runner
 // Ctrl-C reaches the runner through the terminal; the servers are stopped once it has ended.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner.kill(signal))
-const code = await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128))))
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner?.kill(signal))
+let code = 0
+for (const [i, phase] of phases.entries()) {
+  const reporters = [
+    '--test-reporter=spec', '--test-reporter-destination=stdout',
+    `--test-reporter=${summaryReporter}`, `--test-reporter-destination=${join(summaryDir, `summary-${i}.txt`)}`
+  ]
+  runner = spawn(process.execPath, ['--test', ...reporters, ...phase.flags, ...phase.files], {
+    stdio: 'inherit',
+    env: { ...process.env, ...services.env, PETSTORE_TEST_LOG_DIR: logDir }
+  })
+  code = Math.max(code, await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128)))))
+}
 await stop()
 const scanned = scan()
 console.log(summary(code, scanned))
@@ -77,14 +93,24 @@ process.exit(Math.max(code, scanned))
 
 /** The run's last line: the reporter's counts, and why the run failed when they do not say. */
 function summary (code, scanned) {
-  const counts = existsSync(summaryFile) ? readFileSync(summaryFile, 'utf8').trim() : ''
+  const lines = phases.map((_, i) => join(summaryDir, `summary-${i}.txt`)).map((file) => existsSync(file) ? readFileSync(file, 'utf8').trim() : '')
   rmSync(summaryDir, { recursive: true, force: true })
-  if (counts === '') return `no test results: the test runner ended with code ${code} before it counted them`
+  if (lines.some((line) => line === '')) return `no test results: the test runner ended with code ${code} before it counted them`
+  const counts = addedUp(lines)
   const failedToo = [
     ...(code !== 0 && /\b0 failed\b/.test(counts) ? [`the test runner ended with code ${code}`] : []),
     ...(scanned !== 0 ? ['the log scan failed'] : [])
   ]
   return failedToo.length === 0 ? counts : `${counts} (${failedToo.join('; ')})`
+}
+
+/** The reporter's lines of each phase, `N passed, N failed[, N skipped][, N todo]`, added up into one. */
+function addedUp (lines) {
+  const total = { passed: 0, failed: 0, skipped: 0, todo: 0 }
+  for (const line of lines) {
+    for (const [, n, what] of line.matchAll(/(\d+) (passed|failed|skipped|todo)/g)) total[what] += Number(n)
+  }
+  return [`${total.passed} passed`, `${total.failed} failed`, ...(total.skipped > 0 ? [`${total.skipped} skipped`] : []), ...(total.todo > 0 ? [`${total.todo} todo`] : [])].join(', ')
 }
 
 /** 1 when the logs hold a secret, or when a whole run left no server log to scan (the capture itself broke). */

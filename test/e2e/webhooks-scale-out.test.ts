@@ -3,7 +3,8 @@
 // instance's dispatcher fans out and takes work with SKIP LOCKED, so in
 // normal operation each of 10,000 events reaches the receiver once,
 // whichever instance or worker wrote it and whichever instance sent it.
-// Duplicates are counted and reported; none is expected without faults.
+// Duplicates are counted and reported; none is expected without faults, and
+// each one must follow an attempt the service logged as failed.
 import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { sharesPorts } from '../../src/config.js'
@@ -72,9 +73,11 @@ describe('webhook deliveries of two instances on one PostgreSQL database', { tim
       delivered.set(String(delivery.headers['webhook-id']), String(payload.data.id))
     }
     const duplicates = up.received.length - delivered.size
-    console.log(`two instances on PostgreSQL (${env.WORKERS ?? '1'} worker(s) each): ${acknowledged.size} acknowledged, ${delivered.size} webhook-ids in ${up.received.length} deliveries, ${duplicates} duplicates`)
+    // A delivery is sent again only after an attempt failed (on a loaded machine, an answer later than the attempt's timeout): each is logged.
+    const failedAttempts = servers.reduce((sum, server) => sum + (server.stdout.match(/webhooks: a delivery failed/g)?.length ?? 0), 0)
+    console.log(`two instances on PostgreSQL (${env.WORKERS ?? '1'} worker(s) each): ${acknowledged.size} acknowledged, ${delivered.size} webhook-ids in ${up.received.length} deliveries, ${duplicates} duplicates, ${failedAttempts} failed attempts`)
     assert.equal(acknowledged.size, ANIMALS)
-    assert.equal(duplicates, 0)
+    assert.ok(duplicates <= failedAttempts, `${duplicates} duplicates, but ${failedAttempts} failed attempts to explain them`)
     assert.deepEqual([...new Set(delivered.values())].sort(), [...acknowledged].sort())
   })
 })

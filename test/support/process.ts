@@ -317,7 +317,7 @@ export async function startServers (count: number, env: Record<string, string>, 
 }
 
 /** Starts `petstore serve` (or `args`) on 127.0.0.1 with PORT=0 and waits for its listening line. */
-export async function startServer (env: Record<string, string>, timeoutMs = 15_000, args?: readonly string[]): Promise<ServerProcess> {
+export async function startServer (env: Record<string, string>, timeoutMs = 30_000, args?: readonly string[]): Promise<ServerProcess> {
   const server = new ServerProcess({ HOST: '127.0.0.1', PORT: '0', ...env }, args)
   try {
     await server.waitForListening(timeoutMs)
