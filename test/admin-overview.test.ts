@@ -250,18 +250,38 @@ for (const configuration of CONFIGURATIONS) {
     })
 
     it('When the overview is asked for, then it has 30 days of every key\'s usage, the busiest keys today, keys by state and plan, and the choices a key may take', async () => {
+      // Arrange: the overview read once, as the console opens on it, then
+      // requests counted for today and yesterday after that read, so that
+      // today's figures must be read afresh, not taken from what was read before.
+      const date = (day: number): string => new Date(day * DAY_MS).toISOString().slice(0, 10)
+      const first = await get('/admin/v1/overview')
+      assert.equal(first.statusCode, 200, first.body)
+      const added = [
+        { keyId: id('Umbrella'), day: today, admitted: 80, refused: 3 },
+        { keyId: id('Umbrella'), day: today - 1, admitted: 9, refused: 1 }
+      ]
+      await t.storage.addUsage(added, new Map())
+
       // Act
-      const response = await get('/admin/v1/overview')
+      let response: LightMyRequestResponse
+      try {
+        response = await get('/admin/v1/overview')
+      } finally {
+        await t.storage.addUsage(added.map((row) => ({ ...row, admitted: -row.admitted, refused: -row.refused })), new Map())
+      }
 
       // Assert
       assert.equal(response.statusCode, 200, response.body)
       const body = response.json() as OverviewBody
-      assert.equal(body.today, new Date(today * DAY_MS).toISOString().slice(0, 10))
+      assert.equal(body.today, date(today))
       assert.equal(body.usage.length, 30)
-      assert.deepEqual(body.usage.at(-1), { date: body.today, admitted: 121, refused: 5 })
-      assert.deepEqual(body.usage.at(-4), { date: new Date((today - 3) * DAY_MS).toISOString().slice(0, 10), admitted: 10, refused: 3 })
-      assert.equal(body.usage.reduce((sum, day) => sum + day.admitted, 0), 131)
-      assert.deepEqual(body.busiest.map((row) => [row.key.name, row.admitted, row.refused]), [['Acme Mobile', 70, 0], ['Globex', 50, 5], ['acme web', 1, 0]])
+      assert.equal(body.usage[0]?.date, date(today - 29))
+      // Today: the 121 admitted and 5 refused counted in `before`, and the 80 and 3 counted above.
+      assert.deepEqual(body.usage.at(-1), { date: date(today), admitted: 201, refused: 8 })
+      assert.deepEqual(body.usage.at(-2), { date: date(today - 1), admitted: 9, refused: 1 })
+      assert.deepEqual(body.usage.at(-4), { date: date(today - 3), admitted: 10, refused: 3 })
+      assert.equal(body.usage.reduce((sum, day) => sum + day.admitted, 0), 220)
+      assert.deepEqual(body.busiest.map((row) => [row.key.name, row.admitted, row.refused]), [['Umbrella', 80, 3], ['Acme Mobile', 70, 0], ['Globex', 50, 5], ['acme web', 1, 0]])
       assert.deepEqual(body.keys, {
         total: 7,
         byState: { active: 5, expired: 1, revoked: 1 },

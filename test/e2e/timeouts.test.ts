@@ -60,9 +60,12 @@ async function listening (timeouts: Timeouts): Promise<{ port: number, token: st
 const SLACK_MS = 2_000
 /** Date.now() and the server's monotonic clock may round apart by a few ms. */
 const EARLY_MS = 20
+/** Where a timeout is the contract itself: it must not close early, and may close this late on a loaded machine. */
+const LOADED_SLACK_MS = 10_000
 
 describe('connection timeouts: headers and keep-alive', () => {
-  const timeouts = { headersMs: 300, requestMs: 3_000, keepAliveMs: 300 }
+  // The request timeout is far past the headers timeout and a loaded machine's slack: only the headers timeout can close the first connection.
+  const timeouts = { headersMs: 300, requestMs: 30_000, keepAliveMs: 300 }
   let server: Awaited<ReturnType<typeof listening>>
   before(async () => { server = await listening(timeouts) })
   after(async () => { await server.close() })
@@ -73,14 +76,15 @@ describe('connection timeouts: headers and keep-alive', () => {
 
     // Act
     socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n')
-    const { text, ms } = await untilClosed(socket, 5000)
+    const { text, ms } = await untilClosed(socket, timeouts.headersMs + LOADED_SLACK_MS + 1_000)
 
     // Assert
     assert.match(text, /^HTTP\/1\.1 408 /)
     assert.match(text, /"code":"request_timeout"/)
     assert.match(text, /"status":408/)
     assert.ok(ms >= timeouts.headersMs - EARLY_MS, `closed after ${ms} ms, before the headers timeout`)
-    assert.ok(ms < timeouts.requestMs - EARLY_MS, `closed after ${ms} ms: by the request timeout, not the headers timeout`)
+    // Loose for a loaded machine, and still far before the request timeout could close it.
+    assert.ok(ms <= timeouts.headersMs + LOADED_SLACK_MS, `closed after ${ms} ms: by the request timeout, not the headers timeout`)
   })
 
   it('When a keep-alive connection stays idle, then the server closes it', async () => {
@@ -113,13 +117,13 @@ describe('connection timeouts: a body that stops arriving', () => {
       'Content-Length: 100',
       '', '{"name":'
     ].join('\r\n'))
-    const { text, ms } = await untilClosed(socket, 10_000)
+    const { text, ms } = await untilClosed(socket, timeouts.requestMs + LOADED_SLACK_MS + 1_000)
 
     // Assert
     assert.match(text, /^HTTP\/1\.1 408 /)
     assert.match(text, /"code":"request_timeout"/)
     assert.ok(ms >= timeouts.requestMs - EARLY_MS, `closed after ${ms} ms, before the request timeout`)
-    assert.ok(ms <= timeouts.requestMs + SLACK_MS, `closed only after ${ms} ms`)
+    assert.ok(ms <= timeouts.requestMs + LOADED_SLACK_MS, `closed only after ${ms} ms`)
   })
 })
 

@@ -40,6 +40,11 @@ async function awayFromMinuteEdge (ms = 5_000): Promise<void> {
   if (left < ms) await delay(left + 200)
 }
 
+/** The request lines for `url` in a server's log (each worker writes its lines in order). */
+function linesFor (stdout: string, url: string): number {
+  return stdout.split(`"url":"${url}"`).length - 1
+}
+
 function count (statuses: number[], status: number): number {
   return statuses.filter((each) => each === status).length
 }
@@ -70,7 +75,8 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
   it('When it starts, then it says `listening on` once and both workers serve', async () => {
     // Act
     const answers = await Promise.all(Array.from({ length: 40 }, async () => await send(server.port, '/healthz')))
-    await delay(200)
+    // A thread writes its start before its request lines: once every request's line is in, so is any second `listening on`.
+    await server.waitForStdout((stdout) => linesFor(stdout, '/healthz') >= 40, 30_000, 'a line for each of the 40 requests')
 
     // Assert
     assert.deepEqual(new Set(answers.map(({ status }) => status)), new Set([200]))
@@ -88,7 +94,8 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
     // Act
     const statuses = (await Promise.all(Array.from({ length: 40 }, async () => await send(server.port, '/v1/pets?limit=1', { headers: bearer(token) }))))
       .map(({ status }) => status)
-    await delay(200)
+    // A ban is logged while the refusal that earned it is decided, before that request's line: once every line is in, so is every ban.
+    await server.waitForStdout((stdout) => linesFor(stdout, '/v1/pets?limit=1') >= 40, 30_000, 'a line for each of the 40 requests')
 
     // Assert
     assert.equal(count(statuses, 200), 10, statuses.join(' '))
@@ -246,7 +253,7 @@ describe('leaked tokens through two workers on one SQLite file', { skip: !SHARES
     const after = await Promise.all(Array.from({ length: 20 }, async () => await send(server.port, path, { headers: bearer(token) })))
 
     assert.deepEqual(after.map(({ status, text }) => `${status} ${text.includes('"invalid_api_key"') ? 'invalid_api_key' : text}`), Array.from({ length: 20 }, () => '401 invalid_api_key'))
-    await delay(200)
+    await server.waitForStdout((stdout) => linesFor(stdout, path) >= 20, 30_000, `a line for each of the 20 requests to ${path}`)
     const workers = new Set([...server.stdout.matchAll(new RegExp(`"worker":(\\d+).*"url":"${path.replace(/[?]/g, '\\?')}"`, 'g'))].map((match) => match[1]))
     assert.equal(workers.size, 2, `the refusals came from workers ${[...workers].join(', ')}`)
   }

@@ -6,7 +6,6 @@ import { after, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { request } from 'node:http'
 import type { Worker } from 'node:worker_threads'
-import { setTimeout as delay } from 'node:timers/promises'
 import { loadConfig, sharesPorts } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { createLog } from '../../src/telemetry/log.js'
@@ -49,8 +48,13 @@ describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 't
     // Arrange
     const env = { DATABASE_URL: sqliteUrl(dir) }
     const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'load', '--per-minute', '1000000', '--per-day', '10000000'])
+    /** `worker N accepting connections at …` lines: a worker writes one as it begins to listen, a replacement too. */
+    let accepting = 0
     const log = createLog({ level: 'info', format: 'json' }, {
-      write: (text) => { lines.push(text) },
+      write: (text) => {
+        lines.push(text)
+        accepting += text.split('accepting connections at').length - 1
+      },
       flush: async () => {},
       dropped: () => 0
     })
@@ -64,13 +68,18 @@ describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 't
     const failures: string[] = []
     const load = { stopped: false }
     let sent = 0
+    /** Once the worker is ended, the lines read so far: until another comes, only the other worker answers. */
+    let acceptingAtEnd: number | undefined
+    let whileAlone = 0
     const clients = Array.from({ length: 8 }, async (_, client) => {
       while (!load.stopped) {
         const name = `pet-${client}-${sent++}`
         try {
           const answer = await create(port, token, name)
-          if (answer.status === 201) acknowledged.set(name, answer.text)
-          else failures.push(`${answer.status} ${answer.text}`)
+          if (answer.status === 201) {
+            acknowledged.set(name, answer.text)
+            if (acceptingAtEnd !== undefined && accepting === acceptingAtEnd) whileAlone++
+          } else failures.push(`${answer.status} ${answer.text}`)
         } catch (error) {
           // A connection the ended worker held is cut: the client sees an error, never a wrong answer.
           failures.push(`cut: ${String(error)}`)
@@ -80,20 +89,22 @@ describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 't
 
     // Act
     let beforeEnd = 0
-    let whileAlone = 0
     let replaced: Worker[] = []
     try {
-      await delay(1_000)
-      beforeEnd = acknowledged.size
+      beforeEnd = await pollUntil(async () => acknowledged.size >= 20 ? acknowledged.size : undefined, { ms: 30_000, every: 20, what: '20 animals acknowledged' })
       await victim.terminate()
-      const afterEnd = acknowledged.size
-      await delay(300)
-      whileAlone = acknowledged.size - afterEnd
+      const atEnd = accepting
+      acceptingAtEnd = atEnd
+      // Until a replacement accepts connections, or the other worker has acknowledged an animal, whichever comes first.
+      await pollUntil(async () => whileAlone > 0 || accepting > atEnd ? true : undefined, { ms: 30_000, every: 10, what: 'an animal acknowledged by the other worker' })
       replaced = await pollUntil(async () => {
         const now = workers?.threads() ?? []
         return now.length === 2 && !now.includes(victim) ? now : undefined
-      }, { ms: 20_000, every: 50, what: 'a replacement worker' })
-      await delay(1_000)
+      }, { ms: 30_000, every: 50, what: 'a replacement worker' })
+      // The replacement listening, and more animals acknowledged under load with it.
+      await pollUntil(async () => accepting > atEnd ? true : undefined, { ms: 30_000, every: 20, what: 'the replacement accepting connections' })
+      const withReplacement = acknowledged.size
+      await pollUntil(async () => acknowledged.size >= withReplacement + 20 ? true : undefined, { ms: 30_000, every: 20, what: '20 more animals acknowledged' })
     } finally {
       // However the wait ended, the clients stop: a test that fails must not go on loading the machine.
       load.stopped = true
@@ -115,6 +126,6 @@ describe('a worker that dies', { skip: !sharesPorts(process.versions.node) && 't
     } finally {
       await storage.close()
     }
-    t.diagnostic(`${acknowledged.size} animals acknowledged, every one stored; ${failures.length} connections cut; ${whileAlone} added by the other worker in the 300 ms after the end`)
+    t.diagnostic(`${acknowledged.size} animals acknowledged, every one stored; ${failures.length} connections cut; ${whileAlone} added by the other worker before the replacement accepted connections`)
   })
 })
