@@ -215,6 +215,8 @@ describe('The console\'s webhook endpoints, in Chromium', { timeout: 300_000 }, 
     await page.locator('#webhook-state[data-state="disabled"]').waitFor()
     const disabled = await adminApi<Webhook>('GET', `/webhooks/${made.id}`)
     await page.locator('a[href="#/webhooks"]').first().click()
+    // The list is drawn again from the admin API: until then it may show the row as it was (regression: read at once, it said 'enabled' on a loaded machine).
+    await page.locator(`#webhooks tr[data-webhook="${made.id}"] [data-state="disabled"]`).waitFor()
     const listedState = await page.locator(`#webhooks tr[data-webhook="${made.id}"] [data-state]`).getAttribute('data-state')
     await openEndpoint(page, made.id)
     const button = await page.locator('#webhook-toggle').innerText()
