@@ -72,10 +72,12 @@ const phases = [
   { files: files.filter((file) => ALONE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])] }
 ].filter((phase) => phase.files.length > 0)
 let runner
-// Ctrl-C reaches the runner through the terminal; the servers are stopped once it has ended.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => runner?.kill(signal))
+let interrupted = false
+// Ctrl-C reaches the runner through the terminal; the servers are stopped once it has ended, and no other phase starts.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { interrupted = true; runner?.kill(signal) })
 let code = 0
 for (const [i, phase] of phases.entries()) {
+  if (interrupted) break
   const reporters = [
     '--test-reporter=spec', '--test-reporter-destination=stdout',
     `--test-reporter=${summaryReporter}`, `--test-reporter-destination=${join(summaryDir, `summary-${i}.txt`)}`

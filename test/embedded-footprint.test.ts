@@ -57,6 +57,9 @@ async function loadedBy (env: Record<string, string>, args = ['serve'], names = 
     process.argv = [process.execPath, ${JSON.stringify(bin)}, ...${JSON.stringify(args)}]
     await import(${JSON.stringify(bin)})
     // Messages come in order: once this import's URL is back, every earlier one is too.
+    // The port is held meanwhile: a key command has ended by now, and with nothing
+    // else to wait for Node would exit 13, the wait unsettled (regression: one run in many).
+    port1.ref()
     const sentinel = 'data:text/javascript,export default 1'
     await new Promise((resolve) => { last = { url: sentinel, resolve }; import(sentinel) })
     const files = [...Object.keys(createRequire(import.meta.url).cache), ...imported]
