@@ -35,8 +35,19 @@ const concurrency = concurrencyGiven ? [] : [`--test-concurrency=${Math.max(2, a
  * others, so that two such loads never meet on a small machine and make
  * each other's bounds fail.
  */
-const ALONE = new Set(['webhooks-scale-out', 'webhooks-crash', 'scale-out', 'key-changes', 'crash', 'crash-postgres', 'shutdown']
+const ALONE = new Set(['webhooks-scale-out', 'scale-out', 'key-changes', 'crash', 'crash-postgres', 'shutdown']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
+/**
+ * The longest files start first, then the other end-to-end files, so that
+ * no long file starts last and runs by itself at the end. The SIGKILL test of
+ * webhooks spends most of its minute waiting for retries, beside the others.
+ */
+const LONGEST = ['webhooks-crash', 'cli', 'console', 'console-webhooks', 'copy-store', 'docs-page', 'tracing', 'usage', 'backup']
+  .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`))
+const startOrder = (file) => {
+  const longest = LONGEST.indexOf(file)
+  return longest >= 0 ? longest : file.includes(`${sep}e2e${sep}`) ? LONGEST.length : LONGEST.length + 1
+}
 // With PETSTORE_TEST_WORKERS (docs/WORKERS.md) only the files that start the
 // service run: the others never see the variable, and would run as they did.
 const withWorkers = (process.env.PETSTORE_TEST_WORKERS ?? '') !== ''
@@ -49,7 +60,8 @@ const files = named.length > 0
     .filter((file) => existsSync(join(root.replace(/dist\/test$/, 'test'), file.replace(/\.js$/, '.ts'))))
     .map((file) => join(root, file))
     .filter((file) => !withWorkers || startsTheService(file))
-    .sort())
+    .sort()
+    .sort((a, b) => startOrder(a) - startOrder(b)))
 
 if (files.length === 0) {
   console.error(`no test files under ${roots.join(' or ')}: run \`npm run build\` first`)

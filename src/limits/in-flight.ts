@@ -76,6 +76,8 @@ export class InFlight {
   readonly #column: number
   readonly #full: () => void
   readonly #shared: SharedSlots | undefined
+  /** Per key, this thread's requests waiting for a slot. */
+  readonly #waiting = new Map<number, number>()
 
   /**
    * `column`: this worker's own, below the table's columns. `full`: told when
@@ -97,7 +99,10 @@ export class InFlight {
   /**
    * A slot of `key`'s `cap`, waiting for one at most `waitMs`; undefined
    * when none came free in that time. A key the full table has no room for
-   * is let through uncapped.
+   * is let through uncapped. Once as many of the key's requests as its cap
+   * wait in this thread, the next is refused at once: a greedy client's
+   * hundreds of connections each cost a refusal, not a wait held open
+   * (docs/INTERNALS.md, section "Requests in flight").
    */
   async acquire (key: number, cap: number, waitMs: number): Promise<Release | undefined> {
     const base = this.#slotOf(key)
@@ -109,14 +114,27 @@ export class InFlight {
     const own = base + S_COUNTS + this.#column
     const deadline = performance.now() + waitMs
     let local: Release | undefined
-    while (local === undefined) {
-      const releases = Atomics.load(words, base + S_RELEASES)
-      const room = this.#tryTake(base, own, cap)
-      if (room === 'taken') local = this.#releaseOf(base, own)
-      // Another request added at the same moment and took its addition back too: one of the two may have room now.
-      else if (room === 'contended') continue
-      else if (deadline <= performance.now()) return undefined
-      else await this.#released(base, releases, deadline)
+    let waits = false
+    try {
+      while (local === undefined) {
+        const releases = Atomics.load(words, base + S_RELEASES)
+        const room = this.#tryTake(base, own, cap)
+        if (room === 'taken') local = this.#releaseOf(base, own)
+        // Another request added at the same moment and took its addition back too: one of the two may have room now.
+        else if (room === 'contended') continue
+        else if (deadline <= performance.now()) return undefined
+        else {
+          if (!waits) {
+            const waiting = this.#waiting.get(key) ?? 0
+            if (waiting >= cap) return undefined
+            this.#waiting.set(key, waiting + 1)
+            waits = true
+          }
+          await this.#released(base, releases, deadline)
+        }
+      }
+    } finally {
+      if (waits) this.#stopsWaiting(key)
     }
     return this.#shared === undefined ? local : await this.#acquireShared(key, cap, base, local, deadline)
   }
@@ -163,6 +181,12 @@ export class InFlight {
       const timer = setTimeout(resolve, left)
       waited.value.then(() => { clearTimeout(timer); resolve() }, resolve)
     })
+  }
+
+  #stopsWaiting (key: number): void {
+    const left = (this.#waiting.get(key) ?? 1) - 1
+    if (left === 0) this.#waiting.delete(key)
+    else this.#waiting.set(key, left)
   }
 
   /** Requests of `key` in flight now, across every worker. */

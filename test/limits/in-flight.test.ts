@@ -40,6 +40,40 @@ describe('requests in flight per key', () => {
     assert.notEqual(other, undefined)
   })
 
+  it('When as many requests as its cap already wait for a key\'s slot, then one more is refused at once, and the waiters still get the slots given back', async () => {
+    // Arrange: a cap of 2, held, and two requests waiting.
+    const inFlight = new InFlight(createInFlightTable({ columns: 1 }), 0)
+    const held = await Promise.all([1, 2].map(async () => await inFlight.acquire(7, 2, 0)))
+    const waiting = [inFlight.acquire(7, 2, 5_000), inFlight.acquire(7, 2, 5_000)]
+
+    // Act
+    const started = performance.now()
+    const extra = await inFlight.acquire(7, 2, 5_000)
+    const answeredAfter = performance.now() - started
+    for (const release of held) release?.()
+    const waited = await Promise.all(waiting)
+
+    // Assert
+    assert.equal(extra, undefined)
+    assert.ok(answeredAfter < 2_500, `refused without waiting for its 5 s (${Math.round(answeredAfter)} ms)`)
+    assert.ok(waited.every((release) => release !== undefined), 'both waiters got a slot')
+    assert.equal(inFlight.inFlight(7), 2)
+  })
+
+  it('When a waiter ends, then another request of the key may wait in its place', async () => {
+    // Arrange: a cap of 1, held; one request waits 20 ms and gives up.
+    const inFlight = new InFlight(createInFlightTable({ columns: 1 }), 0)
+    const held = await inFlight.acquire(7, 1, 0)
+    assert.equal(await inFlight.acquire(7, 1, 20), undefined)
+
+    // Act
+    const waiting = inFlight.acquire(7, 1, 5_000)
+    held?.()
+
+    // Assert
+    assert.notEqual(await waiting, undefined, 'it waited, and got the slot given back')
+  })
+
   it('When a slot is given back twice, then it counts once', async () => {
     // Arrange
     const inFlight = new InFlight(createInFlightTable({ columns: 1 }), 0)
