@@ -106,6 +106,11 @@ export async function checkDocs (root, options = {}) {
     for (const match of withoutSpans.matchAll(links)) {
       checkLink(context, lineAt(match.index), match[1] ?? match[2], slugsOf, file)
     }
+    // A file named in plain prose, "(test/openapi.test.ts)": only under a folder the repository has, so that a host's path is left alone.
+    const prosePaths = /(?<![\w/.@:-])((?:[\w-]+\/)+[\w.-]+\.[a-z]+)(?![\w/])/g
+    for (const match of withoutSpans.replace(links, (whole) => whole.replace(/[^\n]/g, ' ')).matchAll(prosePaths)) {
+      if (SOURCE_EXTENSIONS.test(match[1])) checkPath(context, lineAt(match.index), match[1], { byExtension: false })
+    }
     for (const fence of fences) {
       const isShell = SHELL_FENCES.has(fence.lang)
       const shell = { cwd: root }

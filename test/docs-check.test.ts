@@ -1,7 +1,8 @@
 // The docs check that `npm test` runs after the build (scripts/check-docs.js),
 // fed a small docs tree in a temporary folder: it must report every path,
-// anchor, npm script and petstore command named that does not exist, and
-// every npx petstore, and nothing that only looks like a path.
+// anchor, npm script and petstore command named that does not exist, in code
+// or in plain prose, and every npx petstore, and nothing that only looks like
+// a path.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -60,6 +61,8 @@ describe('the docs check', () => {
         '```',
         '',
         'The log line `petstore started`; `petstore serve --help` lists the variables.', // 17
+        '',
+        'Proved by the tests (src/app.ts, src/old.test.ts); not ours: example.com/src/x.ts, /etc/petstore/conf.json, [a link](src/app.ts).', // 19
         ''
       ].join('\n'),
       'docs/KEYS.md': [
@@ -87,6 +90,7 @@ describe('the docs check', () => {
       'README.md:11: `npm run bundle`: no script "bundle" in package.json',
       'README.md:12: `npx petstore`: outside the project npx fetches and runs the registry\'s package of that name; write `node bin/petstore.js` (from the project\'s root) or `npm start`',
       'README.md:14: `petstore keyz`: no such command (the commands: serve, keys)',
+      'README.md:19: `src/old.test.ts` does not exist',
       'docs/KEYS.md:5: link to WEBHOOKS.md: docs/WEBHOOKS.md does not exist',
       'docs/KEYS.md:9: `node bin/petstore.js` runs after `cd /var/lib/petstore`, outside the project: it would not be found there (give the checkout\'s absolute path)'
     ])

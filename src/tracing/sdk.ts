@@ -2,7 +2,7 @@
 // (JSON) to the collector, in batches; a client's W3C `traceparent` is
 // continued; one span per request (@fastify/otel), with child spans for the
 // PostgreSQL and Redis clients' calls. Loaded by start.ts only, and imports
-// nothing that loads Fastify (test/tracing-start.test.ts).
+// nothing that loads Fastify (test/tracing/start.test.ts).
 import { context, propagation, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'

@@ -130,7 +130,7 @@ describe('the order a /v1 request takes', () => {
     const document = JSON.parse((await send('GET', '/v1/openapi.json')).body) as { paths: Record<string, Record<string, { operationId: string, responses: Record<string, unknown>, security?: unknown[] }>> }
 
     // Assert: 403 where a scope is needed, which is every operation but getRateLimit. The operations
-    // that take no key (`security: [{}]`, the leak reports) are outside the gate: test/openapi.test.ts holds them to theirs.
+    // that take no key (`security: [{}]`, the leak reports) are outside the gate: test/plugins/openapi.test.ts holds them to theirs.
     const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods))
       .filter((operation) => !(operation.security ?? []).some((requirement) => JSON.stringify(requirement) === '{}'))
     assert.ok(operations.length >= 4)

@@ -7,12 +7,12 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildAdminApp } from '../src/http/admin.js'
-import type { KeyView } from '../src/keys/manage.js'
-import { generateToken } from '../src/keys/tokens.js'
-import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from './support/app.js'
-import { bearer, newPetJson } from './support/fixtures.js'
-import { OpenApiChecker, receivedOf } from './support/openapi-check.js'
+import { buildAdminApp } from '../../src/http/admin.js'
+import type { KeyView } from '../../src/keys/manage.js'
+import { generateToken } from '../../src/keys/tokens.js'
+import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
+import { bearer, newPetJson } from '../support/fixtures.js'
+import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 const KEY_FIELDS = [

@@ -5,10 +5,10 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { buildAdminApp } from '../src/http/admin.js'
-import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from './support/app.js'
-import { OpenApiChecker, receivedOf } from './support/openapi-check.js'
-import { bearer } from './support/fixtures.js'
+import { buildAdminApp } from '../../src/http/admin.js'
+import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
+import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
+import { bearer } from '../support/fixtures.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 const WEBHOOK_FIELDS = ['createdAt', 'description', 'disabledAt', 'disabledReason', 'enabled', 'events', 'id', 'previousSecretExpiresAt', 'updatedAt', 'url']

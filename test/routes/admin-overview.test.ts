@@ -6,12 +6,12 @@
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { EVENT_TYPES } from '../src/domain.js'
-import { buildAdminApp } from '../src/http/admin.js'
-import type { KeyView } from '../src/keys/manage.js'
-import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from './support/app.js'
-import { bearer } from './support/fixtures.js'
-import { OpenApiChecker, receivedOf } from './support/openapi-check.js'
+import { EVENT_TYPES } from '../../src/domain.js'
+import { buildAdminApp } from '../../src/http/admin.js'
+import type { KeyView } from '../../src/keys/manage.js'
+import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
+import { bearer } from '../support/fixtures.js'
+import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 
 const ADMIN_TOKEN = 'adm-overview-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5'
 const DAY_MS = 86_400_000

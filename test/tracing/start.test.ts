@@ -27,7 +27,7 @@ async function fastifyLoadedAfter (modules: string[], start: boolean): Promise<b
 describe('tracing at start', () => {
   it('When tracing is started, then Fastify has not been imported yet', async () => {
     // Act
-    const loaded = await fastifyLoadedAfter(['../src/tracing/start.js'], true)
+    const loaded = await fastifyLoadedAfter(['../../src/tracing/start.js'], true)
 
     // Assert
     assert.equal(loaded, false)
@@ -35,7 +35,7 @@ describe('tracing at start', () => {
 
   it('When the request log is imported, then Fastify is loaded (the check above can see it)', async () => {
     // Act
-    const loaded = await fastifyLoadedAfter(['../src/telemetry/request-log.js'], false)
+    const loaded = await fastifyLoadedAfter(['../../src/telemetry/request-log.js'], false)
 
     // Assert
     assert.equal(loaded, true)

@@ -3,7 +3,7 @@
 // answer, with the headers that go with them, and the document passes
 // `redocly lint` (recommended rules) with no errors. That every answer of
 // the admin API is as this document describes is checked where the
-// answers are made (admin-api.test.ts, fuzz/admin-inject.test.ts). It
+// answers are made (test/routes/admin-keys.test.ts, test/fuzz/admin-inject.test.ts). It
 // passes Spectral with the OWASP ruleset too, as the public one does
 // (openapi.test.ts).
 import assert from 'node:assert/strict'
@@ -12,12 +12,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
-import { EVENT_TYPES, TEST_EVENT_TYPE } from '../src/domain.js'
-import { buildAdminApp } from '../src/http/admin.js'
-import { openSqlite } from '../src/db/sqlite/storage.js'
-import type { Storage } from '../src/db/storage.js'
-import { bearer } from './support/fixtures.js'
-import { runTool, spectralOwaspErrors } from './support/lint-tools.js'
+import { EVENT_TYPES, TEST_EVENT_TYPE } from '../../src/domain.js'
+import { buildAdminApp } from '../../src/http/admin.js'
+import { openSqlite } from '../../src/db/sqlite/storage.js'
+import type { Storage } from '../../src/db/storage.js'
+import { bearer } from '../support/fixtures.js'
+import { runTool, spectralOwaspErrors } from '../support/lint-tools.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 

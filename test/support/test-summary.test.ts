@@ -3,7 +3,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { TestEvent } from 'node:test/reporters'
-import testSummary from './support/test-summary.js'
+import testSummary from './test-summary.js'
 
 type Outcome = 'pass' | 'fail'
 interface Reported { outcome: Outcome, nesting: number, suite?: boolean, skip?: boolean, todo?: boolean, file?: string }
