@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { generateToken } from '../src/keys/tokens.js'
 import { CLI, runCliOk } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
-import { deepCursor, enterpriseKey, holdSlot, spend } from './prepare.js'
+import { clearOfMinuteEnd, deepCursor, enterpriseKey, holdSlot, spend } from './prepare.js'
 import { Targets, type Target, type Workers } from './report.js'
 import { seedPostgres, seedSqlite } from './seed.js'
 import type { ServerSpec } from './servers.js'
@@ -100,12 +100,14 @@ export interface PlanContext {
   webhookReceiver: () => Promise<WebhookReceiver>
   /** The worker counts to measure the scaled rows at (1 among them, the rows the others are compared with); undefined: those rows run once, WORKERS unset. */
   workers: readonly number[] | undefined
+  /** How long a row's load lasts, warm-up included. */
+  rowSeconds: number
 }
 
 export const SQLITE = 'The reference servers, and the petstore on SQLite'
 export const SCALE_OUT = 'PostgreSQL + Redis'
 
-export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, workers }: PlanContext): Group[] {
+export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, workers, rowSeconds }: PlanContext): Group[] {
   const sqlite = (animals: number, name = `pets-${animals}`): { url: string, file: string, key: () => Promise<string> } => {
     const file = join(dir, `${name}.db`)
     const url = `sqlite:${file}`
@@ -340,6 +342,25 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
           const token = await enterpriseKey(main.url, 'bench-concurrency', NEVER_REFUSED, NEVER_REFUSED, ['--concurrency', '1'])
           const { release } = await holdSlot(origin, token)
           return { request: get(origin, '/v1/pets?limit=20', token, 429), code: 'concurrency_limited', release }
+        }
+      }]
+    },
+    {
+      section: SQLITE,
+      server: 'petstore SQLite, one address past its keyless limit',
+      prepare: async () => { await main.key(); return petstore(main.url) },
+      scenarios: [{
+        id: '429-address',
+        scenario: '429 rate_limited, a token no key has, from an address past its keyless limit',
+        bare: 'bare-get',
+        peer: FASTIFY_MINIMAL,
+        targets: refused,
+        request: async (origin) => {
+          // Every request of the load comes from 127.0.0.1: once it is spent, the token is refused without a lookup.
+          const request = get(origin, '/v1/pets?limit=20', generateToken('production'), 429)
+          await clearOfMinuteEnd(rowSeconds + 3, signal)
+          await spend(request, 'rate_limited', signal)
+          return { request, code: 'rate_limited' }
         }
       }]
     },

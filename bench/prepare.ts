@@ -5,6 +5,7 @@
 // that the load will get the answer it expects, or a key's one request in
 // flight held open.
 import { connect, type Socket } from 'node:net'
+import { setTimeout as delay } from 'node:timers/promises'
 import { createKey, idsIn, linkTarget } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 
@@ -44,6 +45,17 @@ export async function spend (request: LoadRequest, code: string, signal: AbortSi
     if (await errorCode(request, signal) === code) return
   }
   throw new Error(`${request.method} ${request.url} did not answer ${code} within ${MAX_EXHAUSTING_REQUESTS} requests`)
+}
+
+/**
+ * Waits, if need be, until at least `seconds` are left in this UTC minute:
+ * a limit by the minute lets a client in again at the next, which a row
+ * measuring its refusals must not cross.
+ */
+export async function clearOfMinuteEnd (seconds: number, signal: AbortSignal): Promise<void> {
+  if (seconds > 55) throw new Error(`a row of ${seconds} s cannot stay within one minute: measure it with a shorter --duration`)
+  const left = 60_000 - Date.now() % 60_000
+  if (left < seconds * 1000) await delay(left + 100, undefined, { signal })
 }
 
 /** One request, before the load: it must get the status the load expects, and, for an error, the code. */

@@ -111,7 +111,7 @@ async function main (): Promise<number> {
 
     const rows = new Map<string, Row>()
     const workers = options.workers === undefined ? undefined : [...new Set([1, ...options.workers])].sort((a, b) => a - b)
-    const groups = select(plan({ dir, signal, scaleOut, traceSink, webhookReceiver, workers }), options)
+    const groups = select(plan({ dir, signal, scaleOut, traceSink, webhookReceiver, workers, rowSeconds: WARMUP_SECONDS + options.seconds }), options)
     for (const group of groups) {
       const spansBefore = sink?.count ?? 0
       const measured = await measureGroup(group, setup)
