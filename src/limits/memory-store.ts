@@ -73,8 +73,12 @@ export class MemoryStore implements RateLimitStore {
     }
     const decision = decide(state, 0, request, now)
     if (decision.outcome === 'limited' && decision.banEarnedUntil !== undefined && ban !== undefined) this.#noteBan(subject, ban.seconds, decision.banEarnedUntil)
-    // Every hit makes the subject the most recently used, and sets how long it still counts.
-    this.#subjects.set(subject, state, { ttl: countsUntil(state, 0, now) - now })
+    // Every hit makes the subject the most recently used, and sets how long it
+    // still counts. lru-cache keeps an entry while `clock - start <= ttl`:
+    // started 1 ms early, it is stale from the instant the subject stops
+    // counting, as the shared-memory store reads it, so that room is made
+    // there first (docs/INTERNALS.md, section "In-process store").
+    this.#subjects.set(subject, state, { ttl: countsUntil(state, 0, now) - now, start: now - 1 })
     return decision
   }
 
@@ -118,7 +122,7 @@ export class MemoryStore implements RateLimitStore {
   #dropEndedBans (now: number): void {
     for (const ends of this.#banEnds.values()) {
       for (const [subject, bannedUntil] of ends) {
-        if (bannedUntil >= now) break
+        if (bannedUntil > now) break
         ends.delete(subject)
         if (!this.#subjects.has(subject)) this.#subjects.delete(subject)
       }
