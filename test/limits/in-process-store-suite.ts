@@ -1,7 +1,7 @@
 // One suite for the stores that decide on a clock the test moves, the
 // in-process store and the shared-memory one: what happens across minutes
 // and bans, and which subject goes when the store is full. Both must follow
-// the same rules (limits/memory-store.ts says them), so both run every case.
+// the same rule (limits/rule.ts) and make room alike, so both run every case.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BanPolicy, Decision, HitRequest, RateLimitStore, WindowLimit } from '../../src/limits/store.js'
