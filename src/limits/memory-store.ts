@@ -1,7 +1,6 @@
 // The in-process store: exact for one process, and the fallback when Redis
-// is unreachable. The rule is rule.ts's, since rate-limiter-flexible charges
-// a refused request and checks each window separately, while the contract
-// here is "both windows or neither"; keeping the subjects is lru-cache's job.
+// is unreachable. The rule is rule.ts's (why by hand: docs/INTERNALS.md,
+// section "The rule"); keeping the subjects is lru-cache's job.
 import { LRUCache } from 'lru-cache'
 import { countsUntil, decide, F_BANNED_UNTIL, RULE_FIELDS } from './rule.js'
 import { windowStart, type Decision, type HitRequest, type RateLimitStore, type StoreHealth } from './store.js'
