@@ -1,28 +1,19 @@
 // The in-process store: exact for one process, and the fallback when Redis
-// is unreachable. The rules are hand-written because rate-limiter-flexible
-// charges a refused request and checks each window separately, while the
-// contract here is "both windows or neither"; keeping the subjects is
-// lru-cache's job.
+// is unreachable. The rule is rule.ts's (why by hand: docs/INTERNALS.md,
+// section "The rule"); keeping the subjects is lru-cache's job.
 import { LRUCache } from 'lru-cache'
-import {
-  WINDOW_MS, windowStart,
-  type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowName, type WindowState
-} from './store.js'
+import { countsUntil, decide, F_BANNED_UNTIL, RULE_FIELDS } from './rule.js'
+import { windowStart, type Decision, type HitRequest, type RateLimitStore, type StoreHealth } from './store.js'
 
-interface Counter { start: number, count: number }
-
-interface SubjectState {
-  windows: Partial<Record<WindowName, Counter>>
-  refusals: Counter
-  bannedUntil: number
-}
+/** The state of a subject the store does not keep, for a look at it: decide() writes nothing on a look, so it stays all zero. */
+const NOT_KEPT = new Float64Array(RULE_FIELDS)
 
 /** How often subjects that no longer count are let go of while the store is not full. */
 const PURGE_EVERY_MS = 60_000
 
 /**
  * Subjects kept at most: with TRUST_PROXY on a client can name a new address
- * with every request. About 45 MB; only a flood of made-up subjects reaches
+ * with every request. About 48 MB; only a flood of made-up subjects reaches
  * it (docs/INTERNALS.md, section "In-process store").
  */
 const DEFAULT_MAX_SUBJECTS = 100_000
@@ -39,7 +30,7 @@ export class MemoryStore implements RateLimitStore {
    * last window or ban ends (its `ttl`, on the store's clock). hit() reads
    * every count against its window's start, so one kept late counts for nothing.
    */
-  readonly #subjects: LRUCache<string, SubjectState>
+  readonly #subjects: LRUCache<string, Float64Array>
   /** Start of the UTC minute of the last purge made to find room: no window ends between two minute boundaries. */
   #purgedMinute = Number.NaN
   /**
@@ -69,52 +60,24 @@ export class MemoryStore implements RateLimitStore {
     this.#purger.unref()
   }
 
-  async hit ({ subject, windows, ban, charge = true }: HitRequest, now: number): Promise<Decision> {
-    let state = charge ? this.#subjects.get(subject) : this.#subjects.peek(subject)
-    if (!charge) state ??= { windows: {}, refusals: { start: 0, count: 0 }, bannedUntil: 0 }
+  async hit (request: HitRequest, now: number): Promise<Decision> {
+    const { subject, ban } = request
+    // Only looking: the subject is not made more recently used either.
+    if (request.charge === false) return decide(this.#subjects.peek(subject) ?? NOT_KEPT, 0, request, now)
+
+    let state = this.#subjects.get(subject)
     if (state === undefined) {
       this.#makeRoom(now)
-      state = { windows: {}, refusals: { start: 0, count: 0 }, bannedUntil: 0 }
+      state = new Float64Array(RULE_FIELDS)
     }
-
-    const current = windows.map(({ window, limit }) => {
-      const start = windowStart(window, now)
-      const counter = state.windows[window]
-      const used = counter !== undefined && counter.start === start ? counter.count : 0
-      return { window, limit, used, start }
-    })
-    const view = (charge: number): WindowState[] => current.map(({ window, limit, used, start }) => ({
-      window, limit, remaining: Math.max(0, limit - used - charge), resetAt: start + WINDOW_MS[window]
-    }))
-
-    let decision: Decision
-    if (state.bannedUntil > now) {
-      decision = { outcome: 'banned', windows: view(0), bannedUntil: state.bannedUntil }
-    } else if (!charge) {
-      // Only looking: the subject is not made more recently used either.
-      return current.some(({ limit, used }) => used >= limit) ? { outcome: 'limited', windows: view(0) } : { outcome: 'allowed', windows: view(0) }
-    } else if (current.some(({ limit, used }) => used >= limit)) {
-      let banEarnedUntil: number | undefined
-      if (ban !== undefined) {
-        const minute = windowStart('minute', now)
-        state.refusals = state.refusals.start === minute
-          ? { start: minute, count: state.refusals.count + 1 }
-          : { start: minute, count: 1 }
-        if (state.refusals.count >= ban.threshold) {
-          state.bannedUntil = now + ban.seconds * 1000
-          banEarnedUntil = state.bannedUntil
-          this.#noteBan(subject, ban.seconds, state.bannedUntil)
-          // A new ban needs as many new refusals: one right after this ban ends does not renew it.
-          state.refusals = { start: minute, count: 0 }
-        }
-      }
-      decision = banEarnedUntil === undefined ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil }
-    } else {
-      for (const { window, used, start } of current) state.windows[window] = { start, count: used + 1 }
-      decision = { outcome: 'allowed', windows: view(1) }
-    }
-    // Every hit makes the subject the most recently used, and sets how long it still counts.
-    if (charge) this.#subjects.set(subject, state, { ttl: countsFor(state, now) })
+    const decision = decide(state, 0, request, now)
+    if (decision.outcome === 'limited' && decision.banEarnedUntil !== undefined && ban !== undefined) this.#noteBan(subject, ban.seconds, decision.banEarnedUntil)
+    // Every hit makes the subject the most recently used, and sets how long it
+    // still counts. lru-cache keeps an entry while `clock - start <= ttl`:
+    // started 1 ms early, it is stale from the instant the subject stops
+    // counting, as the shared-memory store reads it, so that room is made
+    // there first (docs/INTERNALS.md, section "In-process store").
+    this.#subjects.set(subject, state, { ttl: countsUntil(state, 0, now) - now, start: now - 1 })
     return decision
   }
 
@@ -136,7 +99,7 @@ export class MemoryStore implements RateLimitStore {
     while (subjects.size >= subjects.max && bannedToSkip > 0) {
       const oldest = subjects.rkeys().next().value
       if (oldest === undefined) return
-      if ((subjects.peek(oldest)?.bannedUntil ?? 0) > now) {
+      if ((subjects.peek(oldest)?.[F_BANNED_UNTIL] ?? 0) > now) {
         // lru-cache would evict it, banned or not: made the most recently used, it is stepped over until the others have been.
         subjects.get(oldest)
         bannedToSkip--
@@ -158,7 +121,7 @@ export class MemoryStore implements RateLimitStore {
   #dropEndedBans (now: number): void {
     for (const ends of this.#banEnds.values()) {
       for (const [subject, bannedUntil] of ends) {
-        if (bannedUntil >= now) break
+        if (bannedUntil > now) break
         ends.delete(subject)
         if (!this.#subjects.has(subject)) this.#subjects.delete(subject)
       }
@@ -173,13 +136,4 @@ export class MemoryStore implements RateLimitStore {
   async close (): Promise<void> {
     clearInterval(this.#purger)
   }
-}
-
-/** How long from `now` the subject still counts: until its last window, its refusals' minute or its ban ends (at least 1 ms: lru-cache reads a ttl of 0 as "for ever"). */
-function countsFor (state: SubjectState, now: number): number {
-  let end = Math.max(state.bannedUntil, state.refusals.count > 0 ? state.refusals.start + WINDOW_MS.minute : 0)
-  for (const [window, counter] of Object.entries(state.windows)) {
-    end = Math.max(end, counter.start + WINDOW_MS[window as WindowName])
-  }
-  return Math.max(1, end - now)
 }

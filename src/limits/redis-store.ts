@@ -15,15 +15,19 @@ import {
 /** How much longer than its content a key is kept: an expiry only frees memory, so it errs late. */
 const EXPIRY_MARGIN_MS = 1000
 
+/** The script's first lines, which set `now`: Redis's clock, in Unix ms. */
+const REDIS_CLOCK = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)`
+
 /**
+ * The rule of rule.ts, in Lua, for the script to run after `now` is set.
  * KEYS: ban, refusals, one per window. ARGV: ban threshold (0: none), ban ms, minute ms,
- * charge (0: look only), then each window's ms and limit. Returns {now (Redis's TIME),
+ * charge (0: look only), then each window's ms and limit. Returns {now,
  * outcome (0 allowed, 1 limited, 2 banned), the end of the ban it is under or just earned
  * or 0, each window's count before}. Keys, expiries: docs/INTERNALS.md, section "Redis store".
  */
-const HIT_SCRIPT = `
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+const HIT_RULE = `
 local margin = ${EXPIRY_MARGIN_MS}
 -- Lua numbers are doubles: written with %d, times and counts stay integers, never 1.7e+12.
 local function int (n) return string.format('%d', n) end
@@ -83,6 +87,56 @@ for _, w in ipairs(windows) do
 end
 return result
 `
+
+/**
+ * The hit script: `clock`, the Lua that sets `now`, then the rule. In service
+ * the clock is Redis's TIME. The differential test against rule.ts
+ * (test/limits/rule-vs-lua.test.ts) gives a clock of its own, which reads
+ * `now` from one more ARGV after the rule's, so that it can play the rule at
+ * instants it chooses while the rule it runs is the one served, unchanged
+ * (docs/INTERNALS.md, section "The rule").
+ */
+export function hitScript (clock: string = REDIS_CLOCK): string {
+  return clock + HIT_RULE
+}
+
+/** The script's KEYS and ARGV for `request` (HIT_RULE says their order), the subject's keys named from `prefix`. */
+export function hitArguments (prefix: string, { windows, ban, charge = true }: HitRequest): { keys: string[], args: string[] } {
+  return {
+    keys: [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)],
+    args: [
+      String(ban?.threshold ?? 0),
+      String((ban?.seconds ?? 0) * 1000),
+      String(WINDOW_MS.minute),
+      charge ? '1' : '0',
+      ...windows.flatMap(({ window, limit }) => [String(WINDOW_MS[window]), String(limit)])
+    ]
+  }
+}
+
+/**
+ * The decision in the script's `reply` to `request`. Its instants are on the
+ * caller's clock, as the caller reads them against its own `now`
+ * (Retry-After, X-RateLimit-Reset, the Date header): each is Redis's time
+ * left, counted from `answeredAt`, when the answer arrived on the caller's
+ * clock. So a Retry-After is never shorter than the real wait, however far
+ * apart the two clocks are, and is longer by one round trip at most.
+ */
+export function decisionOf (reply: unknown, { windows, charge = true }: HitRequest, answeredAt: number): Decision {
+  const [redisNow = 0, outcome, bannedUntil = 0, ...used] = integers(reply, 3 + windows.length)
+  const shift = answeredAt - redisNow
+  const states = (charge: number): WindowState[] => windows.map(({ window, limit }, i) => ({
+    window,
+    limit,
+    remaining: Math.max(0, limit - (used[i] ?? 0) - charge),
+    resetAt: windowStart(window, redisNow) + WINDOW_MS[window] + shift
+  }))
+  if (outcome === 2) return { outcome: 'banned', windows: states(0), bannedUntil: bannedUntil + shift }
+  if (outcome === 1) {
+    return bannedUntil === 0 ? { outcome: 'limited', windows: states(0) } : { outcome: 'limited', windows: states(0), banEarnedUntil: bannedUntil + shift }
+  }
+  return { outcome: 'allowed', windows: states(charge ? 1 : 0) }
+}
 
 /**
  * An instance stops waiting for Redis after 500 ms (docs/OPERATING.md: When
@@ -153,46 +207,20 @@ export class RedisStore implements RateLimitStore {
     client.on('error', (error: Error) => { this.#lastError = error.message })
     client.on('ready', () => { this.#lastError = undefined })
     // EVALSHA, with EVAL the first time a server has not seen the script (a new or restarted one).
-    client.defineCommand('petstoreHit', { lua: HIT_SCRIPT })
+    client.defineCommand('petstoreHit', { lua: hitScript() })
     defineSlotScripts(client)
     // Cast: the lines above added the scripts.
     this.#client = client as typeof client & WithHitScript & WithSlotScripts
     this.slots = new RedisSlots(this.#client, `petstore:${this.#namespace}`, leaseMs)
   }
 
-  async hit ({ subject, windows, ban, charge = true }: HitRequest, now: number): Promise<Decision> {
+  async hit (request: HitRequest, now: number): Promise<Decision> {
     this.#assertReady()
     // The slots' keys (redis-slots.ts) share this prefix and hash tag.
-    const prefix = `petstore:${this.#namespace}{${subject}}:`
-    const keys = [`${prefix}ban`, `${prefix}refusals`, ...windows.map(({ window }) => prefix + window)]
-    const args = [
-      String(ban?.threshold ?? 0),
-      String((ban?.seconds ?? 0) * 1000),
-      String(WINDOW_MS.minute),
-      charge ? '1' : '0',
-      ...windows.flatMap(({ window, limit }) => [String(WINDOW_MS[window]), String(limit)])
-    ]
+    const { keys, args } = hitArguments(`petstore:${this.#namespace}{${request.subject}}:`, request)
     const sent = performance.now()
-    const reply = integers(await this.#client.petstoreHit(keys.length, ...keys, ...args), 3 + windows.length)
-    const [redisNow = 0, outcome, bannedUntil = 0, ...used] = reply
-
-    // The decision's instants are on the caller's clock, as the caller reads
-    // them against its own `now` (Retry-After, X-RateLimit-Reset, the Date
-    // header): each is Redis's time left, counted from when the answer
-    // arrived. So a Retry-After is never shorter than the real wait, however
-    // far apart the two clocks are, and is longer by one round trip at most.
-    const shift = now + Math.ceil(performance.now() - sent) - redisNow
-    const view = (charge: number): WindowState[] => windows.map(({ window, limit }, i) => ({
-      window,
-      limit,
-      remaining: Math.max(0, limit - (used[i] ?? 0) - charge),
-      resetAt: windowStart(window, redisNow) + WINDOW_MS[window] + shift
-    }))
-    if (outcome === 2) return { outcome: 'banned', windows: view(0), bannedUntil: bannedUntil + shift }
-    if (outcome === 1) {
-      return bannedUntil === 0 ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil: bannedUntil + shift }
-    }
-    return { outcome: 'allowed', windows: view(charge ? 1 : 0) }
+    const reply = await this.#client.petstoreHit(keys.length, ...keys, ...args)
+    return decisionOf(reply, request, now + Math.ceil(performance.now() - sent))
   }
 
   /** One PING (to every master of a cluster), answered within COMMAND_TIMEOUT_MS or failed. */

@@ -1,13 +1,11 @@
-// The in-process store's rules over memory that every worker thread of one
+// The rate-limit rule (rule.ts) over memory that every worker thread of one
 // process shares, so that limits and bans hold exactly across workers without
 // Redis: shards with a lock each, a subject's shard by a randomly seeded hash.
 // Why by hand, and why so: docs/INTERNALS.md, section "Shared-memory store".
 import { createHash, randomInt } from 'node:crypto'
 import { threadId } from 'node:worker_threads'
-import {
-  WINDOW_MS, windowStart,
-  type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowName, type WindowState
-} from './store.js'
+import { countsUntil, decide, F_BANNED_UNTIL, RULE_FIELDS } from './rule.js'
+import type { Decision, HitRequest, RateLimitStore, StoreHealth } from './store.js'
 
 /**
  * Subjects kept at most, by default: twice the in-process store's, since a
@@ -40,21 +38,14 @@ const WAIT_MS = 1
 /** A shard held this long has an owner that died without its locks being released: the hit fails rather than hang the thread. */
 const GIVE_UP_MS = 2000
 
-/** Per slot, in a Float64Array: window starts and counts, refusals, the ban, when it stops counting, when last used. Unix milliseconds are beyond 32 bits. */
-const F_MINUTE_START = 0
-const F_MINUTE_COUNT = 1
-const F_DAY_START = 2
-const F_DAY_COUNT = 3
-const F_REFUSALS_START = 4
-const F_REFUSALS_COUNT = 5
-const F_BANNED_UNTIL = 6
-const F_COUNTS_UNTIL = 7
-const F_LAST_USED = 8
-const SLOT_FIELDS = 9
+/** Per slot, in a Float64Array: the rule's state (rule.ts), then when it stops counting and when it was last used. */
+const F_COUNTS_UNTIL = RULE_FIELDS
+const F_LAST_USED = RULE_FIELDS + 1
+const SLOT_FIELDS = RULE_FIELDS + 2
 /** A slot's length word: 0 for an empty slot, else the subject's length plus one, or DIGESTED. */
 const DIGESTED = SUBJECT_BYTES + 2
-
-const WINDOW_FIELD: Record<WindowName, number> = { minute: F_MINUTE_START, day: F_DAY_START }
+/** The state of a subject the table does not hold, for a look at it: decide() writes nothing on a look, so it stays all zero. */
+const NOT_KEPT = new Float64Array(RULE_FIELDS)
 
 /** What the main thread makes once and hands to every worker (in workerData): structured cloning shares a SharedArrayBuffer, never copies it. */
 export interface SharedLimits {
@@ -176,7 +167,7 @@ export class SharedMemoryStore implements RateLimitStore {
     }
   }
 
-  #hitLocked ({ windows, ban, charge = true }: HitRequest, now: number, base: number, tag: number, length: number): Decision {
+  #hitLocked (request: HitRequest, now: number, base: number, tag: number, length: number): Decision {
     const words = this.#words
     const numbers = this.#numbers
     const tags = (base + this.#layout.tags) / 4
@@ -187,7 +178,8 @@ export class SharedMemoryStore implements RateLimitStore {
     const clock = this.clock()
     // A subject that no longer counts is read as new, as lru-cache reads one past its ttl.
     const found = slot >= 0 && num(numbers, fields + slot * SLOT_FIELDS + F_COUNTS_UNTIL) > clock
-    if (!charge) return look(windows, now, found ? numbers : undefined, fields + slot * SLOT_FIELDS)
+    // A look writes nothing, not even the subject's use.
+    if (request.charge === false) return found ? decide(numbers, fields + slot * SLOT_FIELDS, request, now) : decide(NOT_KEPT, 0, request, now)
 
     if (slot < 0) slot = this.#makeRoom(base, clock, now)
     const f = fields + slot * SLOT_FIELDS
@@ -200,44 +192,9 @@ export class SharedMemoryStore implements RateLimitStore {
       words[lengths + slot] = length
     }
 
-    const current = windows.map(({ window, limit }) => {
-      const start = windowStart(window, now)
-      const field = f + WINDOW_FIELD[window]
-      const used = num(numbers, field) === start ? num(numbers, field + 1) : 0
-      return { window, limit, used, start, field }
-    })
-    const view = (charge: number): WindowState[] => current.map(({ window, limit, used, start }) => ({
-      window, limit, remaining: Math.max(0, limit - used - charge), resetAt: start + WINDOW_MS[window]
-    }))
-
-    let decision: Decision
-    const bannedUntil = num(numbers, f + F_BANNED_UNTIL)
-    if (bannedUntil > now) {
-      decision = { outcome: 'banned', windows: view(0), bannedUntil }
-    } else if (current.some(({ limit, used }) => used >= limit)) {
-      let banEarnedUntil: number | undefined
-      if (ban !== undefined) {
-        const minute = windowStart('minute', now)
-        const refusals = num(numbers, f + F_REFUSALS_START) === minute ? num(numbers, f + F_REFUSALS_COUNT) + 1 : 1
-        numbers[f + F_REFUSALS_START] = minute
-        numbers[f + F_REFUSALS_COUNT] = refusals
-        if (refusals >= ban.threshold) {
-          banEarnedUntil = now + ban.seconds * 1000
-          numbers[f + F_BANNED_UNTIL] = banEarnedUntil
-          // A new ban needs as many new refusals: one right after this ban ends does not renew it.
-          numbers[f + F_REFUSALS_COUNT] = 0
-        }
-      }
-      decision = banEarnedUntil === undefined ? { outcome: 'limited', windows: view(0) } : { outcome: 'limited', windows: view(0), banEarnedUntil }
-    } else {
-      for (const { used, start, field } of current) {
-        numbers[field] = start
-        numbers[field + 1] = used + 1
-      }
-      decision = { outcome: 'allowed', windows: view(1) }
-    }
+    const decision = decide(numbers, f, request, now)
     // Every charged hit makes the subject the most recently used of its shard, and sets until when it counts.
-    numbers[f + F_COUNTS_UNTIL] = now + countsFor(numbers, f, now)
+    numbers[f + F_COUNTS_UNTIL] = countsUntil(numbers, f, now)
     numbers[f + F_LAST_USED] = this.#tick(base)
     return decision
   }
@@ -346,29 +303,6 @@ export class SharedMemoryStore implements RateLimitStore {
 /** How many bytes a subject with this length word has. */
 function bytesOf (length: number): number {
   return length === DIGESTED ? DIGEST_BYTES : length - 1
-}
-
-/** A look (`charge: false`): where the subject stands, writing nothing, not even its use. */
-function look (windows: HitRequest['windows'], now: number, numbers: Float64Array | undefined, f: number): Decision {
-  const bannedUntil = numbers === undefined ? 0 : num(numbers, f + F_BANNED_UNTIL)
-  let full = false
-  const states = windows.map(({ window, limit }): WindowState => {
-    const start = windowStart(window, now)
-    const field = f + WINDOW_FIELD[window]
-    const used = numbers !== undefined && num(numbers, field) === start ? num(numbers, field + 1) : 0
-    if (used >= limit) full = true
-    return { window, limit, remaining: Math.max(0, limit - used), resetAt: start + WINDOW_MS[window] }
-  })
-  if (bannedUntil > now) return { outcome: 'banned', windows: states, bannedUntil }
-  return full ? { outcome: 'limited', windows: states } : { outcome: 'allowed', windows: states }
-}
-
-/** How long from `now` the subject still counts: until its last window, its refusals' minute or its ban ends (at least 1 ms, as in the in-process store). */
-function countsFor (numbers: Float64Array, f: number, now: number): number {
-  let end = Math.max(num(numbers, f + F_BANNED_UNTIL), num(numbers, f + F_REFUSALS_COUNT) > 0 ? num(numbers, f + F_REFUSALS_START) + WINDOW_MS.minute : 0)
-  if (num(numbers, f + F_MINUTE_COUNT) > 0) end = Math.max(end, num(numbers, f + F_MINUTE_START) + WINDOW_MS.minute)
-  if (num(numbers, f + F_DAY_COUNT) > 0) end = Math.max(end, num(numbers, f + F_DAY_START) + WINDOW_MS.day)
-  return Math.max(1, end - now)
 }
 
 function sameBytes (table: Uint8Array, offset: number, key: Uint8Array, length: number): boolean {

@@ -1,7 +1,7 @@
 // One suite for the stores that decide on a clock the test moves, the
 // in-process store and the shared-memory one: what happens across minutes
 // and bans, and which subject goes when the store is full. Both must follow
-// the same rules (limits/memory-store.ts says them), so both run every case.
+// the same rule (limits/rule.ts) and make room alike, so both run every case.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { BanPolicy, Decision, HitRequest, RateLimitStore, WindowLimit } from '../../src/limits/store.js'
@@ -171,6 +171,42 @@ export function inProcessStoreSuite (name: string, open: OpenClockedStore): void
 
       // Assert
       assert.equal(await hit('key:2', T0 + 60_003, day), 'limited', 'the key kept its day count')
+      await store.close()
+    })
+
+    // The eviction bug: a full store evicted a subject that still counted and kept one that had stopped counting at that very instant.
+    it('When a full store makes room at the first millisecond of a minute, then the subject whose window ended then goes, not one that still counts', async () => {
+      // Arrange: a key spent for the day, then an address whose minute ends at the next minute's first millisecond.
+      const { store, hit } = storeOnTestClock(2)
+      const day: WindowLimit[] = [{ window: 'minute', limit: 10 }, { window: 'day', limit: 1 }]
+      await hit('key:1', T0, day)
+      await hit('addr:old', T0 + 1)
+      const nextMinute = Date.parse('2027-03-10T12:01:00Z')
+
+      // Act
+      await hit('addr:new', nextMinute)
+
+      // Assert
+      assert.equal(await hit('key:1', nextMinute + 1, day), 'limited', 'the key kept its day count')
+      await store.close()
+    })
+
+    it('When a full store makes room at the instant a ban ends, after the minute\'s purge, then the banned subject goes, not one that still counts', async () => {
+      // Arrange: as in the test above on bans that have ended; the new subject comes at the instant the ban ends, not 1 ms after.
+      const { store, hit } = storeOnTestClock(3)
+      const ban: BanPolicy = { threshold: 1, seconds: 60 }
+      const day: WindowLimit[] = [{ window: 'day', limit: 1 }]
+      await hit('addr:banned', T0, ONE_A_MINUTE, ban)
+      await hit('addr:banned', T0 + 1, ONE_A_MINUTE, ban)
+      await hit('key:1', T0 + 2, day)
+      await hit('key:2', T0 + 3, day)
+      await hit('addr:x', T0 + 30_500)
+
+      // Act: the ban ends at T0 + 1 + 60 s.
+      await hit('addr:y', T0 + 60_001)
+
+      // Assert
+      assert.equal(await hit('key:2', T0 + 60_002, day), 'limited', 'the key kept its day count')
       await store.close()
     })
 

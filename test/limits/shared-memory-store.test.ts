@@ -131,10 +131,10 @@ describe('the shared-memory store against the in-process store', () => {
   })
 
   it('When any sequence of hits and looks, bans among them, is played on both with a cap that evicts, then every decision is the same', async () => {
-    // Never on a minute's first millisecond: the in-process store can keep a subject that no longer counts only then.
+    // Hits on a minute's first millisecond and at a ban's very end among them: there, both must let go of the subject that has just stopped counting.
     const ban = fc.option(fc.record({ threshold: fc.integer({ min: 1, max: 3 }), seconds: fc.constantFrom(1, 5, 60, 900) }), { nil: undefined, freq: 4 })
-    const hits = hitsWith([0, 0, 0, 2, 998, 5_000, 30_000, 60_000, 3_600_000, 86_400_000])
+    const hits = hitsWith([0, 0, 0, 1, 999, 5_000, 30_000, 60_000, 3_600_000, 86_400_000])
 
-    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: SUBJECTS.length - 1 }), ban, hits, async (maxSubjects, ban, hits) => { await playOnBoth(maxSubjects, ban, T0 + 1, hits) }), { numRuns: 1000 })
+    await fc.assert(fc.asyncProperty(fc.integer({ min: 1, max: SUBJECTS.length - 1 }), ban, hits, async (maxSubjects, ban, hits) => { await playOnBoth(maxSubjects, ban, T0, hits) }), { numRuns: 1000 })
   })
 })
