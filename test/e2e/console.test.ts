@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import {
-  CHANGE_TIMEOUT_MS, STEP_TIMEOUT_MS, adminCall, elsewhere as elsewhereOf, launchChromium, openTab, rendered, signIn as signInWith, startConsoleServer, type Opened
+  CHANGE_TIMEOUT_MS, STEP_TIMEOUT_MS, adminCall, elsewhere as elsewhereOf, launchChromium, openTab, rendered, signIn as signInWith, startConsoleServer, startedLine, type Opened
 } from '../support/console.js'
 import { keyListFile, makeScanner, report } from '../support/scanner.js'
 import {
@@ -145,6 +145,20 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await browser?.close().catch(() => undefined)
     await server?.dispose()
     removeTempDir(dir)
+  })
+
+  it('When the service starts with the admin API on, then its started line names the console\'s URL beside the admin API\'s, and that URL serves the console', async () => {
+    // Arrange: the service started in before().
+
+    // Act
+    const line = startedLine(running())
+
+    // Assert
+    assert.deepEqual({ adminApi: line.adminApi, console: line.console }, { adminApi: `${adminOrigin}/admin/v1`, console: `${adminOrigin}/admin/` })
+    const response = await fetch(String(line.console))
+    const page = await response.text()
+    assert.equal(response.status, 200)
+    assert.match(page, /<title>petstore: console<\/title>/)
   })
 
   it('When there are 300 keys rather than 3, then the first view makes the same admin API requests: two, whatever the number of keys', async () => {
