@@ -338,19 +338,22 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await shows(made.map((key) => String(key.id)), 'the search')
     await page.locator('#filter-state').selectOption('revoked')
     await shows([revoked], 'the revoked keys')
+    // The reload waits for both lists to have come: a request it cut short would count as a failed load.
+    const planned = page.waitForEvent('requestfinished', (request) => request.url().includes('plan=business') && !request.url().includes('sort='))
     await page.locator('#filter-plan').selectOption('business')
+    await planned
+    const sorted = page.waitForEvent('requestfinished', (request) => request.url().includes('sort=lastUsed'))
     await page.locator('#sort').selectOption('lastUsed')
-    await page.waitForURL(/sort=lastUsed/)
+    await sorted
     const address = page.url()
     await page.reload()
     await rendered(page)
     const reloaded = { address: page.url(), form: await form(), keys: await listed(page) }
-    await page.goBack()
-    await page.waitForURL((url) => !url.hash.includes('sort='))
-    await page.goBack()
-    await page.waitForURL((url) => !url.hash.includes('plan='))
-    await page.goBack()
-    await page.waitForURL((url) => !url.hash.includes('state='))
+    for (const undone of ['sort=', 'plan=', 'state=']) {
+      const drawn = page.waitForEvent('requestfinished', (request) => request.url().includes('/admin/v1/keys?') && !request.url().includes(undone))
+      await page.goBack()
+      await drawn
+    }
     await shows(made.map((key) => String(key.id)), 'the search before, after Back')
 
     // Assert
