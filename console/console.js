@@ -8,7 +8,7 @@
 // requests from this listener only: nothing here may be inline, use eval
 // or reach another origin; text from the API is set as text, never HTML.
 import { api, nextPath, token } from './api.js'
-import { element, overlapOptions, overlapText, when } from './dom.js'
+import { copyButtons, element, overlapOptions, overlapText, resetCopy, when } from './dom.js'
 // Its own panel, loaded when opened (docs/OPERATING.md: The deprecated operation's callers).
 import './deprecations.js'
 // Its own views, #/webhooks and #/webhooks/ID (docs/WEBHOOKS.md: The console).
@@ -24,12 +24,16 @@ const $ = (id) => document.getElementById(id)
 let choices = { plans: [], scopes: [], overlap: { maxSeconds: 0, defaultSeconds: 0, suggestedSeconds: [] } }
 /** The list's pages so far: the path of each, the last one shown. */
 let pages = []
+/** The list's search, filters and sort, as the address holds them: `#/?q=…&state=…&plan=…&sort=…`. */
+let listQuery = new URLSearchParams()
 /** Counts the drawings of each view: an answer for a drawing since replaced is dropped. */
 const drawings = { list: 0, key: 0 }
 /** The key the key page shows. */
 let shownKey
 
 const day = (iso) => iso === null ? '—' : iso.slice(0, 10)
+/** To the minute, in UTC as the column's heading says: `2026-11-28 15:49`. */
+const minute = (iso) => iso === null ? '—' : iso.slice(0, 16).replace('T', ' ')
 const nameOf = (key) => key.name === '' ? 'unnamed' : key.name
 
 function stateOf (key) {
@@ -44,7 +48,8 @@ function fillChoices () {
     const values = node.dataset.choices === 'plans' ? choices.plans.map((plan) => plan.plan) : choices.scopes
     if (node.tagName === 'SELECT') {
       const any = node.dataset.any === undefined ? [] : [element('option', { text: node.dataset.any, attributes: { value: '' } })]
-      const kept = node.value
+      // The list's plan filter may come from the address before the plans do.
+      const kept = node.dataset.wanted ?? node.value
       node.replaceChildren(...any, ...values.map((value) => element('option', { text: value, attributes: { value } })))
       if (kept !== '' && values.includes(kept)) node.value = kept
     } else {
@@ -57,6 +62,7 @@ function fillChoices () {
 }
 
 function showToken (title, value) {
+  resetCopy($('new-token-copy'))
   $('new-token-title').textContent = title
   $('new-token-value').textContent = value
   $('new-token').hidden = false
@@ -138,14 +144,71 @@ async function loadOverview () {
 
 // The list of keys: one page at a time, as the admin API pages it.
 
-function listPath () {
-  const query = new URLSearchParams({ limit: String(PAGE_SIZE) })
-  const q = $('search').value.trim()
+// The search, filters and sort are kept in the address (`#/?q=…`), so that
+// a search can be bookmarked, shared, reloaded, and gone back to
+// (docs/KEYS.md: The console). The form only writes the address; the
+// list is drawn from what the address says.
+
+/** The list's fields of a query, in one order, without the defaults: equal searches make equal addresses. */
+function listFields (read) {
+  const query = new URLSearchParams()
+  const q = (read('q') ?? '').trim()
   if (q !== '') query.set('q', q)
-  if ($('filter-state').value !== '') query.set('state', $('filter-state').value)
-  if ($('filter-plan').value !== '') query.set('plan', $('filter-plan').value)
-  if ($('sort').value !== 'id') query.set('sort', $('sort').value)
+  for (const name of ['state', 'plan']) if ((read(name) ?? '') !== '') query.set(name, read(name))
+  if ((read('sort') ?? 'id') !== 'id') query.set('sort', read('sort'))
+  return query
+}
+
+/** The search in an address: the query after `#/?`, empty for any other. */
+function queryOfHash (hash) {
+  const match = /^#\/\?(.*)$/.exec(hash)
+  if (match === null) return new URLSearchParams()
+  const query = new URLSearchParams(match[1])
+  return listFields((name) => query.get(name))
+}
+
+function queryOfForm () {
+  const controls = { q: 'search', state: 'filter-state', plan: 'filter-plan', sort: 'sort' }
+  return listFields((name) => $(controls[name]).value)
+}
+
+const hashOf = (query) => query.size === 0 ? '#/' : `#/?${query}`
+
+/** The form shows `query`; a plan the select does not offer yet is chosen once the overview names the plans (fillChoices). */
+function showQuery (query) {
+  $('search').value = query.get('q') ?? ''
+  $('filter-state').value = query.get('state') ?? ''
+  $('filter-plan').dataset.wanted = query.get('plan') ?? ''
+  $('filter-plan').value = query.get('plan') ?? ''
+  $('sort').value = query.get('sort') ?? 'id'
+  // Back from a key's page to the list as it was searched.
+  $('back-to-list').setAttribute('href', hashOf(query))
+}
+
+/** Takes the address's search as the list's; a new one starts again from its first page. */
+function followHash () {
+  const query = queryOfHash(window.location.hash)
+  if (pages.length > 0 && query.toString() === listQuery.toString()) return
+  listQuery = query
+  showQuery(query)
+  pages = [listPath()]
+}
+
+function listPath () {
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...Object.fromEntries(listQuery) })
   return `/keys?${query}`
+}
+
+/** A search from the form: into the address, whose change draws it; the same search again is drawn again. */
+function search () {
+  pages = []
+  const hash = hashOf(queryOfForm())
+  if (hash !== window.location.hash) {
+    window.location.hash = hash
+    return
+  }
+  followHash()
+  act(() => showPage(pages[0]))
 }
 
 async function showPage (path) {
@@ -167,18 +230,13 @@ async function showPage (path) {
         element('td', { className: `state-${state}`, attributes: { 'data-state': state } }, [state, ...leakMark(key)]),
         element('td', { text: day(key.createdAt) }),
         element('td', { text: key.expiresAt === null ? 'never' : day(key.expiresAt) }),
-        element('td', { text: day(key.lastUsedAt) })
+        element('td', { text: minute(key.lastUsedAt), className: 'when' })
       ])
     })))
   $('keys').dataset.next = next ?? ''
   $('next').disabled = next === undefined
   $('prev').disabled = pages.length <= 1
   $('page-info').textContent = `Page ${pages.length}`
-}
-
-async function firstPage () {
-  pages = [listPath()]
-  await showPage(pages[0])
 }
 
 // A key's page.
@@ -294,7 +352,7 @@ function openRevoke () {
 
 // Views, signing in and out.
 
-/** What the address shows: the keys (`#/`), a key (`#/keys/ID`), the webhook endpoints (`#/webhooks`) or one (`#/webhooks/ID`). */
+/** What the address shows: the keys (`#/`, `#/?q=…` searched), a key (`#/keys/ID`), the webhook endpoints (`#/webhooks`) or one (`#/webhooks/ID`). */
 function viewOf (hash) {
   const key = /^#\/keys\/(\d+)$/.exec(hash)
   if (key !== null) return { name: 'key', id: Number(key[1]) }
@@ -311,11 +369,14 @@ function showView (view) {
 
 async function route () {
   const view = viewOf(window.location.hash)
+  // Only the search changed: the overview above the list is as it was.
+  const searched = view.name === 'list' && !$('list-view').hidden
   showView(view)
   if (view.name === 'key') return await act(() => showKey(view.id))
   // It shows its own errors.
   if (view.name === 'webhooks') return await showWebhooks(view.id)
-  await act(() => Promise.all([loadOverview(), showPage(pages.at(-1) ?? listPath())]))
+  followHash()
+  await act(() => searched ? showPage(pages.at(-1)) : Promise.all([loadOverview(), showPage(pages.at(-1))]))
 }
 
 function signOut (message = '') {
@@ -338,7 +399,8 @@ function signOut (message = '') {
  * together, so that the first view waits for the slower of the two only.
  */
 async function signIn ({ typed }) {
-  pages = [listPath()]
+  pages = []
+  followHash()
   const view = viewOf(window.location.hash)
   const draw = () => view.name === 'key' ? showKey(view.id) : view.name === 'webhooks' ? showWebhooks(view.id) : showPage(pages[0])
   const early = typed ? undefined : draw()
@@ -375,9 +437,10 @@ window.addEventListener('hashchange', () => { if (token.get() !== null && !$('ke
 
 $('filters').addEventListener('submit', (event) => {
   event.preventDefault()
-  act(firstPage)
+  search()
 })
-for (const id of ['filter-state', 'filter-plan', 'sort']) $(id).addEventListener('change', () => act(firstPage))
+for (const id of ['filter-state', 'filter-plan', 'sort']) $(id).addEventListener('change', search)
+copyButtons()
 
 $('next').addEventListener('click', () => act(async () => {
   const next = $('keys').dataset.next

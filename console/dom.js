@@ -27,3 +27,45 @@ export function overlapOptions (overlap) {
     attributes: { value: String(seconds) }
   }))
 }
+
+// A token or signing secret shown once has a Copy button: it writes the
+// text to the clipboard where the page may (https, or 127.0.0.1 and
+// localhost), and otherwise selects it for the operator's own Ctrl+C: a
+// page served over plain http from another address has no clipboard API.
+
+/** The button as it was before a copy: shown again with each new token or secret. */
+export function resetCopy (button) {
+  delete button.dataset.copied
+  button.textContent = 'Copy'
+}
+
+function select (node) {
+  const range = document.createRange()
+  range.selectNodeContents(node)
+  const selection = window.getSelection()
+  selection.removeAllRanges()
+  selection.addRange(range)
+}
+
+/** Copies the text of the element the button names (data-copy); says "Copied", or that the text is selected instead. */
+async function copy (button) {
+  const node = document.getElementById(button.dataset.copy)
+  try {
+    // Missing (an insecure origin) or refused (no permission): the selection below.
+    await navigator.clipboard.writeText(node.textContent)
+    button.dataset.copied = 'clipboard'
+    button.textContent = 'Copied'
+  } catch {
+    select(node)
+    button.dataset.copied = 'selected'
+    button.textContent = 'Selected: press Ctrl+C'
+  }
+}
+
+/** Every Copy button on the page, now and later. */
+export function copyButtons () {
+  document.addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-copy]')
+    if (button !== null) copy(button)
+  })
+}

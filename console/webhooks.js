@@ -8,7 +8,7 @@
 // types and roll overlaps are the overview's choices, never written here.
 // Text from the API is set as text, never HTML.
 import { api, nextPath } from './api.js'
-import { element, overlapOptions, overlapText, when } from './dom.js'
+import { element, overlapOptions, overlapText, resetCopy, when } from './dom.js'
 
 const PAGE_SIZE = 20
 const $ = (id) => document.getElementById(id)
@@ -43,6 +43,7 @@ const eventsText = (events) => events === null ? 'all' : events.join(', ')
 
 /** The secret in its panel until Done: the only place it is. */
 function showSecret (title, secret) {
+  resetCopy($('new-secret-copy'))
   $('new-secret-title').textContent = title
   $('new-secret-value').textContent = secret
   $('new-secret').hidden = false

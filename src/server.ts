@@ -185,8 +185,10 @@ export function announceStart (
 ): void {
   const metrics = adminAddress === undefined ? undefined : `${adminAddress}/metrics`
   const adminApi = adminAddress === undefined || config.adminToken === undefined ? undefined : `${adminAddress}/admin/v1`
+  // The operator console is served beside the admin API, and only with it (docs/KEYS.md: The console).
+  const consoleUrl = adminAddress === undefined || config.adminToken === undefined ? undefined : `${adminAddress}/admin/`
   const tracing = config.tracing === undefined || !tracingStarted() ? undefined : redactUrl(config.tracing.endpoint)
-  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore, workers, address, metrics, adminApi, tracing }, 'petstore started')
+  logger.info({ environment: config.environment, database: redactUrl(config.databaseUrl), rateLimitStore, workers, address, metrics, adminApi, console: consoleUrl, tracing }, 'petstore started')
 }
 
 /** The log and the last spans (when tracing is on), side by side, within the log's own time. */

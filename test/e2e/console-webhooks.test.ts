@@ -140,7 +140,7 @@ describe('The console\'s webhook endpoints, in Chromium', { timeout: 300_000 }, 
     removeTempDir(dir)
   })
 
-  it('When an endpoint is added in the form, then its signing secret is shown once and verifies the delivery the receiver gets, and Done takes it off the page', async () => {
+  it('When an endpoint is added in the form, then its signing secret is shown once, Copy selects it where there is no clipboard, it verifies the delivery the receiver gets, and Done takes it off the page', async () => {
     // Arrange
     const to = await receiver()
     const { page } = await openWebhooks('add')
@@ -159,6 +159,15 @@ describe('The console\'s webhook endpoints, in Chromium', { timeout: 300_000 }, 
     await endpointDrawn(page, id)
     await adminApi('POST', '/keys', { plan: 'free', name: 'announced' })
     const [delivery] = await received(to, 1, 'the key.created delivery')
+    // Without a clipboard API, as on a page served over plain http from another address than this machine's.
+    await page.evaluate('Object.defineProperty(navigator, \'clipboard\', { value: undefined, configurable: true })')
+    await page.locator('#new-secret-copy').click()
+    await page.locator('#new-secret-copy[data-copied]').waitFor()
+    const copied = {
+      state: await page.locator('#new-secret-copy').getAttribute('data-copied'),
+      label: await page.locator('#new-secret-copy').innerText(),
+      selected: await page.evaluate('window.getSelection().toString()')
+    }
     const shownDone = await page.locator('#new-secret').isVisible()
     await page.locator('#new-secret-done').click()
 
@@ -170,6 +179,8 @@ describe('The console\'s webhook endpoints, in Chromium', { timeout: 300_000 }, 
     const made = await adminApi<Webhook>('GET', `/webhooks/${id}`)
     assert.deepEqual([made.url, made.events, made.description, made.enabled], [to.url, ['key.created'], 'partner app', true])
     assert.equal(await page.locator('[data-fact="events"]').innerText(), 'key.created')
+    // Copy falls back to selecting the secret, for the operator's own Ctrl+C.
+    assert.deepEqual(copied, { state: 'selected', label: 'Selected: press Ctrl+C', selected: secret })
     // Shown until Done, then nowhere: not in the page, not in storage.
     assert.equal(shownDone, true)
     await page.locator('#new-secret').waitFor({ state: 'hidden' })

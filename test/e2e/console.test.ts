@@ -10,7 +10,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core'
 import {
-  CHANGE_TIMEOUT_MS, STEP_TIMEOUT_MS, adminCall, elsewhere as elsewhereOf, launchChromium, openTab, rendered, signIn as signInWith, startConsoleServer, type Opened
+  CHANGE_TIMEOUT_MS, STEP_TIMEOUT_MS, adminCall, elsewhere as elsewhereOf, launchChromium, openTab, rendered, signIn as signInWith, startConsoleServer, startedLine, type Opened
 } from '../support/console.js'
 import { keyListFile, makeScanner, report } from '../support/scanner.js'
 import {
@@ -110,6 +110,18 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     }, [ADMITTED_RGB, REFUSED_RGB])
   }
 
+  /** A chart's legend: each series' name and its swatch's colour. */
+  async function legendOf (page: Page, selector: string): Promise<Array<{ name: string, colour: string }>> {
+    // A string: the test is compiled without the browser's types, getComputedStyle among them.
+    return await page.evaluate(`[...document.querySelectorAll(${JSON.stringify(`${selector} .legend li`)})]
+      .map((item) => ({ name: item.textContent, colour: getComputedStyle(item.querySelector('.swatch')).backgroundColor }))`)
+  }
+
+  /** The keys the list shows, by id. */
+  async function listed (page: Page): Promise<string[]> {
+    return await page.locator('#keys tr[data-key]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-key') ?? ''))
+  }
+
   /** The admin API requests a tab makes from opening the console to its first view drawn. */
   async function firstViewRequests (label: string): Promise<string[]> {
     const { page } = await openConsole(label)
@@ -145,6 +157,20 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await browser?.close().catch(() => undefined)
     await server?.dispose()
     removeTempDir(dir)
+  })
+
+  it('When the service starts with the admin API on, then its started line names the console\'s URL beside the admin API\'s, and that URL serves the console', async () => {
+    // Arrange: the service started in before().
+
+    // Act
+    const line = startedLine(running())
+
+    // Assert
+    assert.deepEqual({ adminApi: line.adminApi, console: line.console }, { adminApi: `${adminOrigin}/admin/v1`, console: `${adminOrigin}/admin/` })
+    const response = await fetch(String(line.console))
+    const page = await response.text()
+    assert.equal(response.status, 200)
+    assert.match(page, /<title>petstore: console<\/title>/)
   })
 
   it('When there are 300 keys rather than 3, then the first view makes the same admin API requests: two, whatever the number of keys', async () => {
@@ -193,7 +219,10 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.equal(await page.locator('[data-state-count="active"]').innerText(), String(keys.byState.active))
     assert.equal(await page.locator('[data-plan-count="enterprise"]').innerText(), String(keys.byPlan.enterprise))
     assert.equal(keys.byPlan.enterprise, 1)
-    // No legend: nothing on the page reads `--`.
+    // A legend of the chart's own, in the lines' colours; uPlot's is off, so that nothing on the page reads `--`.
+    const legend = [{ name: 'admitted', colour: `rgb(${ADMITTED_RGB.join(', ')})` }, { name: 'refused', colour: `rgb(${REFUSED_RGB.join(', ')})` }]
+    assert.deepEqual(await legendOf(page, '#overview-chart'), legend)
+    assert.equal(await page.locator('#overview-chart .legend').isVisible(), true)
     assert.ok(!(await page.locator('body').innerText()).includes('--'), 'the page shows --')
     // Plans come from the API: the create form offers exactly the plans the overview names.
     assert.deepEqual(await page.locator('#new-plan option').evaluateAll((options) => options.map((option) => option.textContent)), ['free', 'pro', 'business', 'enterprise'])
@@ -206,6 +235,7 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.equal(await page.locator('#key-state').getAttribute('data-state'), 'active')
     const keyPixels = await linePixels(page, '#key-chart canvas')
     assert.ok(keyPixels.counts.every((count) => count > 20), `pixels of each line's colour: ${JSON.stringify(keyPixels)}`)
+    assert.deepEqual(await legendOf(page, '#key-chart'), legend)
     assert.ok(!(await page.locator('body').innerText()).includes('--'), 'the key page shows --')
     // The token is in this tab's session storage, and nowhere that outlives it.
     assert.deepEqual(await page.evaluate(`({ session: ${STORED}, local: localStorage.length, cookie: document.cookie })`),
@@ -213,8 +243,10 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     await page.close()
   })
 
-  it('When a key is created in the form, then its page opens with the token shown once, which works on the public port, and Done takes it off the page', async () => {
-    // Arrange
+  it('When a key is created in the form, then its page opens with the token shown once, which Copy puts on the clipboard and which works on the public port, and Done takes it off the page', async () => {
+    // Arrange: the page may use the clipboard, as a browser lets a page on 127.0.0.1 once asked.
+    assert.ok(context !== undefined, 'the browser was not started')
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: adminOrigin })
     const { page } = await openConsole('create')
     await signIn(page)
 
@@ -227,9 +259,16 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     const value = page.locator('#new-token-value')
     await value.waitFor({ state: 'visible' })
     const token = (await value.innerText()).trim()
+    await page.locator('#new-token-copy').click()
+    await page.locator('#new-token-copy[data-copied]').waitFor()
+    const copied = { state: await page.locator('#new-token-copy').getAttribute('data-copied'), label: await page.locator('#new-token-copy').innerText() }
+    const clipboard = await page.evaluate('navigator.clipboard.readText()')
+    await context.clearPermissions()
 
     // Assert
     assert.match(token, /^pet_live_\S+$/)
+    assert.deepEqual(copied, { state: 'clipboard', label: 'Copied' })
+    assert.equal(clipboard, token)
     const id = Number(/key (\d+)/.exec(await page.locator('#new-token-title').innerText())?.[1])
     await keyDrawn(page, id)
     assert.match(await page.locator('#key-title').innerText(), /partner portal/)
@@ -277,6 +316,75 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     assert.deepEqual(revokedRow.slice(8), ['never', '—'])
     assert.equal(await page.locator('#next').isDisabled(), true)
     assert.deepEqual(revokedShown, [String(revoked)])
+    await page.close()
+  })
+
+  it('When the list is searched, filtered and sorted, then the address holds it: a reload shows the same keys, and Back the search before', async () => {
+    // Arrange: three keys named alike, one of them revoked.
+    const made: Array<{ id: number }> = []
+    for (let i = 0; i < 3; i++) made.push(await adminApi('POST', '/keys', { plan: 'business', name: `bookmarked ${i}` }))
+    const revoked = String(made[1]?.id)
+    await adminApi('DELETE', `/keys/${revoked}`)
+    const { page } = await openConsole('search in the address')
+    await signIn(page)
+    const shows = async (ids: string[], what: string): Promise<void> => {
+      await pollUntil(async () => JSON.stringify(await listed(page)) === JSON.stringify(ids) ? true : undefined, { ms: STEP_TIMEOUT_MS, every: 50, what })
+    }
+    const form = async (): Promise<string[]> => await Promise.all(['#search', '#filter-state', '#filter-plan', '#sort'].map(async (id) => await page.locator(id).inputValue()))
+
+    // Act: a search, then the same search narrowed by state, plan and sort; reloaded; then Back.
+    await page.locator('#search').fill('Bookmarked')
+    await page.locator('#filters button[type=submit]').click()
+    await shows(made.map((key) => String(key.id)), 'the search')
+    await page.locator('#filter-state').selectOption('revoked')
+    await shows([revoked], 'the revoked keys')
+    // The reload waits for both lists to have come: a request it cut short would count as a failed load.
+    const planned = page.waitForEvent('requestfinished', (request) => request.url().includes('plan=business') && !request.url().includes('sort='))
+    await page.locator('#filter-plan').selectOption('business')
+    await planned
+    const sorted = page.waitForEvent('requestfinished', (request) => request.url().includes('sort=lastUsed'))
+    await page.locator('#sort').selectOption('lastUsed')
+    await sorted
+    const address = page.url()
+    await page.reload()
+    await rendered(page)
+    const reloaded = { address: page.url(), form: await form(), keys: await listed(page) }
+    for (const undone of ['sort=', 'plan=', 'state=']) {
+      const drawn = page.waitForEvent('requestfinished', (request) => request.url().includes('/admin/v1/keys?') && !request.url().includes(undone))
+      await page.goBack()
+      await drawn
+    }
+    await shows(made.map((key) => String(key.id)), 'the search before, after Back')
+
+    // Assert
+    assert.equal(new URL(address).hash, '#/?q=Bookmarked&state=revoked&plan=business&sort=lastUsed')
+    assert.deepEqual(reloaded, { address, form: ['Bookmarked', 'revoked', 'business', 'lastUsed'], keys: [revoked] })
+    assert.deepEqual(await form(), ['Bookmarked', '', '', 'id'])
+    assert.equal(new URL(page.url()).hash, '#/?q=Bookmarked')
+    await page.close()
+  })
+
+  it('When a key has been used, then the list shows when to the minute, in UTC as its heading says', async () => {
+    // Arrange
+    const key = await createKey(env, ['--plan', 'free', '--name', 'used just now'])
+    assert.equal(await publicStatus(key.token), 200)
+    const { lastUsedAt } = await pollUntil(async () => {
+      const shown = await adminApi<{ lastUsedAt: string | null }>('GET', `/keys/${key.id}`)
+      return shown.lastUsedAt === null ? undefined : { lastUsedAt: shown.lastUsedAt }
+    }, { ms: CHANGE_TIMEOUT_MS, every: 100, what: 'the key\'s last use to be written' })
+    const { page } = await openConsole('last used')
+    await signIn(page)
+
+    // Act
+    await page.locator('#search').fill(String(key.id))
+    await page.locator('#filters button[type=submit]').click()
+    const cell = page.locator(`#keys tr[data-key="${key.id}"] td`).last()
+    await cell.waitFor()
+
+    // Assert
+    assert.equal(await cell.innerText(), lastUsedAt.slice(0, 16).replace('T', ' '))
+    assert.match(await cell.innerText(), /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/)
+    assert.equal(await page.locator('#keys-title ~ table th').last().innerText(), 'Last used (UTC)')
     await page.close()
   })
 

@@ -41,6 +41,13 @@ export async function startConsoleServer (env: Record<string, string>): Promise<
   return { server, adminOrigin }
 }
 
+/** The fields of the `petstore started` line `server` wrote. */
+export function startedLine (server: ServerProcess): Record<string, unknown> {
+  const line = server.stdout.split('\n').find((text) => text.includes('"msg":"petstore started"'))
+  assert.ok(line !== undefined, `no started line in:\n${server.stdout}`)
+  return JSON.parse(line) as Record<string, unknown>
+}
+
 /** Chromium, headless, and a context whose pages log each CSP violation as a console error. */
 export async function launchChromium (): Promise<{ browser: Browser, context: BrowserContext }> {
   const browser = await chromium.launch({
