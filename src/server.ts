@@ -7,7 +7,7 @@ import { loadConfig, type Config } from './config.js'
 import { createLog, type ServiceLog } from './telemetry/log.js'
 import { purgeExpiredIdempotencyKeys } from './pets/purge.js'
 import { announceStart, listenOn, openPublicService, startAdmin, startDispatcher } from './run/service.js'
-import { shutdownTracing } from './tracing/hooks.js'
+import { shutdownTracing } from './telemetry/tracing-hooks.js'
 
 /** Requests in flight get this long to finish once a stop is asked for. */
 const SHUTDOWN_MS = 30_000

@@ -19,7 +19,7 @@ import type { Metrics, WebhookOutcome } from '../telemetry/metrics.js'
 import type { ServiceLog } from '../telemetry/log.js'
 import { Dispatcher } from '../webhooks/dispatcher.js'
 import { announceExpiries } from '../keys/announcements.js'
-import { tracingStarted } from '../tracing/hooks.js'
+import { tracingStarted } from '../telemetry/tracing-hooks.js'
 
 /** What serves the public port: the process itself (WORKERS=1), or each worker thread. */
 export interface PublicService {

@@ -6,7 +6,7 @@ import { WriteTurn } from '../db/sqlite/write-turns.js'
 import { SharedMemoryStore } from '../limits/shared-memory-store.js'
 import { createLog } from '../telemetry/log.js'
 import { listenOn, openPublicService } from '../run/service.js'
-import { shutdownTracing } from '../tracing/hooks.js'
+import { shutdownTracing } from '../telemetry/tracing-hooks.js'
 import { relaySink } from './log-relay.js'
 import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
