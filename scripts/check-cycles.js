@@ -22,8 +22,8 @@
 //
 // Hand-written on the TypeScript compiler the project already has rather
 // than madge or dependency-cruiser: the graph is one pass over the files'
-// import declarations, and the project gains no dependency (nor their
-// resolvers' own notion of the tsconfig).
+// import declarations, the module-level rule is the project's own, and the
+// project gains no dependency.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
