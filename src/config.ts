@@ -5,11 +5,9 @@ import ipaddr from 'ipaddr.js'
 import { readBrownouts, type Brownout } from './deprecations.js'
 import { ENVIRONMENTS, type Environment } from './domain.js'
 import { inspectToken } from './keys/tokens.js'
+import { USAGE_FLUSH_MS } from './keys/usage.js'
 import { parseRedisUrl } from './limits/redis-url.js'
 import type { LogFormat } from './telemetry/log.js'
-
-/** How often usage counts are written, at most (docs/OPERATING.md: Usage): at most this much is lost to a `kill -9`. */
-export const USAGE_FLUSH_MS = 10_000
 
 export interface Config {
   readonly host: string

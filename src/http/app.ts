@@ -1,6 +1,7 @@
 // buildApp(deps): the whole HTTP interface, from plugins and then routes;
 // no process concerns (ports, signals): tests build it and call `inject`,
-// server.ts runs it. Where a request goes: docs/INTERNALS.md, section "App".
+// run/service.ts builds it for the process and for each worker thread.
+// Where a request goes: docs/INTERNALS.md, section "App".
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { Config } from '../config.js'

@@ -5,18 +5,10 @@
 // https://www.rfc-editor.org/rfc/rfc6750#section-3
 import { Errors, StorageUnavailableError, type ApiError } from '../errors.js'
 import type { Environment } from '../domain.js'
-import type { ApiKeyRecord } from '../db/storage.js'
 import type { KeyLookup } from './lookup.js'
 import { hashToken, inspectToken } from './tokens.js'
-import { concurrencyFor, limitsFor, type Limits } from '../limits/plans.js'
-
-/** A request's valid API key, and the limits it is counted against. */
-export interface Caller {
-  key: ApiKeyRecord
-  limits: Limits
-  /** Its requests in flight at once, at most. */
-  concurrency: number
-}
+import type { Caller } from '../limits/limit.js'
+import { concurrencyFor, limitsFor } from '../limits/plans.js'
 
 /** The SHA-256 of a well-formed token of this environment's. */
 interface TokenHash {

@@ -4,10 +4,15 @@
 // added to the database every USAGE_FLUSH_MS,
 // with bounded memory whatever the number of keys or the length of an outage
 // (docs/INTERNALS.md, section "Usage").
-import { USAGE_FLUSH_MS } from '../config.js'
 import type { ApiKeyRecord, DeprecatedCalls, KeyUsage, UsageStore } from '../db/storage.js'
 import type { Plan } from '../domain.js'
 import { DAY_MS } from '../instant.js'
+
+/**
+ * How often usage counts are written, at most (docs/OPERATING.md: Usage): at
+ * most this much is lost to a `kill -9`. USAGE_FLUSH_MS may only lower it (config.ts).
+ */
+export const USAGE_FLUSH_MS = 10_000
 
 /** Keys and days waiting to be written, at most; and as many keys, operations and days of deprecated calls. */
 export const MAX_USAGE_ENTRIES = 100_000

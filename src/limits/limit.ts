@@ -8,7 +8,20 @@ import { type ApiError, Errors } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from './plans.js'
 import { WINDOW_MS, type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from './store.js'
 import { addressSubject } from './subject.js'
-import type { Caller } from '../keys/identify.js'
+import type { ApiKeyRecord } from '../db/storage.js'
+import type { Limits } from './plans.js'
+
+/**
+ * A request's valid API key, and the limits it is counted against: what
+ * keys/identify.ts finds for a token. Declared here, where it is counted,
+ * because limits/ is below keys/ (docs/DEVELOPING.md#imports-flow-one-way).
+ */
+export interface Caller {
+  key: ApiKeyRecord
+  limits: Limits
+  /** Its requests in flight at once, at most. */
+  concurrency: number
+}
 
 /** What the limiter tells the rest of the service: metrics count it, the log records bans. */
 export interface LimitEvents {

@@ -5,7 +5,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError, Errors, StorageUnavailableError, errorBody } from '../errors.js'
-import { JsonBodyError } from '../http/json.js'
+import { JsonBodyError } from './json.js'
 import { KeyRevokedError, KeyRuleError, NoSuchKeyError, UnknownTokenError } from '../keys/manage.js'
 import { DeliveryPendingError, NoSuchDeliveryError, NoSuchWebhookError, WebhookRuleError } from '../webhooks/manage.js'
 import { toDetails, type ValidationIssue } from '../schemas/validator.js'

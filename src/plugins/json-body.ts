@@ -3,7 +3,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { Errors } from '../errors.js'
-import { JsonBodyError, parseJsonBody } from '../http/json.js'
+import { JsonBodyError, parseJsonBody } from './json.js'
 
 export const BODY_LIMIT = 16 * 1024
 

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify'
 import { holdsSecret, loggableUrl } from './loggable-url.js'
-import { traceIdOf } from '../tracing/hooks.js'
+import { traceIdOf } from './tracing-hooks.js'
 
 /** A client's request id: 1 to 128 visible ASCII characters, so that it is safe in a header and a log line. */
 const CLIENT_REQUEST_ID = /^[\x21-\x7e]{1,128}$/

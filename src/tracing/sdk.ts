@@ -19,7 +19,7 @@ import { FastifyOtelInstrumentation } from '@fastify/otel'
 import type { FastifyRequest } from 'fastify'
 import type { TraceSampler, TracingConfig } from '../config.js'
 import { loggableUrl } from '../telemetry/loggable-url.js'
-import { installTracingHooks } from './hooks.js'
+import { installTracingHooks } from '../telemetry/tracing-hooks.js'
 import { RedactingExporter } from './redacting-exporter.js'
 
 /** `secrets`: values never to be written into a span (ADMIN_TOKEN), as the request log has them. */

@@ -17,7 +17,7 @@ import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-
 import type { ServiceLog } from '../telemetry/log.js'
 import { createMetrics } from '../telemetry/metrics.js'
 import { purgeExpiredIdempotencyKeys } from '../pets/purge.js'
-import { announceStart, startAdmin, startDispatcher } from '../server.js'
+import { announceStart, startAdmin, startDispatcher } from '../run/service.js'
 import type { FromWorker, ToWorker, WorkerData } from './messages.js'
 
 const THREAD = new URL('./thread.js', import.meta.url)

@@ -97,7 +97,7 @@ describe('regular expressions in src/ are safe from ReDoS (recheck)', { timeout:
     // What the request log and the log scan redact and find tokens with (percent-decoding and checksums are loops, not patterns).
     assert.ok(found.some((f) => f.where.startsWith('src/keys/tokens.ts') && f.source === 'pet_(?:live|test)_[0-9a-z]*' && f.flags === 'gi'), 'the prefixed-token pattern of src/keys/tokens.ts was not found')
     // How a JSON number literal is split into digits and exponent, to tell an integer exactly.
-    assert.ok(found.some((f) => f.where.startsWith('src/http/json.ts') && f.source.startsWith('^(-?)(\\d+)')), 'the number pattern of src/http/json.ts was not found')
+    assert.ok(found.some((f) => f.where.startsWith('src/plugins/json.ts') && f.source.startsWith('^(-?)(\\d+)')), 'the number pattern of src/plugins/json.ts was not found')
   })
 
   it('When a pattern known to be vulnerable is checked, then recheck says so, with an attack string', async () => {

@@ -12,7 +12,7 @@ import { buildTestApp, jsonHeaders, type TestApp } from '../support/app.js'
 import { bearer, buildPet } from '../support/fixtures.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 
-/** An app whose storage is timed and whose requests are counted, as server.ts builds it when ADMIN_PORT is set. */
+/** An app whose storage is timed and whose requests are counted, as run/service.ts builds it when ADMIN_PORT is set. */
 async function withMeasuredApp (work: (t: TestApp, scrape: () => Promise<string>) => Promise<void>, env: Record<string, string> = {}): Promise<void> {
   const opened = openSqlite('sqlite::memory:')
   const limiter = new MemoryStore()

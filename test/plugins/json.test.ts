@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
 import { LosslessNumber } from 'lossless-json'
-import { JsonBodyError, parseJsonBody } from '../../src/http/json.js'
+import { JsonBodyError, parseJsonBody } from '../../src/plugins/json.js'
 
 describe('parseJsonBody', () => {
   it('When an integer exceeds 2^53, then it is kept exactly as a bigint', () => {

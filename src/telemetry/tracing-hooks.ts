@@ -1,7 +1,9 @@
 // What the rest of the service asks of tracing: the trace id of a request,
 // for its log line, and a last export of the spans at shutdown. Tracing
-// installs both when it starts (sdk.ts); when it is off, both do nothing,
-// and this file imports nothing of OpenTelemetry.
+// installs both when it starts (tracing/sdk.ts); when it is off, both do
+// nothing, and this file imports nothing of OpenTelemetry. It is here, not in
+// tracing/, because the request log asks it and tracing/ imports the log's
+// redaction: one way, tracing/ → telemetry/ (docs/DEVELOPING.md#imports-flow-one-way).
 import type { FastifyRequest } from 'fastify'
 import { within } from '../deadline.js'
 
