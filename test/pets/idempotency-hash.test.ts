@@ -8,6 +8,13 @@ import type { CursorCodec } from '../../src/pets/cursor.js'
 import { PetService } from '../../src/pets/service.js'
 import type { NewPet } from '../../src/schemas/pet.js'
 
+/**
+ * A body with every field, and another value for each: a new field of
+ * NewPet fails the build here until it is given one.
+ */
+const FULL_BODY = { name: 'Rex', categoryId: 1n, status: 'pending' } satisfies Required<NewPet>
+const OTHER_VALUES = { name: 'Rexa', categoryId: 2n, status: 'sold' } satisfies Required<NewPet>
+
 /** The hash the service stores for a body, read from the storage it hands it to. */
 async function storedHash (body: NewPet): Promise<string> {
   let requestHash: string | undefined
@@ -37,5 +44,20 @@ describe('the hash of a request with an Idempotency-Key', () => {
       '506b92214eb104e13934e8b50cece2fc28756e236330aca5ca050b4b73a333fc',
       '49fd6b8283b834a137c7fb128618a8baf7fc21881e553569d1dc31b2d76ad060'
     ])
+  })
+
+  it('When a body differs from another in any one field, sent or left out, then the two hashes differ', async () => {
+    // Arrange
+    const fields = Object.keys(FULL_BODY) as Array<keyof NewPet>
+    const changed = fields.map((field) => ({ ...FULL_BODY, [field]: OTHER_VALUES[field] }))
+    const leftOut = fields.map((field) => ({ ...FULL_BODY, [field]: undefined }))
+
+    // Act
+    const full = await storedHash(FULL_BODY)
+    const hashes = await Promise.all([...changed, ...leftOut].map(storedHash))
+
+    // Assert: leaving out a required field is refused before the service; hashed, it still differs.
+    hashes.forEach((hash, i) => assert.notEqual(hash, full, `the body with ${fields[i % fields.length]} ${i < fields.length ? 'changed' : 'left out'} hashes as the full one`))
+    assert.equal(new Set(hashes).size, hashes.length, 'two bodies that differ hash alike')
   })
 })
