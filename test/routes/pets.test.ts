@@ -382,7 +382,7 @@ for (const configuration of CONFIGURATIONS) {
       t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1' }, configuration)
       token = await t.newKey('enterprise', { perMinute: 100_000, perDay: 1_000_000 })
       for (let i = 0; i < 45; i++) {
-        await t.storage.createPet({ name: `pet ${i}`, categoryId: 1n, status: statuses[i % 3] as typeof statuses[number] })
+        await t.storage.createPet(buildPetRecord({ name: `pet ${i}`, categoryId: 1n, status: statuses[i % 3] as typeof statuses[number] }))
       }
     })
     after(async () => { await t.close() })
