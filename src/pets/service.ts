@@ -74,8 +74,9 @@ export class PetService {
   }
 
   async create (input: NewPet, caller: { apiKeyId: number, idempotencyKey: string | undefined }): Promise<CreateOutcome> {
-    // The body as sent, with a default for each field it may leave out.
-    const pet: NewPetRecord = { ...input, status: input.status ?? 'available' }
+    // Field by field, not spread: a spread of the body took some 0.5 µs more
+    // (docs/DEVELOPING.md: Adding a field to the animal). Typed, so a field missing here fails tsc.
+    const pet: NewPetRecord = { name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }
     const { apiKeyId, idempotencyKey: key } = caller
     if (key === undefined) return { pet: await this.#storage.createPet(pet), replayed: false }
 
