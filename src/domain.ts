@@ -51,6 +51,16 @@ export const MAX_CONCURRENCY = 10_000
 /** The most days one usage report covers. */
 export const MAX_USAGE_DAYS = 366
 
+/** The rate-limit windows a key is counted in (docs/API.md: Rate limits), and their lengths. */
+export type WindowName = 'minute' | 'day'
+export const WINDOW_MS: Record<WindowName, number> = {
+  minute: 60_000,
+  day: 86_400_000
+}
+
+/** The keys listed per deprecated operation, most calls first: an answer of bounded size however many keys call. */
+export const MAX_CALLERS = 10_000
+
 /** The known scopes among those given, once each, in SCOPES order: how a key's scopes are kept and shown. */
 export function inScopeOrder (given: readonly string[]): Scope[] {
   return SCOPES.filter((scope) => given.includes(scope))

@@ -8,6 +8,7 @@ import { mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type pg from 'pg'
 import { migratePostgres } from './postgres/schema.js'
+import { PET_COLUMNS } from './pet-columns.js'
 import { int8AsBigInt } from './rows.js'
 import { Database, createOwnerOnly } from './sqlite/driver.js'
 import { sqlitePath } from './sqlite/storage.js'
@@ -40,7 +41,7 @@ export const COPIED_TABLES: readonly Table[] = [
     sequence: true
   },
   { name: 'api_key_tokens', columns: [['id', 'int'], ['api_key_id', 'int'], ['token_hash', 'text']], order: ['id'], sequence: true },
-  { name: 'pets', columns: [['id', 'int'], ['name', 'text'], ['category_id', 'int'], ['status', 'text']], order: ['id'], sequence: true },
+  { name: 'pets', columns: PET_COLUMNS.map(({ column, kind }) => [column, kind] as const), order: ['id'], sequence: true },
   {
     name: 'idempotency_keys',
     columns: [['api_key_id', 'int'], ['key', 'text'], ['request_hash', 'text'], ['pet_id', 'int'], ['created_at', 'int']],

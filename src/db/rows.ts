@@ -1,8 +1,9 @@
 // The rows both backends read, column for column (the same schema, and
-// every integer read as bigint), and the records they become.
+// every integer read as bigint), and the records they become. An animal's
+// row is read as its record already (pet-columns.ts).
 import type pg from 'pg'
-import { inScopeOrder, type Environment, type EventType, type PetStatus, type Plan } from '../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, KeyLeakRecord, NewEvent, PetRecord, WebhookChanges, WebhookRecord } from './storage.js'
+import { inScopeOrder, type Environment, type EventType, type Plan } from '../domain.js'
+import type { ApiKeyChanges, ApiKeyRecord, DeliveryOutcome, DeliveryRecord, DueDelivery, EventOf, KeyLeakRecord, NewEvent, WebhookChanges, WebhookRecord } from './storage.js'
 
 /** PostgreSQL's int8 type. */
 const INT8_OID = 20
@@ -16,8 +17,6 @@ export function int8AsBigInt (types: typeof pg.types): typeof pg.types.getTypePa
   return ((oid: number, format?: 'text' | 'binary') =>
     oid === INT8_OID ? BigInt : types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser
 }
-
-export interface PetRow { id: bigint, name: string, category_id: bigint, status: PetStatus }
 
 export interface ApiKeyRow {
   id: bigint
@@ -47,10 +46,6 @@ export const LEAK_COLUMNS = 'api_key_id, report, url, source, found_at'
 
 export function toKeyLeak (row: KeyLeakRow): KeyLeakRecord {
   return { keyId: Number(row.api_key_id), report: row.report, url: row.url, source: row.source, foundAt: Number(row.found_at) }
-}
-
-export function toPet (row: PetRow): PetRecord {
-  return { id: row.id, name: row.name, categoryId: row.category_id, status: row.status }
 }
 
 export function toApiKey (row: ApiKeyRow): ApiKeyRecord {

@@ -3,19 +3,13 @@
 // want of the database (a retry later may succeed) rejects with
 // StorageUnavailableError (503); any other failure rejects as it is (500).
 import type { Environment, EventType, PetStatus, Plan, Scope } from '../domain.js'
+import type { Pet } from '../schemas/pet.js'
 
-export interface PetRecord {
-  id: bigint
-  name: string
-  categoryId: bigint
-  status: PetStatus
-}
+/** An animal as the API writes it: its fields are the schema's (docs/DEVELOPING.md: Adding a field to the animal). */
+export type PetRecord = Pet
 
-export interface NewPetRecord {
-  name: string
-  categoryId: bigint
-  status: PetStatus
-}
+/** An animal to add, every field given: the id is the database's. */
+export type NewPetRecord = Omit<Pet, 'id'>
 
 /** Remembers a created animal under a client's Idempotency-Key, in the same commit. */
 export interface IdempotencyRecord {

@@ -3,13 +3,12 @@
 // the last 30 days, for the admin API, the CLI and the console alike.
 import type { LeakStore, UsageStore } from '../db/storage.js'
 import { DEPRECATED_OPERATIONS } from '../deprecations.js'
+import { MAX_CALLERS } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 import { viewAll, type KeyView } from './manage.js'
 
 /** The days looked at, today included. */
 export const CALLER_DAYS = 30
-/** The callers listed per operation, most calls first: an answer of bounded size however many keys call. */
-export const MAX_CALLERS = 10_000
 
 interface DeprecatedCallerView {
   key: KeyView

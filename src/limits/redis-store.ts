@@ -7,10 +7,8 @@ import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { within } from '../deadline.js'
 import { DEFAULT_LEASE_MS, RedisSlots, defineSlotScripts, type WithSlotScripts } from './redis-slots.js'
 import type { RedisTarget } from './redis-url.js'
-import {
-  WINDOW_MS, windowStart,
-  type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowState
-} from './store.js'
+import { WINDOW_MS } from '../domain.js'
+import { windowStart, type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowState } from './store.js'
 
 /** How much longer than its content a key is kept: an expiry only frees memory, so it errs late. */
 const EXPIRY_MARGIN_MS = 1000

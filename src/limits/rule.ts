@@ -3,7 +3,8 @@
 // this form and call decide(); the Redis store's Lua script is the rule's one
 // other copy, held to it by test/limits/rule-vs-lua.test.ts (docs/INTERNALS.md,
 // section "The rule").
-import { WINDOW_MS, windowStart, type Decision, type HitRequest, type WindowName, type WindowState } from './store.js'
+import { WINDOW_MS, type WindowName } from '../domain.js'
+import { windowStart, type Decision, type HitRequest, type WindowState } from './store.js'
 
 /**
  * A subject's state: RULE_FIELDS numbers from an offset in a Float64Array

@@ -2,12 +2,7 @@
 // the in-process store and the Redis store implement it alike, and one test
 // suite runs against each. Nothing here knows about HTTP.
 
-export type WindowName = 'minute' | 'day'
-
-export const WINDOW_MS: Record<WindowName, number> = {
-  minute: 60_000,
-  day: 86_400_000
-}
+import { WINDOW_MS, type WindowName } from '../domain.js'
 
 export interface WindowLimit {
   window: WindowName

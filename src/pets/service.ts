@@ -2,9 +2,9 @@
 // and add one at most once per Idempotency-Key.
 import { hash } from 'node:crypto'
 import { Errors } from '../errors.js'
-import type { PetRecord, PetStore } from '../db/storage.js'
+import type { NewPetRecord, PetRecord, PetStore } from '../db/storage.js'
 import { DEFAULT_PAGE_SIZE, type PetStatus } from '../domain.js'
-import type { NewPet } from '../schemas/pet.js'
+import { NewPet } from '../schemas/pet.js'
 import type { CursorCodec } from './cursor.js'
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000
@@ -74,7 +74,9 @@ export class PetService {
   }
 
   async create (input: NewPet, caller: { apiKeyId: number, idempotencyKey: string | undefined }): Promise<CreateOutcome> {
-    const pet = { name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }
+    // Field by field, not spread: a spread of the body took some 0.5 µs more
+    // (docs/DEVELOPING.md: Adding a field to the animal). Typed, so a field missing here fails tsc.
+    const pet: NewPetRecord = { name: input.name, categoryId: input.categoryId, status: input.status ?? 'available' }
     const { apiKeyId, idempotencyKey: key } = caller
     if (key === undefined) return { pet: await this.#storage.createPet(pet), replayed: false }
 
@@ -100,8 +102,25 @@ export class PetService {
   }
 }
 
-/** The body as sent (an omitted status differs from an explicit one), in one canonical form. */
+/** NewPet's fields in the schema's order: the order their values are hashed in. */
+const HASHED_FIELDS = Object.keys(NewPet.properties) as Array<keyof NewPet>
+/**
+ * How many fields NewPet had when the first keys were stored. A field added
+ * since is hashed only when sent, so that a body written before it keeps
+ * its hash (docs/DEVELOPING.md: Adding a field to the animal).
+ */
+const FIRST_FIELD_COUNT = 3
+
+/**
+ * The body as sent (an omitted field, hashed as null, differs from an
+ * explicit value), in one canonical form: its values in HASHED_FIELDS order.
+ */
 function hashRequest (input: NewPet): string {
-  const canonical = JSON.stringify([input.name, input.categoryId.toString(), input.status ?? null])
-  return hash('sha256', canonical)
+  const values: unknown[] = []
+  for (const field of HASHED_FIELDS) {
+    const value = input[field]
+    values.push(value === undefined ? null : typeof value === 'bigint' ? value.toString() : value)
+  }
+  while (values.length > FIRST_FIELD_COUNT && values.at(-1) === null) values.pop()
+  return hash('sha256', JSON.stringify(values))
 }

@@ -3,7 +3,7 @@
 // operation uses it in the admin OpenAPI document.
 import { Type } from 'typebox'
 import { DEPRECATED_OPERATIONS } from '../deprecations.js'
-import { MAX_CALLERS } from '../keys/deprecated-callers.js'
+import { MAX_CALLERS } from '../domain.js'
 import { Key } from './key.js'
 
 const INSTANT = (description: string) => Type.String({ format: 'date-time', maxLength: 30, description })

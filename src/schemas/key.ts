@@ -68,7 +68,9 @@ const ScopeList = Type.Unsafe<Scope[]>({
   [Rule]: `must be a list of one or both of ${SCOPES.map((s) => `"${s}"`).join(', ')}, each once`
 })
 
-const Plan = StringEnum(PLANS, { description: 'The plan whose limits apply: `free`, `pro`, `business`, or `enterprise` (limits set on the key).' })
+// Written from PLANS, as the schemas' CHECK constraints are tested against it (test/db/schema-sources.test.ts).
+const planNames = PLANS.map((plan) => plan === 'enterprise' ? '`enterprise` (limits set on the key)' : `\`${plan}\``)
+const Plan = StringEnum(PLANS, { description: `The plan whose limits apply: ${planNames.slice(0, -1).join(', ')}, or ${planNames.at(-1) ?? ''}.` })
 const KeyName = Text({ maxLength: 200, description: 'A label for people, e.g. who the key is for.' })
 const time = (description: string) => Type.String({ format: 'date-time', maxLength: 40, description })
 const timeOrNull = (description: string) => Type.Union([time(description), Type.Null()], { description })

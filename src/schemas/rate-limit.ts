@@ -1,8 +1,7 @@
 // GET /v1/rate_limit's answer (docs/API.md: Rate limits): where a key stands,
 // as the rate-limit headers say it, in a body a client can read at leisure.
 import { Type, type Static } from 'typebox'
-import { PLANS } from '../domain.js'
-import { WINDOW_MS } from '../limits/store.js'
+import { PLANS, WINDOW_MS } from '../domain.js'
 import { StringEnum } from './kinds.js'
 
 /**

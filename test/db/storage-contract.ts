@@ -11,7 +11,7 @@ import assert from 'node:assert/strict'
 import type { IssuedToken, ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { MAX_PAGE_SIZE } from '../../src/domain.js'
-import { INT64_MAX, buildKeyRecord } from '../support/fixtures.js'
+import { buildKeyRecord, buildPetRecord, INT64_MAX } from '../support/fixtures.js'
 
 /** What a backend gives the suite, once per test. */
 export interface StorageHarness {
@@ -43,7 +43,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
     it('When animals are created together, then each gets its own id, all are stored, and a later one gets a higher id', () => withStorage(async (storage) => {
       const tag = uniqueTag()
       const created = await Promise.all(Array.from({ length: 50 }, (_, i) =>
-        storage.createPet({ name: `${tag}-${i}`, categoryId: BigInt(i + 1), status: 'available' })))
+        storage.createPet(buildPetRecord({ name: `${tag}-${i}`, categoryId: BigInt(i + 1), status: 'available' }))))
       const later = await storage.createPet(newPet(`${tag}-later`))
 
       assert.equal(new Set(created.map((p) => p.id)).size, 50)
@@ -52,14 +52,14 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
     }))
 
     it('When an int64 is stored, then it comes back exactly', () => withStorage(async (storage) => {
-      const pet = await storage.createPet({ name: 'max', categoryId: INT64_MAX, status: 'sold' })
+      const pet = await storage.createPet(buildPetRecord({ name: 'max', categoryId: INT64_MAX, status: 'sold' }))
       assert.equal((await storage.getPet(pet.id))?.categoryId, INT64_MAX)
     }))
 
     it('When listing after an id with a status, then only later animals with that status come, in order, up to the limit', () => withStorage(async (storage) => {
       const statuses = ['available', 'pending', 'sold'] as const
       const created = []
-      for (let i = 0; i < 12; i++) created.push(await storage.createPet({ name: `s${i}`, categoryId: 1n, status: statuses[i % 3] ?? 'available' }))
+      for (let i = 0; i < 12; i++) created.push(await storage.createPet(buildPetRecord({ name: `s${i}`, categoryId: 1n, status: statuses[i % 3] ?? 'available' })))
       const afterId = created[2]?.id ?? 0n
       const page = await storage.listPets({ afterId, status: 'sold', limit: 2 })
       assert.deepEqual(page.map((p) => p.name), ['s5', 's8'])
@@ -68,7 +68,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
     it('When pages of every size from 1 to 101 are read, with a status and without, then each holds that many animals, the first ones after the id', () => withStorage(async (storage) => {
       const tag = uniqueTag()
       const created = await Promise.all(Array.from({ length: 210 }, (_, i) =>
-        storage.createPet({ name: `${tag}-${i}`, categoryId: 1n, status: i % 2 === 0 ? 'sold' : 'pending' })))
+        storage.createPet(buildPetRecord({ name: `${tag}-${i}`, categoryId: 1n, status: i % 2 === 0 ? 'sold' : 'pending' }))))
       const first = created.reduce((a, b) => (b.id < a.id ? b : a))
       const afterId = first.id - 1n
       const ours = (pets: Array<{ name: string }>) => pets.filter((p) => p.name.startsWith(`${tag}-`))
@@ -512,7 +512,7 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
 }
 
 function newPet (name: string): NewPetRecord {
-  return { name, categoryId: 1n, status: 'available' }
+  return buildPetRecord({ name })
 }
 
 /** A name no other test, and no earlier run on the same database, has used. */

@@ -15,7 +15,7 @@ import { Database } from '../../src/db/sqlite/driver.js'
 import type { ApiKeyRecord, DeprecatedCaller, IssuedToken, KeyLeakRecord, KeyUsage, PetRecord, Storage } from '../../src/db/storage.js'
 import { HOLDER_REPORT, reportToken } from '../../src/keys/leaks.js'
 import { issueKey, revokeKey, rollKey } from '../../src/keys/manage.js'
-import { INT64_MAX, bearer, newPetJson } from '../support/fixtures.js'
+import { bearer, buildPetRecord, INT64_MAX, newPetJson } from '../support/fixtures.js'
 import { createUnlimitedKey, loadInFullSwing, type PetText } from '../support/load.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { makeTempDir, removeTempDir, runCli, sqliteUrl, startServer, type ServerProcess } from '../support/process.js'
@@ -248,11 +248,11 @@ describe('petstore copy-store', { timeout: 300_000 }, () => {
     // Arrange: a source with keys and animals; a PostgreSQL target with one key, a SQLite one with one animal.
     const source = tempSqliteUrl()
     await makeKeys(source)
-    await withStorage(source, async (storage) => { await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' }) })
+    await withStorage(source, async (storage) => { await storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' })) })
     const postgresTarget = await freshPostgresDatabase()
     await makeKeys(postgresTarget)
     const sqliteTarget = tempSqliteUrl()
-    await withStorage(sqliteTarget, async (storage) => { await storage.createPet({ name: 'Kept', categoryId: 2n, status: 'sold' }) })
+    await withStorage(sqliteTarget, async (storage) => { await storage.createPet(buildPetRecord({ name: 'Kept', categoryId: 2n, status: 'sold' })) })
     const targets = [postgresTarget, sqliteTarget]
     const before = await Promise.all(targets.map(contents))
 

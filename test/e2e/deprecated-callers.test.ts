@@ -10,7 +10,7 @@ import { sharesPorts } from '../../src/config.js'
 import { openStorage } from '../../src/db/open.js'
 import { issueKey } from '../../src/keys/manage.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
-import { bearer } from '../support/fixtures.js'
+import { bearer, buildPetRecord } from '../support/fixtures.js'
 import { makeTempDir, pollUntil, removeTempDir, runCliOk, sqliteUrl, startServer, startServers, type ServerProcess } from '../support/process.js'
 import { OwnRedisServer } from '../support/redis.js'
 
@@ -54,7 +54,7 @@ async function mixedLoad (databaseUrl: string, origins: readonly string[]): Prom
   let petId: bigint
   try {
     for (let i = 0; i < KEYS; i++) keys.push(await issueKey(storage, { plan: 'pro', name: `client-${i}`, perMinute: undefined, perDay: undefined, environment: 'production', now: Date.now() }))
-    petId = (await storage.createPet({ name: 'Old', categoryId: 1n, status: 'sold' })).id
+    petId = (await storage.createPet(buildPetRecord({ name: 'Old', categoryId: 1n, status: 'sold' }))).id
   } finally {
     await storage.close()
   }

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
-import { WINDOW_MS, windowStart, type BanPolicy, type Decision, type HitRequest } from '../../src/limits/store.js'
+import { WINDOW_MS } from '../../src/domain.js'
+import { windowStart, type BanPolicy, type Decision, type HitRequest } from '../../src/limits/store.js'
 import { awayFromMinuteEdge, keysMatching, openTestClient, openTestStore, redisTime, type RedisKind } from '../support/redis.js'
 import { rateLimitStoreContract } from './store-contract.js'
 

@@ -7,7 +7,8 @@
 // Redis.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { WINDOW_MS, type HitRequest, type RateLimitStore } from '../../src/limits/store.js'
+import { WINDOW_MS } from '../../src/domain.js'
+import type { HitRequest, RateLimitStore } from '../../src/limits/store.js'
 import { awayFromMinuteEdge } from '../support/redis.js'
 
 export function rateLimitStoreContract (name: string, open: () => Promise<RateLimitStore>): void {

@@ -2,7 +2,7 @@ import { describe, it, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { purgeExpiredIdempotencyKeys } from '../../src/pets/purge.js'
-import { CLOCK_START, buildKeyRecord } from '../support/fixtures.js'
+import { buildKeyRecord, buildPetRecord, CLOCK_START } from '../support/fixtures.js'
 
 const HOUR = 60 * 60 * 1000
 const DAY = 24 * HOUR
@@ -13,7 +13,7 @@ describe('the hourly purge of idempotency keys', () => {
     t.mock.timers.enable({ apis: ['setInterval'] })
     const storage = openSqlite('sqlite::memory:')
     const key = await storage.createApiKey(buildKeyRecord({ createdAt: 0 }))
-    const pet = { name: 'Rex', categoryId: 1n, status: 'available' } as const
+    const pet = buildPetRecord()
     const old = { apiKeyId: key.id, key: 'old', requestHash: 'a', createdAt: CLOCK_START - DAY - 1, liveAfter: 0 }
     const fresh = { apiKeyId: key.id, key: 'fresh', requestHash: 'b', createdAt: CLOCK_START - HOUR, liveAfter: 0 }
     await storage.createPetOnce(pet, old)

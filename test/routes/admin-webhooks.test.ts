@@ -8,7 +8,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildAdminApp } from '../../src/http/admin.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
-import { bearer } from '../support/fixtures.js'
+import { bearer, buildPetRecord } from '../support/fixtures.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 const WEBHOOK_FIELDS = ['createdAt', 'description', 'disabledAt', 'disabledReason', 'enabled', 'events', 'id', 'previousSecretExpiresAt', 'updatedAt', 'url']
@@ -119,8 +119,8 @@ for (const configuration of CONFIGURATIONS) {
     it('When an endpoint\'s deliveries are listed, then 200 with its deliveries, newest first; 404 for an endpoint that does not exist', async () => {
       // Arrange: two animals, whose events the endpoint wants; no dispatcher runs here, so they wait.
       const { id } = (await send('POST', '/admin/v1/webhooks', { url: 'https://deliveries.example.com/', events: ['pet.created'] })).json<{ id: number }>()
-      await t.storage.createPet({ name: 'one', categoryId: 1n, status: 'available' })
-      await t.storage.createPet({ name: 'two', categoryId: 1n, status: 'available' })
+      await t.storage.createPet(buildPetRecord({ name: 'one', categoryId: 1n, status: 'available' }))
+      await t.storage.createPet(buildPetRecord({ name: 'two', categoryId: 1n, status: 'available' }))
       await t.storage.fanOutEvents(100, t.clock.now())
 
       // Act

@@ -4,7 +4,7 @@
 import { after, afterEach, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
-import { CLOCK_START, bearer, buildPet } from '../support/fixtures.js'
+import { bearer, buildPet, buildPetRecord, CLOCK_START } from '../support/fixtures.js'
 
 /** CLOCK_START is 2027-03-10T12:00:30Z: the first brownout is under way then, 29 min 30 s before its end. */
 const BROWNOUTS = '2027-03-10T12:00:00Z/2027-03-10T12:30:00Z, 2027-03-11T12:00:00Z/2027-03-11T13:00:00Z'
@@ -17,7 +17,7 @@ for (const configuration of CONFIGURATIONS) {
     before(async () => {
       t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1', DEPRECATION_BROWNOUTS: BROWNOUTS }, configuration)
       token = await t.newKey('pro')
-      petId = String((await t.storage.createPet({ name: 'Old', categoryId: 2n, status: 'sold' })).id)
+      petId = String((await t.storage.createPet(buildPetRecord({ name: 'Old', categoryId: 2n, status: 'sold' }))).id)
     })
     after(async () => { await t.close() })
     afterEach(() => { t.clock.ms = CLOCK_START })

@@ -15,7 +15,7 @@ import { issueKey, type IssueKeyInput } from '../../src/keys/manage.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import type { RateLimitStore } from '../../src/limits/store.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
-import { CLOCK_START, bearer } from '../support/fixtures.js'
+import { bearer, buildPetRecord, CLOCK_START } from '../support/fixtures.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { openTestStore } from '../support/redis.js'
 
@@ -60,7 +60,7 @@ for (const configuration of CONFIGURATIONS) {
 
     it('When keys call getPet (200, 404, a brownout\'s 410) or are refused before it (400, 403, 429), then after the app closes the callers are exactly the keys that reached it, with their calls and last call', async () => {
       // Arrange
-      const pet = await storage.createPet({ name: 'Old', categoryId: 1n, status: 'sold' })
+      const pet = await storage.createPet(buildPetRecord({ name: 'Old', categoryId: 1n, status: 'sold' }))
       const caller = await newKey('caller')
       const lister = await newKey('lister')
       const writer = await newKey('writer', { scopes: ['pets:write'] })
@@ -103,7 +103,7 @@ for (const configuration of CONFIGURATIONS) {
       // Arrange
       const old = await newKey('old')
       const recent = await newKey('recent')
-      const pet = await storage.createPet({ name: 'Old', categoryId: 1n, status: 'sold' })
+      const pet = await storage.createPet(buildPetRecord({ name: 'Old', categoryId: 1n, status: 'sold' }))
 
       // Act
       t.clock.ms = CLOCK_START - 30 * DAY_MS

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import type { LightMyRequestResponse } from 'fastify'
 import { buildTestApp, type TestApp } from '../support/app.js'
-import { INT64_MAX, bearer } from '../support/fixtures.js'
+import { bearer, buildPetRecord, INT64_MAX } from '../support/fixtures.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import type { NewPetRecord, Storage } from '../../src/db/storage.js'
 import { timedStorage } from '../../src/db/timed.js'
@@ -22,11 +22,11 @@ const NAMES = [
 const STATUSES: PetStatus[] = ['available', 'pending', 'sold']
 
 function animal (i: number): NewPetRecord {
-  return {
+  return buildPetRecord({
     name: NAMES[i % NAMES.length] ?? 'Rex',
     categoryId: i % 7 === 0 ? INT64_MAX - BigInt(i) : BigInt(i % 40 + 1),
     status: STATUSES[i % 3] ?? 'available'
-  }
+  })
 }
 
 /** The headers that must match: all but the request id, which is new for each request. */
@@ -90,7 +90,7 @@ describe('GET /v1/pets and /v1/pets/{id} on SQLite: the JSON as SQLite writes it
   it('When no animal has the status asked for, then both answer the same empty array', async () => {
     const storage = openSqlite('sqlite::memory:')
     const { listPetsJson: _json, getPetJson: _pet, ...rowsOnly } = timedStorage(storage, () => {})
-    await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+    await storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' }))
     const a = await buildTestApp({}, { storage })
     const b = await buildTestApp({}, { storage: rowsOnly })
     try {

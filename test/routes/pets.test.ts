@@ -2,7 +2,7 @@ import { after, afterEach, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { gzipSync } from 'node:zlib'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
-import { CLOCK_START, INT64_MAX, buildPet, bearer } from '../support/fixtures.js'
+import { bearer, buildPet, buildPetRecord, CLOCK_START, INT64_MAX } from '../support/fixtures.js'
 import type { Storage } from '../../src/db/storage.js'
 import { MAX_PAGE_SIZE } from '../../src/domain.js'
 
@@ -382,7 +382,7 @@ for (const configuration of CONFIGURATIONS) {
       t = await buildTestApp({ PUBLIC_BASE_URL: 'https://api.example.test/v1' }, configuration)
       token = await t.newKey('enterprise', { perMinute: 100_000, perDay: 1_000_000 })
       for (let i = 0; i < 45; i++) {
-        await t.storage.createPet({ name: `pet ${i}`, categoryId: 1n, status: statuses[i % 3] as typeof statuses[number] })
+        await t.storage.createPet(buildPetRecord({ name: `pet ${i}`, categoryId: 1n, status: statuses[i % 3] as typeof statuses[number] }))
       }
     })
     after(async () => { await t.close() })
@@ -510,7 +510,7 @@ for (const configuration of CONFIGURATIONS) {
     }
 
     it('When the animal exists, then it comes back with the deprecation headers', async () => {
-      const pet = await t.storage.createPet({ name: 'Old', categoryId: 2n, status: 'sold' })
+      const pet = await t.storage.createPet(buildPetRecord({ name: 'Old', categoryId: 2n, status: 'sold' }))
       const response = await get(String(pet.id))
 
       assert.equal(response.statusCode, 200)
@@ -533,7 +533,7 @@ for (const configuration of CONFIGURATIONS) {
     })
 
     it('When the id has leading zeros, then it is the same id', async () => {
-      const pet = await t.storage.createPet({ name: 'Zero', categoryId: 1n, status: 'available' })
+      const pet = await t.storage.createPet(buildPetRecord({ name: 'Zero', categoryId: 1n, status: 'available' }))
       const response = await get(`000${pet.id}`)
       assert.equal(response.statusCode, 200)
       assert.equal(response.json().name, 'Zero')
@@ -554,7 +554,7 @@ for (const configuration of CONFIGURATIONS) {
     }
 
     it('When the sunset instant has come, then 410 gone', async () => {
-      const pet = await t.storage.createPet({ name: 'Late', categoryId: 1n, status: 'available' })
+      const pet = await t.storage.createPet(buildPetRecord({ name: 'Late', categoryId: 1n, status: 'available' }))
       t.clock.set('2030-12-04T23:59:59.999Z')
       const before = await get(String(pet.id))
       t.clock.set('2030-12-05T00:00:00Z')

@@ -1,7 +1,7 @@
 // Values and factories every kind of test shares: component tests
 // (support/app.ts), end-to-end tests and the benchmark (support/process.ts).
 import { randomUUID } from 'node:crypto'
-import type { NewApiKeyRecord } from '../../src/db/storage.js'
+import type { NewApiKeyRecord, NewPetRecord } from '../../src/db/storage.js'
 import type { PetStatus } from '../../src/domain.js'
 
 /** The largest int64: the top of every id and categoryId. */
@@ -33,6 +33,11 @@ export function newPetJson (overrides: NewPetInput = {}): string {
   const fields = [`"name":${JSON.stringify(name)}`, `"categoryId":${categoryId.toString()}`]
   if (status !== undefined) fields.push(`"status":${JSON.stringify(status)}`)
   return `{${fields.join(',')}}`
+}
+
+/** An animal straight into storage: Rex, of category 1, available; a field added to the animal gets its value here. */
+export function buildPetRecord (overrides: Partial<NewPetRecord> = {}): NewPetRecord {
+  return { name: 'Rex', categoryId: 1n, status: 'available', ...overrides }
 }
 
 /** A key record straight into storage: a free production key with every scope, no expiry, and a hash of its own. */

@@ -17,6 +17,7 @@ import { createWebhook, listDeliveries } from '../../src/webhooks/manage.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver, verify } from '../support/webhook-receiver.js'
+import { buildPetRecord } from '../support/fixtures.js'
 
 const BACKENDS = ['sqlite', 'postgres'] as const
 
@@ -76,7 +77,7 @@ for (const backend of BACKENDS) {
       const { storage, receiver, secret, clock } = await subject()
 
       // Act
-      const pet = await storage.createPet({ name: 'Rex "the dog"', categoryId: 9007199254740993n, status: 'available' })
+      const pet = await storage.createPet(buildPetRecord({ name: 'Rex "the dog"', categoryId: 9007199254740993n, status: 'available' }))
       const key = await issueKey(storage, { plan: 'free', name: 'partner', perMinute: undefined, perDay: undefined, environment: 'production', now: clock.now() })
       await updateKey(storage, key.id, { name: 'renamed' }, clock.now())
       const rolled = await rollKey(storage, key.id, 60, clock.now())
@@ -150,8 +151,8 @@ for (const backend of BACKENDS) {
       // Arrange: a dispatcher whose clock is ten minutes behind signs with an old timestamp.
       const fresh = await subject({ events: ['pet.created'] })
       const old = await subject({ events: ['pet.created'], clockOffsetMs: -10 * 60_000 })
-      await fresh.storage.createPet({ name: 'a', categoryId: 1n, status: 'sold' })
-      await old.storage.createPet({ name: 'b', categoryId: 1n, status: 'sold' })
+      await fresh.storage.createPet(buildPetRecord({ name: 'a', categoryId: 1n, status: 'sold' }))
+      await old.storage.createPet(buildPetRecord({ name: 'b', categoryId: 1n, status: 'sold' }))
       await arrived(fresh.receiver, 1, 'the fresh delivery')
       await arrived(old.receiver, 1, 'the old delivery')
       const delivery = fresh.receiver.received[0]
@@ -170,7 +171,7 @@ for (const backend of BACKENDS) {
       receiver.answers.push(500, 200)
 
       // Act
-      await storage.createPet({ name: 'again', categoryId: 2n, status: 'pending' })
+      await storage.createPet(buildPetRecord({ name: 'again', categoryId: 2n, status: 'pending' }))
       await arrived(receiver, 1, 'the first attempt')
       clock.ms += 31_000
       await arrived(receiver, 2, 'the retry')
@@ -193,7 +194,7 @@ for (const backend of BACKENDS) {
         receiver.answers.push(status, status)
 
         // Act
-        await storage.createPet({ name: 'once', categoryId: 3n, status: 'pending' })
+        await storage.createPet(buildPetRecord({ name: 'once', categoryId: 3n, status: 'pending' }))
         await arrived(receiver, 1, 'the attempt')
         clock.ms += 24 * 3_600_000
         await new Promise((resolve) => setTimeout(resolve, 600))
@@ -211,7 +212,7 @@ for (const backend of BACKENDS) {
       const { storage, receiver, logLines } = await subject({ events: ['pet.created'], url: (r) => r.url.replace('http://127.0.0.1', 'https://localhost'), allowPrivate: false })
 
       // Act
-      await storage.createPet({ name: 'never', categoryId: 4n, status: 'pending' })
+      await storage.createPet(buildPetRecord({ name: 'never', categoryId: 4n, status: 'pending' }))
       await pollUntil(async () => logLines.some((line) => line.includes('not a public address')) ? true : undefined, { ms: 10_000, every: 50, what: 'the refusal in the log' })
 
       // Assert

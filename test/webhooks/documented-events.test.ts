@@ -20,7 +20,7 @@ import { issueKey, revokeKey, rollKey, updateKey } from '../../src/keys/manage.j
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
 import { createWebhook, sendTestEvent } from '../../src/webhooks/manage.js'
 import { buildTestApp } from '../support/app.js'
-import { bearer } from '../support/fixtures.js'
+import { bearer, buildPetRecord } from '../support/fixtures.js'
 import { OpenApiChecker } from '../support/openapi-check.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver } from '../support/webhook-receiver.js'
@@ -84,7 +84,7 @@ describe('delivered events and the OpenAPI documents', () => {
     })).id
 
     // Act: a change of every kind, quota levels, expiries and a test event.
-    await storage.createPet({ name: 'Rex "the dog"', categoryId: BIG, status: 'available' })
+    await storage.createPet(buildPetRecord({ name: 'Rex "the dog"', categoryId: BIG, status: 'available' }))
     const key = await make('partner')
     await updateKey(storage, key, { name: 'renamed' }, clock.now())
     await rollKey(storage, key, 60, clock.now())
@@ -119,7 +119,7 @@ describe('delivered events and the OpenAPI documents', () => {
     const { secret, endpointId } = await start()
 
     // Act
-    const pet = await storage.createPet({ name: 'Big', categoryId: BIG, status: 'pending' })
+    const pet = await storage.createPet(buildPetRecord({ name: 'Big', categoryId: BIG, status: 'pending' }))
     await sendTestEvent(storage, endpointId, clock.now())
     await issueKey(storage, { plan: 'free', name: 'operators', perMinute: undefined, perDay: undefined, environment: 'production', now: clock.now() })
     await arrivedTypes(['pet.created', TEST_EVENT_TYPE, 'key.created'])

@@ -14,6 +14,7 @@ import { createWebhook, showWebhook, updateWebhook } from '../../src/webhooks/ma
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver } from '../support/webhook-receiver.js'
+import { buildPetRecord } from '../support/fixtures.js'
 
 const BACKENDS = ['sqlite', 'postgres'] as const
 const DAY_MS = 86_400_000
@@ -75,7 +76,7 @@ for (const backend of BACKENDS) {
      */
     async function attempt ({ storage, receiver, settled }: { storage: Storage, receiver: WebhookReceiver, settled: () => boolean }): Promise<void> {
       const count = receiver.received.length
-      await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+      await storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' }))
       await pollUntil(async () => receiver.received.length > count && settled() ? true : undefined, { ms: 10_000, every: 20, what: 'an attempt, its outcome written' })
     }
 

@@ -14,6 +14,7 @@ import { createWebhook, updateWebhook } from '../../src/webhooks/manage.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver } from '../support/webhook-receiver.js'
+import { buildPetRecord } from '../support/fixtures.js'
 
 const BACKENDS = ['sqlite', 'postgres'] as const
 
@@ -45,7 +46,7 @@ for (const backend of BACKENDS) {
       const metrics = createMetrics({ poolUse: () => undefined, droppedLogLines: () => 0, processMetrics: false })
       metrics.watchWebhooks(async () => await storage.oldestUndeliveredEvent(), now)
       const idle = await value(metrics, 'petstore_webhook_oldest_undelivered_seconds')
-      await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+      await storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' }))
       clock.ms += 90_000
       const waiting = await value(metrics, 'petstore_webhook_oldest_undelivered_seconds')
 
@@ -72,7 +73,7 @@ for (const backend of BACKENDS) {
       const storage: Storage = backend === 'sqlite' ? openSqlite('sqlite::memory:') : await openPostgres(await freshPostgresDatabase(), { poolSize: 4 })
       cleanups.push(async () => { await storage.close() })
       const { id } = await createWebhook(storage, { url: 'http://127.0.0.1:9/h', events: undefined, description: undefined, now: Date.now() }, { allowPrivate: true })
-      await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+      await storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' }))
       await storage.fanOutEvents(10, Date.now())
       const metrics = createMetrics({ poolUse: () => undefined, droppedLogLines: () => 0, processMetrics: false })
       metrics.watchWebhooks(async () => await storage.oldestUndeliveredEvent(), () => Date.now() + 60_000)

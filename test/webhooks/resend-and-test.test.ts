@@ -10,7 +10,7 @@ import pino from 'pino'
 import { buildAdminApp } from '../../src/http/admin.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
-import { bearer } from '../support/fixtures.js'
+import { bearer, buildPetRecord } from '../support/fixtures.js'
 import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver, verify, type Received } from '../support/webhook-receiver.js'
@@ -73,7 +73,7 @@ for (const configuration of CONFIGURATIONS) {
       // Arrange: a receiver that says 410 (final), then takes the resend.
       const { receiver, id, secret } = await endpoint(['pet.created'])
       receiver.answers.push(410)
-      await t.storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+      await t.storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' }))
       await pollUntil(async () => receiver.received.length >= 1 ? true : undefined, { ms: 10_000, every: 50, what: 'the first attempt' })
       const first = receiver.received[0]
       assert.ok(first !== undefined)

@@ -2,9 +2,10 @@
 // Only what varies with a call (a key's changes, a search's filters) is
 // written where it runs, in storage.ts.
 import { stateSql } from '../key-search.js'
+import { NEW_PET_COLUMNS, NEW_PET_COLUMN_LIST, PET_COLUMNS, PET_COLUMN_LIST, petSelectList } from '../pet-columns.js'
 import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, keysToAnnounceSql, wantsSql } from '../rows.js'
 
-const PET_COLUMNS = 'id, name, category_id, status'
+const PET_SELECT = petSelectList()
 /**
  * Each new animal's pet.created event, written by the statement that adds
  * it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md).
@@ -13,21 +14,23 @@ const PET_COLUMNS = 'id, name, category_id, status'
  */
 const PET_EVENT = `INSERT INTO events (type, created_at, data)
   SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint,
-    format('{"id":%s,"name":%s,"categoryId":%s,"status":%s}', id, to_json(name), category_id, to_json(status))`
+    format('{${PET_COLUMNS.map(({ field }) => `"${field}":%s`).join(',')}}', ${
+      PET_COLUMNS.map(({ column, kind }) => kind === 'int' ? column : `to_json(${column})`).join(', ')})`
+const PG_TYPES = { int: 'int8', text: 'text' } as const
 
 export const PET_SQL = {
   /**
    * Rows inserted in input order, so their identity values increase in that
    * order: sorted, the returned ids match the input whatever order RETURNING gives them in.
    */
-  insertMany: `WITH pet AS (INSERT INTO pets (name, category_id, status)
-    SELECT name, category_id, status
-    FROM unnest($1::text[], $2::int8[], $3::text[]) WITH ORDINALITY AS input (name, category_id, status, n)
+  insertMany: `WITH pet AS (INSERT INTO pets (${NEW_PET_COLUMN_LIST})
+    SELECT ${NEW_PET_COLUMN_LIST}
+    FROM unnest(${NEW_PET_COLUMNS.map(({ kind }, i) => `$${i + 1}::${PG_TYPES[kind]}[]`).join(', ')}) WITH ORDINALITY AS input (${NEW_PET_COLUMN_LIST}, n)
     ORDER BY n
-    RETURNING ${PET_COLUMNS}
+    RETURNING ${PET_COLUMN_LIST}
   ), event AS (${PET_EVENT} FROM pet ORDER BY id)
   SELECT id FROM pet`,
-  insert: `WITH pet AS (INSERT INTO pets (name, category_id, status) VALUES ($1, $2, $3) RETURNING ${PET_COLUMNS}
+  insert: `WITH pet AS (INSERT INTO pets (${NEW_PET_COLUMN_LIST}) VALUES (${NEW_PET_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${PET_COLUMN_LIST}
     ), event AS (${PET_EVENT} FROM pet)
     SELECT id FROM pet`,
   // Takes the key, or an expired record of it; waits for a concurrent
@@ -37,13 +40,13 @@ export const PET_SQL = {
       SET request_hash = excluded.request_hash, pet_id = NULL, created_at = excluded.created_at
       WHERE idempotency_keys.created_at <= $5
     RETURNING 1`,
-  findIdempotent: `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
+  findIdempotent: `SELECT ${petSelectList('p')}, i.request_hash AS "requestHash"
     FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
     WHERE i.api_key_id = $1 AND i.key = $2`,
   setIdempotentPet: 'UPDATE idempotency_keys SET pet_id = $3 WHERE api_key_id = $1 AND key = $2',
-  get: `SELECT ${PET_COLUMNS} FROM pets WHERE id = $1`,
-  listAll: `SELECT ${PET_COLUMNS} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
-  listByStatus: `SELECT ${PET_COLUMNS} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  get: `SELECT ${PET_SELECT} FROM pets WHERE id = $1`,
+  listAll: `SELECT ${PET_SELECT} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
+  listByStatus: `SELECT ${PET_SELECT} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
   purgeIdempotency: 'DELETE FROM idempotency_keys WHERE created_at <= $1'
 } as const
 

@@ -16,9 +16,10 @@ import type {
 import type { EventType } from '../../domain.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql } from '../key-search.js'
+import { NEW_PET_COLUMNS, newPetValues } from '../pet-columns.js'
 import {
-  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, eventsOf, failingStreaks, rollSecretSql, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toPet, toWebhook, webhookChangeSql,
-  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type PetRow, type WebhookRow
+  KEY_COLUMNS, LEAK_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, eventsColumn, eventsOf, failingStreaks, rollSecretSql, toDelivery, int8AsBigInt, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toKeyLeak, toWebhook, webhookChangeSql,
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
 
@@ -130,7 +131,7 @@ export class PostgresStorage implements Storage {
   /** One multi-row INSERT; its ids, sorted, in the order of `pets` (PET_SQL.insertMany says why). */
   async #insertRows (pets: readonly NewPetRecord[]): Promise<bigint[]> {
     const { rows } = await this.#waits.enter(this.#pool, () => this.#pool.query<{ id: bigint }>(PET_SQL.insertMany,
-      [pets.map((p) => p.name), pets.map((p) => p.categoryId.toString()), pets.map((p) => p.status)]))
+      NEW_PET_COLUMNS.map(({ field, kind }) => pets.map((p) => kind === 'int' ? String(p[field as keyof NewPetRecord]) : p[field as keyof NewPetRecord]))))
     return rows.map((row) => row.id).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
   }
 
@@ -140,12 +141,13 @@ export class PostgresStorage implements Storage {
       // No row back: a live record holds the key, and its animal is the answer.
       const claimed = await client.query(PET_SQL.claimIdempotency, [apiKeyId, key, requestHash, createdAt, liveAfter])
       if (claimed.rowCount === 0) {
-        const { rows } = await client.query<PetRow & { request_hash: string }>(PET_SQL.findIdempotent, [apiKeyId, key])
+        const { rows } = await client.query<PetRecord & { requestHash: string }>(PET_SQL.findIdempotent, [apiKeyId, key])
         const earlier = rows[0]
         if (earlier === undefined) throw new Error(`idempotency key ${apiKeyId}/${key} is held but names no animal`)
-        return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+        const { requestHash: earlierHash, ...earlierPet } = earlier
+        return { created: false, requestHash: earlierHash, pet: earlierPet }
       }
-      const { rows } = await client.query<{ id: bigint }>(PET_SQL.insert, [pet.name, pet.categoryId, pet.status])
+      const { rows } = await client.query<{ id: bigint }>(PET_SQL.insert, newPetValues(pet))
       const id = (rows[0] as { id: bigint }).id
       await client.query(PET_SQL.setIdempotentPet, [apiKeyId, key, id])
       return { created: true, pet: { id, ...pet } }
@@ -153,15 +155,14 @@ export class PostgresStorage implements Storage {
   }
 
   async getPet (id: bigint): Promise<PetRecord | undefined> {
-    const rows = await this.#query<PetRow>(PET_SQL.get, [id])
-    return rows[0] === undefined ? undefined : toPet(rows[0])
+    const rows = await this.#query<PetRecord>(PET_SQL.get, [id])
+    return rows[0]
   }
 
   async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
-    const rows = status === undefined
-      ? await this.#query<PetRow>(PET_SQL.listAll, [afterId, limit])
-      : await this.#query<PetRow>(PET_SQL.listByStatus, [status, afterId, limit])
-    return rows.map(toPet)
+    return status === undefined
+      ? await this.#query<PetRecord>(PET_SQL.listAll, [afterId, limit])
+      : await this.#query<PetRecord>(PET_SQL.listByStatus, [status, afterId, limit])
   }
 
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {

@@ -2,8 +2,8 @@
 // transaction, with no savepoint each since a validated animal's insert rarely
 // fails; if one does, the group is done again with a savepoint each, where it
 // fails alone (docs/INTERNALS.md, section "SQLite").
-import type { CreateOnceResult } from '../storage.js'
-import { toPet, type PetRow } from '../rows.js'
+import { NEW_PET_COLUMNS, NEW_PET_COLUMN_LIST, newPetValues, petSelectList } from '../pet-columns.js'
+import type { CreateOnceResult, PetRecord } from '../storage.js'
 import type { Database } from './driver.js'
 import { isUnavailable } from './errors.js'
 import { GroupRolledBack, type GroupCommitOptions, type InsertOutcome, type PendingInsert } from './group-commit.js'
@@ -13,17 +13,19 @@ import { PET_JSON } from './statements.js'
 /** The most animals one INSERT statement of a group commit adds; a larger group takes several. */
 const INSERT_ROWS = 64
 
+const ROW_PLACEHOLDERS = `(${NEW_PET_COLUMNS.map(() => '?').join(', ')})`
+
 /** The two ways of committing a group, each in an IMMEDIATE transaction. */
 export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' | 'commitEach'> {
-  const insertPet = db.prepare<[string, bigint, string]>(
-    'INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?) RETURNING id')
+  const insertPet = db.prepare<[values: unknown[]]>(
+    `INSERT INTO pets (${NEW_PET_COLUMN_LIST}) VALUES ${ROW_PLACEHOLDERS} RETURNING id`)
   // Only an expired record can be in the way here: a live one was found first, in the same transaction.
   const insertIdempotency = db.prepare<[bigint, string, string, bigint, bigint]>(
     `INSERT INTO idempotency_keys (api_key_id, key, request_hash, pet_id, created_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (api_key_id, key) DO UPDATE SET request_hash = excluded.request_hash,
        pet_id = excluded.pet_id, created_at = excluded.created_at`)
-  const findIdempotency = db.prepare<[bigint, string, bigint], PetRow & { request_hash: string }>(
-    `SELECT p.id, p.name, p.category_id, p.status, i.request_hash
+  const findIdempotency = db.prepare<[bigint, string, bigint], PetRecord & { requestHash: string }>(
+    `SELECT ${petSelectList('p')}, i.request_hash AS "requestHash"
      FROM idempotency_keys i JOIN pets p ON p.id = i.pet_id
      WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
   // Each new animal's pet.created event, in the group's transaction: a 201
@@ -31,15 +33,18 @@ export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' 
   // event's data is the Pet as the API writes it, made by SQLite from the rows.
   const announce = db.prepare<[bigint, bigint, bigint]>(
     `INSERT INTO events (type, created_at, data) SELECT 'pet.created', ?, ${PET_JSON} FROM pets WHERE id BETWEEN ? AND ? ORDER BY id`)
-  const insertRows = new StatementPerLimit((rows) => db.prepare<[values: Array<string | bigint>]>(
-    `INSERT INTO pets (name, category_id, status) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?)').join(', ')}`), INSERT_ROWS)
+  const insertRows = new StatementPerLimit((rows) => db.prepare<[values: unknown[]]>(
+    `INSERT INTO pets (${NEW_PET_COLUMN_LIST}) VALUES ${Array.from({ length: rows }, () => ROW_PLACEHOLDERS).join(', ')}`), INSERT_ROWS)
 
   const insert = ({ pet, idempotency }: PendingInsert): CreateOnceResult => {
     if (idempotency !== undefined) {
       const earlier = findIdempotency.get(BigInt(idempotency.apiKeyId), idempotency.key, BigInt(idempotency.liveAfter))
-      if (earlier !== undefined) return { created: false, requestHash: earlier.request_hash, pet: toPet(earlier) }
+      if (earlier !== undefined) {
+        const { requestHash, ...earlierPet } = earlier
+        return { created: false, requestHash, pet: earlierPet }
+      }
     }
-    const { id } = insertPet.get(pet.name, pet.categoryId, pet.status) as { id: bigint }
+    const { id } = insertPet.get(newPetValues(pet)) as { id: bigint }
     announce.run(BigInt(Date.now()), id, id)
     if (idempotency !== undefined) {
       insertIdempotency.run(BigInt(idempotency.apiKeyId), idempotency.key,
@@ -59,10 +64,10 @@ export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' 
     })
     for (let start = 0; start < plain.length; start += INSERT_ROWS) {
       const chunk = plain.slice(start, start + INSERT_ROWS)
-      const values: Array<string | bigint> = []
+      const values: unknown[] = []
       for (const index of chunk) {
         const { pet } = group[index] as PendingInsert
-        values.push(pet.name, pet.categoryId, pet.status)
+        newPetValues(pet, values)
       }
       const { changes, lastInsertRowid } = insertRows.for(chunk.length).run(values)
       if (changes !== chunk.length) throw new Error(`an INSERT of ${chunk.length} animals added ${changes}`)

@@ -1,16 +1,15 @@
 // The SQLite backend's statements, prepared once per connection and grouped
 // by the part of Storage they serve; a write that spans statements is here
 // too, as one transaction function. New animals are pet-inserts.ts's.
-import type { PetStatus } from '../../domain.js'
-import type { ApiKeyChanges, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyAnnouncement, KeyUsage, NewApiKeyRecord, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
+import { PET_COLUMNS, PET_COLUMN_LIST, petSelectList } from '../pet-columns.js'
+import type { ApiKeyChanges, PetRecord, ApiKeyRecord, ClaimQuery, DeliveryOutcome, DeprecatedCalls, DueDelivery, EventOf, KeyAnnouncement, KeyUsage, NewApiKeyRecord, NewEvent, NewWebhookRecord, WebhookChanges, WebhookRecord } from '../storage.js'
 import {
   DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, deliveriesSql, keysToAnnounceSql, eventsColumn, eventsOf, failingStreaks, rollSecretSql, keyChangeSql, scopesColumn, toApiKey, toDueDelivery, toWebhook, wantsSql, webhookChangeSql,
-  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type PetRow, type WebhookRow
+  type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type WebhookRow
 } from '../rows.js'
 import type { Database } from './driver.js'
 import { StatementPerLimit } from './statement-per-limit.js'
 
-export type PetTuple = [id: bigint, name: string, categoryId: bigint, status: PetStatus]
 /** A page written by SQLite: its JSON array and how many animals it holds. */
 export type PageTuple = [json: string, count: bigint]
 
@@ -19,24 +18,25 @@ export type PageTuple = [json: string, count: bigint]
  * its keys in order, int64 exact, strings escaped as JSON.stringify does
  * (https://www.sqlite.org/json1.html#jobj); rows ordered inside the aggregate, where SQLite keeps the order.
  */
-export const PET_JSON = "json_object('id', id, 'name', name, 'categoryId', category_id, 'status', status)"
+export const PET_JSON = `json_object(${PET_COLUMNS.map(({ field, column }) => `'${field}', ${column}`).join(', ')})`
+const PET_SELECT = petSelectList()
 const PAGE_JSON = `json_group_array(${PET_JSON} ORDER BY id)`
 
 export type PetStatements = ReturnType<typeof petStatements>
 
 export function petStatements (db: Database) {
   return {
-    get: db.prepare<[bigint], PetRow>('SELECT id, name, category_id, status FROM pets WHERE id = ?'),
+    get: db.prepare<[bigint], PetRecord>(`SELECT ${PET_SELECT} FROM pets WHERE id = ?`),
     getJson: db.prepare<[bigint], string>(`SELECT ${PET_JSON} FROM pets WHERE id = ?`).pluck(true),
-    // Pages are read as arrays, not objects: a third cheaper per row.
-    listAll: new StatementPerLimit((limit) => db.prepare<[bigint], PetTuple>(
-      `SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit}`).raw(true)),
-    listByStatus: new StatementPerLimit((limit) => db.prepare<[string, bigint], PetTuple>(
-      `SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit}`).raw(true)),
+    // Read as records: the service lists through the pages below, as JSON.
+    listAll: new StatementPerLimit((limit) => db.prepare<[bigint], PetRecord>(
+      `SELECT ${PET_SELECT} FROM pets WHERE id > ? ORDER BY id LIMIT ${limit}`)),
+    listByStatus: new StatementPerLimit((limit) => db.prepare<[string, bigint], PetRecord>(
+      `SELECT ${PET_SELECT} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit}`)),
     pageAll: new StatementPerLimit((limit) => db.prepare<[bigint], PageTuple>(
-      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ${limit})`).raw(true)),
+      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT ${PET_COLUMN_LIST} FROM pets WHERE id > ? ORDER BY id LIMIT ${limit})`).raw(true)),
     pageByStatus: new StatementPerLimit((limit) => db.prepare<[string, bigint], PageTuple>(
-      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit})`).raw(true)),
+      `SELECT ${PAGE_JSON}, count(*) FROM (SELECT ${PET_COLUMN_LIST} FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ${limit})`).raw(true)),
     purgeIdempotency: db.prepare<[bigint]>('DELETE FROM idempotency_keys WHERE created_at <= ?')
   }
 }

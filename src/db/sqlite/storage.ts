@@ -16,7 +16,7 @@ import type {
 import type { EventType } from '../../domain.js'
 import type { DayTotals, DeprecatedCaller, DeprecatedCalls, KeyCount, KeyDayUsage, KeyLeakRecord, KeySearch } from '../storage.js'
 import { keySearchSql, stateSql } from '../key-search.js'
-import { KEY_COLUMNS, LEAK_COLUMNS, toApiKey, toDelivery, toKeyLeak, toPet, toWebhook, type ApiKeyRow, type KeyLeakRow, type WebhookRow } from '../rows.js'
+import { KEY_COLUMNS, LEAK_COLUMNS, toApiKey, toDelivery, toKeyLeak, toWebhook, type ApiKeyRow, type KeyLeakRow, type WebhookRow } from '../rows.js'
 import { Database, createOwnerOnly } from './driver.js'
 import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
@@ -130,15 +130,13 @@ export class SqliteStorage implements Storage {
   }
 
   async getPet (id: bigint): Promise<PetRecord | undefined> {
-    const row = this.#read(() => this.#petSql.get.get(id))
-    return row === undefined ? undefined : toPet(row)
+    return this.#read(() => this.#petSql.get.get(id))
   }
 
   async listPets ({ afterId, status, limit }: ListPetsQuery): Promise<PetRecord[]> {
-    const rows = this.#read(() => status === undefined
+    return this.#read(() => status === undefined
       ? this.#petSql.listAll.for(limit).all(afterId)
       : this.#petSql.listByStatus.for(limit).all(status, afterId))
-    return rows.map(([id, name, categoryId, status]) => ({ id, name, categoryId, status }))
   }
 
   async getPetJson (id: bigint): Promise<Buffer | undefined> {

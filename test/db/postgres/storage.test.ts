@@ -11,6 +11,7 @@ import { TcpProxy } from '../../support/tcp-proxy.js'
 import { POSTGRES_MIGRATIONS_TABLE, POSTGRES_SCHEMA_V1, assertOldKeyServed } from '../schema-v1.js'
 import { storageContract } from '../storage-contract.js'
 import { POSTGRES_SCHEMA_VERSION } from '../../../src/db/postgres/schema.js'
+import { buildPetRecord } from '../../support/fixtures.js'
 
 /** Short, so that the unavailability tests are quick; production waits 5 s. */
 const TEST_TIMEOUT_MS = 300
@@ -84,7 +85,7 @@ describe('PostgreSQL', () => {
 
     // Act
     const created = await Promise.all(Array.from({ length: 200 }, async (_, i) =>
-      await opened().createPet({ name: `${tag}-${i}`, categoryId: BigInt(i + 1), status: 'pending' })))
+      await opened().createPet(buildPetRecord({ name: `${tag}-${i}`, categoryId: BigInt(i + 1), status: 'pending' }))))
 
     // Assert: rows written by one statement share its transaction id.
     const rows = await query<{ transactions: string, stored: string }>(
@@ -100,7 +101,7 @@ describe('PostgreSQL', () => {
 
     // Act
     const outcomes = await Promise.allSettled([1n, 0n, 3n].map(async (categoryId) =>
-      await opened().createPet({ name: `${tag}-${categoryId}`, categoryId, status: 'sold' })))
+      await opened().createPet(buildPetRecord({ name: `${tag}-${categoryId}`, categoryId, status: 'sold' }))))
 
     // Assert
     assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled'])

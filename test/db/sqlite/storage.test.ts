@@ -11,7 +11,7 @@ import { classifySqliteError } from '../../../src/db/sqlite/errors.js'
 import { StorageUnavailableError } from '../../../src/errors.js'
 import { buildTestApp, capturingLogger, errorOf, jsonHeaders } from '../../support/app.js'
 import { generateToken, hashToken } from '../../../src/keys/tokens.js'
-import { buildKeyRecord, buildPet } from '../../support/fixtures.js'
+import { buildKeyRecord, buildPet, buildPetRecord } from '../../support/fixtures.js'
 import { pollUntil } from '../../support/process.js'
 import { SQLITE_SCHEMA_V1, assertOldKeyServed } from '../schema-v1.js'
 import { storageContract } from '../storage-contract.js'
@@ -93,7 +93,7 @@ describe('SQLite file', () => {
     const path = `sqlite:${join(dir, 'shared.db')}`
     const first = openSqlite(path)
     const second = openSqlite(path)
-    const pet = await first.createPet({ name: 'shared', categoryId: 1n, status: 'available' })
+    const pet = await first.createPet(buildPetRecord({ name: 'shared', categoryId: 1n, status: 'available' }))
     assert.equal((await second.getPet(pet.id))?.name, 'shared')
     assert.deepEqual(await first.secret('cursor'), await second.secret('cursor'))
     await first.close()
@@ -109,7 +109,7 @@ describe('SQLite file', () => {
     const ticker = setInterval(() => { ticks++ }, 5)
     setTimeout(() => other.exec('ROLLBACK'), 150)
 
-    const pet = await storage.createPet({ name: 'waited', categoryId: 1n, status: 'available' })
+    const pet = await storage.createPet(buildPetRecord({ name: 'waited', categoryId: 1n, status: 'available' }))
     clearInterval(ticker)
     other.close()
     await storage.close()
@@ -146,7 +146,7 @@ describe('SQLite file', () => {
     const storage = openSqlite(`sqlite:${file}`)
     const key = await storage.createApiKey(buildKeyRecord())
     const statuses = ['available', 'pending', 'sold'] as const
-    const pets = Array.from({ length: 150 }, (_, i) => ({ name: `pet-${i}`, categoryId: BigInt(i + 1), status: statuses[i % 3] ?? 'sold' }))
+    const pets = Array.from({ length: 150 }, (_, i) => buildPetRecord({ name: `pet-${i}`, categoryId: BigInt(i + 1), status: statuses[i % 3] ?? 'sold' }))
 
     // Act: queued in one turn of the event loop, so committed as one group.
     const created = await Promise.all(pets.map(async (pet, i) => i % 7 === 0
@@ -169,8 +169,8 @@ describe('SQLite file', () => {
     // Arrange: two animals, the later one then deleted by another connection.
     const file = join(dir, 'ids.db')
     let storage = openSqlite(`sqlite:${file}`)
-    await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
-    const highest = await storage.createPet({ name: 'b', categoryId: 1n, status: 'available' })
+    await storage.createPet(buildPetRecord({ name: 'a', categoryId: 1n, status: 'available' }))
+    const highest = await storage.createPet(buildPetRecord({ name: 'b', categoryId: 1n, status: 'available' }))
     await storage.close()
     const raw = new Database(file)
     const deleted = raw.prepare('DELETE FROM pets WHERE id = ?').run(highest.id).changes
@@ -178,7 +178,7 @@ describe('SQLite file', () => {
 
     // Act
     storage = openSqlite(`sqlite:${file}`)
-    const next = await storage.createPet({ name: 'c', categoryId: 1n, status: 'available' })
+    const next = await storage.createPet(buildPetRecord({ name: 'c', categoryId: 1n, status: 'available' }))
     await storage.close()
 
     // Assert
@@ -189,12 +189,12 @@ describe('SQLite file', () => {
   it('When the last page is not full, then an animal added afterwards shows on it (only full pages are kept)', async () => {
     // Arrange: three animals, read as a page of five.
     const storage = openSqlite(`sqlite:${join(dir, 'partial.db')}`)
-    for (const name of ['a', 'b', 'c']) await storage.createPet({ name, categoryId: 1n, status: 'available' })
+    for (const name of ['a', 'b', 'c']) await storage.createPet(buildPetRecord({ name, categoryId: 1n, status: 'available' }))
     const page = { afterId: 0n, status: undefined, size: 5 }
     const before = await storage.listPetsJson?.(page)
 
     // Act
-    await storage.createPet({ name: 'd', categoryId: 1n, status: 'available' })
+    await storage.createPet(buildPetRecord({ name: 'd', categoryId: 1n, status: 'available' }))
     const after = await storage.listPetsJson?.(page)
     await storage.close()
 
@@ -210,7 +210,7 @@ describe('SQLite file', () => {
     const before = await storage.getPetJson?.(1n)
 
     // Act
-    await storage.createPet({ name: 'a', categoryId: 1n, status: 'available' })
+    await storage.createPet(buildPetRecord({ name: 'a', categoryId: 1n, status: 'available' }))
     const after = await storage.getPetJson?.(1n)
     const again = await storage.getPetJson?.(1n)
     await storage.close()
@@ -225,7 +225,7 @@ describe('SQLite file', () => {
     // Arrange: three animals; the first two read as a full page, the third after it.
     const file = join(dir, 'full.db')
     const storage = openSqlite(`sqlite:${file}`)
-    for (const name of ['a', 'b', 'c']) await storage.createPet({ name, categoryId: 1n, status: 'available' })
+    for (const name of ['a', 'b', 'c']) await storage.createPet(buildPetRecord({ name, categoryId: 1n, status: 'available' }))
     const page = { afterId: 0n, status: undefined, size: 2 }
     const before = await storage.listPetsJson?.(page)
     const raw = new Database(file)
@@ -337,7 +337,7 @@ describe('SQLite errors', () => {
     other.close()
     return names
   }
-  const pet = (name: string) => ({ name, categoryId: 1n, status: 'available' }) as const
+  const pet = (name: string) => buildPetRecord({ name })
 
   it('When SQLite says the database is busy, locked, failing, full, read-only or cannot be opened, then it is unavailability, with the SQLite error as its cause', () => {
     const codes = ['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED', 'SQLITE_LOCKED_SHAREDCACHE', 'SQLITE_IOERR',
@@ -517,7 +517,7 @@ describe('the SQLite file and its folder are readable by every local user', () =
     try {
       // Act
       const storage = openSqlite(`sqlite:${file}`)
-      await storage.createPet({ name: 'Rex', categoryId: 1n, status: 'available' })
+      await storage.createPet(buildPetRecord({ name: 'Rex', categoryId: 1n, status: 'available' }))
 
       // Assert: while the connection is open, so that the -wal and -shm files exist.
       const mode = (path: string): string => (statSync(path).mode & 0o777).toString(8)
