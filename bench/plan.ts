@@ -355,6 +355,8 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
         bare: 'bare-get',
         peer: FASTIFY_MINIMAL,
         targets: refused,
+        // Each refusal waits for a read of new keys begun after it (docs/INTERNALS.md: Key lookup), up to 20 ms: enough connections that the wait is not what the row measures.
+        connections: CONCURRENCY_CONNECTIONS,
         request: async (origin) => {
           // Every request of the load comes from 127.0.0.1: once it is spent, the token is refused without a lookup.
           const request = get(origin, '/v1/pets?limit=20', generateToken('production'), 429)
