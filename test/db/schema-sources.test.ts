@@ -6,10 +6,11 @@ import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import pg from 'pg'
 import { ENVIRONMENTS, PET_STATUSES, PLANS } from '../../src/domain.js'
-import { PET_COLUMNS } from '../../src/db/pet-columns.js'
+import { NEW_PET_COLUMNS, PET_COLUMNS } from '../../src/db/pet-columns.js'
 import { migratePostgres } from '../../src/db/postgres/schema.js'
 import { Database } from '../../src/db/sqlite/driver.js'
 import { migrateSqlite } from '../../src/db/sqlite/schema.js'
+import { NewPet, Pet } from '../../src/schemas/pet.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 
 interface LiveColumn { column: string, kind: string, notNull: boolean }
@@ -26,6 +27,21 @@ const EXPECTED_COLUMNS: LiveColumn[] = PET_COLUMNS.map(({ column, kind }) => ({ 
 
 const byColumn = (a: LiveColumn, b: LiveColumn): number => a.column.localeCompare(b.column)
 const quoted = (sql: string): string[] => [...sql.matchAll(/'([^']*)'/g)].map((match) => match[1] as string)
+
+describe('the pets table\'s columns', () => {
+  it('When they are read, then they are the Pet schema\'s fields in its order, each of its type, and a new animal\'s are NewPet\'s, in its order', () => {
+    // Arrange
+    const kindOf: Record<string, string> = { integer: 'int', string: 'text' }
+
+    // Act
+    const columns = PET_COLUMNS.map(({ field, kind }) => [field, kind])
+    const newColumns = NEW_PET_COLUMNS.map(({ field }) => field)
+
+    // Assert
+    assert.deepEqual(columns, Object.entries(Pet.properties).map(([field, schema]) => [field, kindOf[String((schema as { type?: unknown }).type)]]))
+    assert.deepEqual(newColumns, Object.keys(NewPet.properties))
+  })
+})
 
 describe('the SQLite schema, migrated', () => {
   const db = new Database(':memory:')
