@@ -155,7 +155,9 @@ export class SqliteStorage implements Storage {
     const key = `${status ?? ''} ${afterId} ${size}`
     const kept = this.#fullPages.get(key)
     if (kept !== undefined) return kept
-    // One animal more than the page: it says whether another page follows, and is cut off.
+    // One animal more than the page: it says whether another page follows, and is cut off
+    // from SQLite's JSON as a string, for the list rows of `npm run bench`: a page of 20,
+    // 23.4 → 15.9 µs against rows and the serializer (docs/PERFORMANCE.md: What each change bought).
     const [json, count] = this.#read(() => (status === undefined
       ? this.#petSql.pageAll.for(size + 1).get(afterId)
       : this.#petSql.pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
