@@ -21,10 +21,12 @@ export const MAX_PAGE_SIZE = 100
 export const SCOPES = ['pets:read', 'pets:write'] as const
 export type Scope = typeof SCOPES[number]
 
-/** The states a key is listed in: `expired` once its `expiresAt` has passed. */
+/** The states a key is listed in, at an instant: revoked, else expired once its `expiresAt` has passed, else active. */
 export const KEY_STATES = ['active', 'expired', 'revoked'] as const
+export type KeyState = typeof KEY_STATES[number]
 /** The orders keys are listed in: by id, or by last use. */
 export const KEY_SORTS = ['id', 'lastUsed'] as const
+export type KeySort = typeof KEY_SORTS[number]
 
 /**
  * Which of its tokens a key was found by: its current one; the one before

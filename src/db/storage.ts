@@ -2,7 +2,7 @@
 // and tested against each; nothing here knows about HTTP. A call that fails for
 // want of the database (a retry later may succeed) rejects with
 // StorageUnavailableError (503); any other failure rejects as it is (500).
-import type { Environment, EventType, PetStatus, Plan, Scope } from '../domain.js'
+import type { Environment, EventType, KeySort, KeyState, PetStatus, Plan, Scope } from '../domain.js'
 import type { Pet } from '../schemas/pet.js'
 
 /** An animal as the API writes it: its fields are the schema's (docs/DEVELOPING.md: Adding a field to the animal). */
@@ -443,9 +443,6 @@ export interface StoreConnection {
 /** What the service keeps, on SQLite or PostgreSQL (db/sqlite/storage.ts, db/postgres/storage.ts): each part is named for those who need only it. */
 export interface Storage extends PetStore, KeyStore, UsageStore, WebhookStore, LeakStore, StoreConnection {}
 
-/** Where a key stands at an instant: revoked, else expired once its expiry has passed, else active. */
-export type KeyState = 'active' | 'expired' | 'revoked'
-
 /** Which keys a page of the key list holds, and in which order. */
 export interface KeySearch {
   /** A substring of the name or of the token hint, case ignored, or the key's id. */
@@ -455,7 +452,7 @@ export interface KeySearch {
   /** States are judged at this instant. */
   now: number
   /** `id`: lowest first. `lastUsed`: last used first, never used last, then by id. */
-  sort: 'id' | 'lastUsed'
+  sort: KeySort
   /** The previous page's last key: this page starts after it in the order of `sort`. */
   after?: { id: number, lastUsedAt: number | null }
   limit: number

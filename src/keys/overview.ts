@@ -4,17 +4,13 @@
 // (usage, the busiest keys today, keys by state and plan, and the choices
 // a key or a webhook endpoint may take). Plain functions over the storage, as keys/manage.ts.
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
-import type { DayTotals, KeyState, Storage } from '../db/storage.js'
+import type { DayTotals, KeyStore, LeakStore, StoreConnection, UsageStore } from '../db/storage.js'
 import {
-  DEFAULT_OVERLAP_SECONDS, EVENT_TYPES, KEY_SORTS, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS, type EventType, type Plan, type Scope
+  DEFAULT_OVERLAP_SECONDS, EVENT_TYPES, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS, type EventType, type KeySort, type KeyState, type Plan, type Scope
 } from '../domain.js'
 import { DAY_MS } from '../instant.js'
 import { limitsFor } from '../limits/plans.js'
 import { KeyRuleError, everyDay, usageSpan, viewAll, type DayUsage, type KeyView } from './manage.js'
-
-// The storage's states and the listed ones are the same words.
-KEY_STATES satisfies readonly KeyState[]
-type KeySort = typeof KEY_SORTS[number]
 
 /** How many of the busiest keys the overview names. */
 const BUSIEST_KEYS = 10
@@ -37,7 +33,7 @@ export interface KeyPage {
 }
 
 /** A page of the keys that match, in the order asked for (default: by id). A cursor this service did not make, or made for another order, is refused. */
-export async function searchKeys (storage: Storage, now: number, query: KeyQuery): Promise<KeyPage> {
+export async function searchKeys (storage: Pick<KeyStore, 'searchApiKeys'> & LeakStore & Pick<StoreConnection, 'secret'>, now: number, query: KeyQuery): Promise<KeyPage> {
   const sort = query.sort ?? 'id'
   const secret = await cursorSecret(storage)
   const after = query.cursor === undefined ? undefined : decodeCursor(secret, sort, query.cursor)
@@ -65,9 +61,9 @@ export async function searchKeys (storage: Storage, now: number, query: KeyQuery
  */
 const MAC_BYTES = 12
 const CURSOR_PAYLOAD = /^(id|lastUsed):(never|[1-9][0-9]{0,15}):([1-9][0-9]{0,15})$/
-const cursorSecrets = new WeakMap<Storage, Promise<KeyObject>>()
+const cursorSecrets = new WeakMap<object, Promise<KeyObject>>()
 
-async function cursorSecret (storage: Storage): Promise<KeyObject> {
+async function cursorSecret (storage: Pick<StoreConnection, 'secret'>): Promise<KeyObject> {
   let secret = cursorSecrets.get(storage)
   if (secret === undefined) {
     secret = storage.secret('admin-cursor').then((bytes) => createSecretKey(bytes))
@@ -104,11 +100,11 @@ function decodeCursor (secret: KeyObject, sort: KeySort, cursor: string): { id: 
  * over every key's rows (300,000 for 30 days of 10,000 keys), are kept per
  * storage once read, so that the overview reads the last two days only.
  */
-const settledTotals = new WeakMap<Storage, Map<number, DayTotals>>()
+const settledTotals = new WeakMap<object, Map<number, DayTotals>>()
 /** About five years of days: past it, the memory is dropped and read again. */
 const MAX_SETTLED_DAYS = 2_000
 
-async function totalsOf (storage: Storage, from: number, to: number, today: number): Promise<DayTotals[]> {
+async function totalsOf (storage: Pick<UsageStore, 'usageTotals'>, from: number, to: number, today: number): Promise<DayTotals[]> {
   const lastSettled = Math.min(to, today - 2)
   let settled = settledTotals.get(storage)
   if (settled === undefined || settled.size > MAX_SETTLED_DAYS) {
@@ -128,7 +124,7 @@ async function totalsOf (storage: Storage, from: number, to: number, today: numb
 }
 
 /** Every key's requests per UTC day, from `from` to `to` (default: the last 30 days), one row per day, zeros included, oldest first. */
-export async function totalUsage (storage: Storage, range: { from?: string, to?: string }, now: number): Promise<DayUsage[]> {
+export async function totalUsage (storage: Pick<UsageStore, 'usageTotals'>, range: { from?: string, to?: string }, now: number): Promise<DayUsage[]> {
   const { from, to } = usageSpan(range, now)
   return everyDay(from, to, await totalsOf(storage, from, to, Math.floor(now / DAY_MS)))
 }
@@ -151,7 +147,7 @@ export interface Overview {
   }
 }
 
-export async function overview (storage: Storage, now: number): Promise<Overview> {
+export async function overview (storage: Pick<KeyStore, 'countApiKeys'> & Pick<UsageStore, 'usageTotals' | 'busiestKeys'> & LeakStore, now: number): Promise<Overview> {
   const [usage, busiest, counts, leaked] = await Promise.all([
     totalUsage(storage, {}, now),
     storage.busiestKeys(Math.floor(now / DAY_MS), BUSIEST_KEYS),

@@ -3,14 +3,14 @@
 // as `petstore keys list --calls-deprecated` reads it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { Storage } from '../db/storage.js'
+import type { LeakStore, UsageStore } from '../db/storage.js'
 import { deprecatedCallers } from '../keys/deprecated-callers.js'
 import { DeprecatedOperations } from '../schemas/deprecations.js'
 import { adminAnswers } from '../schemas/responses.js'
 import { ALWAYS, keysOperation } from './admin-keys.js'
 
 interface AdminDeprecationRoutesOptions {
-  storage: Storage
+  storage: UsageStore & LeakStore
   now: () => number
 }
 

@@ -5,7 +5,7 @@
 // become the admin API's errors in plugins/errors.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifySchema } from 'fastify'
-import type { Storage } from '../db/storage.js'
+import type { KeyStore, LeakStore, StoreConnection, UsageStore } from '../db/storage.js'
 import type { Environment } from '../domain.js'
 import {
   findKey, issueKey, keyUsage, revokeKey, rollKey, showKey, updateKey, type KeyUpdate
@@ -23,7 +23,7 @@ import { FRAMING_ANSWERS } from '../plugins/framing.js'
 import { statusesOf } from '../errors.js'
 
 interface AdminKeyRoutesOptions {
-  storage: Storage
+  storage: KeyStore & UsageStore & LeakStore & Pick<StoreConnection, 'secret'>
   environment: Environment
   now: () => number
 }

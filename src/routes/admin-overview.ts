@@ -3,7 +3,7 @@
 // day. A fixed number of queries each, however many keys there are.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { Storage } from '../db/storage.js'
+import type { KeyStore, LeakStore, UsageStore } from '../db/storage.js'
 import { overview, totalUsage } from '../keys/overview.js'
 import { KeyUsageDays, UsageQuery } from '../schemas/key.js'
 import { Overview } from '../schemas/overview.js'
@@ -11,7 +11,7 @@ import { adminAnswers } from '../schemas/responses.js'
 import { ALWAYS, keysOperation } from './admin-keys.js'
 
 interface AdminOverviewRoutesOptions {
-  storage: Storage
+  storage: KeyStore & UsageStore & LeakStore
   now: () => number
 }
 

@@ -5,7 +5,7 @@
 // cap of its own per client address, counted before the body is read.
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import type { Storage } from '../db/storage.js'
+import type { KeyStore, LeakStore } from '../db/storage.js'
 import { Errors, type ErrorCode } from '../errors.js'
 import { HOLDER_REPORT, reportId, reportToken } from '../keys/leaks.js'
 import { ScannerKeysUnavailableError, type ScannerKeys } from '../keys/scanner-keys.js'
@@ -44,7 +44,7 @@ const BODY_ANSWERS = [
 const ANONYMOUS = [{}]
 
 interface LeakRoutesOptions {
-  storage: Storage
+  storage: KeyStore & LeakStore
   limiter: RateLimitStore
   scannerKeys: ScannerKeys
   now: () => number

@@ -2,8 +2,7 @@
 // input that is malformed (commander makes it bad usage, status 2). The
 // rules of keys are not checked here but in keys/manage.ts, for both doors.
 import { InvalidArgumentError } from 'commander'
-import { SCOPES, type KEY_SORTS, type Plan, type Scope } from '../../domain.js'
-import type { KeyState } from '../../db/storage.js'
+import { SCOPES, type KeySort, type KeyState, type Plan, type Scope } from '../../domain.js'
 import type { KeyUpdate } from '../../keys/manage.js'
 import { INSTANT_FORMAT, readInstant } from '../../instant.js'
 
@@ -85,7 +84,7 @@ export interface ListOptions {
   search?: string
   state?: KeyState
   plan?: Plan
-  sort: typeof KEY_SORTS[number]
+  sort: KeySort
   /** Only the keys that called a deprecated operation lately, with their calls. */
   callsDeprecated?: boolean
   json?: boolean
