@@ -12,7 +12,7 @@ import type { KeyView } from '../../src/keys/manage.js'
 import { generateToken } from '../../src/keys/tokens.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
-import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
+import { OpenApiChecker, injectChecked, receivedOf } from '../support/openapi-check.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
 const KEY_FIELDS = [
@@ -47,11 +47,7 @@ for (const configuration of CONFIGURATIONS) {
 
     /** An admin request, its answer checked against the admin document. */
     async function call (options: InjectOptions & { url: string }, app: FastifyInstance = admin): Promise<LightMyRequestResponse> {
-      const response = await app.inject({ remoteAddress: '127.0.0.1', ...options })
-      const method = options.method ?? 'GET'
-      const { problems } = checker.check({ method, url: options.url }, receivedOf(response))
-      assert.deepEqual(problems, [], `the admin document does not describe ${method} ${options.url} → ${response.statusCode}`)
-      return response
+      return await injectChecked(app, checker, options)
     }
     const admitted = jsonHeaders(ADMIN_TOKEN)
     const post = async (url: string, body: unknown): Promise<LightMyRequestResponse> =>

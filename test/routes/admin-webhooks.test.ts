@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { buildAdminApp } from '../../src/http/admin.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
-import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
+import { OpenApiChecker, injectChecked } from '../support/openapi-check.js'
 import { bearer, buildPetRecord } from '../support/fixtures.js'
 
 const ADMIN_TOKEN = 'adm-7Qf2Lr9xKp4Zt8Wm3Yc6Vn1Bs5Hd0Jg'
@@ -31,13 +31,7 @@ for (const configuration of CONFIGURATIONS) {
       await t.close()
     })
 
-    async function call (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> {
-      const response = await admin.inject({ remoteAddress: '127.0.0.1', ...options })
-      const method = options.method ?? 'GET'
-      const { problems } = checker.check({ method, url: options.url }, receivedOf(response))
-      assert.deepEqual(problems, [], `the admin document does not describe ${method} ${options.url} → ${response.statusCode}`)
-      return response
-    }
+    const call = async (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> => await injectChecked(admin, checker, options)
     const send = async (method: 'POST' | 'PATCH', url: string, body: unknown): Promise<LightMyRequestResponse> =>
       await call({ method, url, headers: jsonHeaders(ADMIN_TOKEN), payload: JSON.stringify(body) })
     const get = async (url: string): Promise<LightMyRequestResponse> => await call({ url, headers: bearer(ADMIN_TOKEN) })

@@ -14,8 +14,10 @@
 // are followed here before the pointer is taken. An event's body is checked
 // against the document's webhook of its type the same way.
 // https://spec.openapis.org/oas/v3.1.0#reference-object
+import assert from 'node:assert/strict'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import addFormats from 'ajv-formats'
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { isLosslessNumber, parse } from 'lossless-json'
 
 /** Headers of the transport (RFC 9110 §7, §8, RFC 9112) that a document need not describe. */
@@ -503,4 +505,15 @@ function pathOf (url: string): string | undefined {
 
 function describeErrors (validate: ValidateFunction): string {
   return (validate.errors ?? []).slice(0, 5).map((e) => `${e.instancePath === '' ? '' : `${e.instancePath} `}${e.message ?? e.keyword}`).join('; ')
+}
+
+/** An admin request through `inject`, from 127.0.0.1, its answer asserted to be as the admin document describes it. */
+export async function injectChecked (
+  app: { inject: (options: InjectOptions) => Promise<LightMyRequestResponse> }, checker: OpenApiChecker, options: InjectOptions & { url: string }
+): Promise<LightMyRequestResponse> {
+  const response = await app.inject({ remoteAddress: '127.0.0.1', ...options })
+  const method = options.method ?? 'GET'
+  const { problems } = checker.check({ method, url: options.url }, receivedOf(response))
+  assert.deepEqual(problems, [], `the admin document does not describe ${method} ${options.url} → ${response.statusCode}`)
+  return response
 }

@@ -11,7 +11,7 @@ import { buildAdminApp } from '../../src/http/admin.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
 import { CONFIGURATIONS, buildTestApp, errorOf, jsonHeaders, type TestApp } from '../support/app.js'
 import { bearer, buildPetRecord } from '../support/fixtures.js'
-import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
+import { OpenApiChecker, injectChecked } from '../support/openapi-check.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver, verify, type Received } from '../support/webhook-receiver.js'
 
@@ -42,13 +42,7 @@ for (const configuration of CONFIGURATIONS) {
       await t.close()
     })
 
-    async function call (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> {
-      const response = await admin.inject({ remoteAddress: '127.0.0.1', ...options })
-      const method = options.method ?? 'GET'
-      const { problems } = checker.check({ method, url: options.url }, receivedOf(response))
-      assert.deepEqual(problems, [], `the admin document does not describe ${method} ${options.url} → ${response.statusCode}`)
-      return response
-    }
+    const call = async (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> => await injectChecked(admin, checker, options)
     const post = async (url: string, body?: unknown): Promise<LightMyRequestResponse> => await call({
       method: 'POST', url, ...(body === undefined ? { headers: bearer(ADMIN_TOKEN) } : { headers: jsonHeaders(ADMIN_TOKEN), payload: JSON.stringify(body) })
     })

@@ -12,7 +12,7 @@ import { buildAdminApp } from '../../src/http/admin.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
 import { CONFIGURATIONS, buildTestApp, jsonHeaders, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
-import { OpenApiChecker, receivedOf } from '../support/openapi-check.js'
+import { OpenApiChecker, injectChecked } from '../support/openapi-check.js'
 import { pollUntil } from '../support/process.js'
 import { WebhookReceiver, verify, type Received } from '../support/webhook-receiver.js'
 
@@ -59,12 +59,7 @@ for (const configuration of CONFIGURATIONS) {
       await t.close()
     })
 
-    async function call (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> {
-      const response = await admin.inject({ remoteAddress: '127.0.0.1', ...options })
-      const { problems } = checker.check({ method: options.method ?? 'GET', url: options.url }, receivedOf(response))
-      assert.deepEqual(problems, [], `the admin document does not describe ${options.method ?? 'GET'} ${options.url} → ${response.statusCode}`)
-      return response
-    }
+    const call = async (options: InjectOptions & { url: string }): Promise<LightMyRequestResponse> => await injectChecked(admin, checker, options)
     const post = async (url: string, body?: unknown): Promise<LightMyRequestResponse> => await call({
       method: 'POST', url, ...(body === undefined ? { headers: bearer(ADMIN_TOKEN) } : { headers: jsonHeaders(ADMIN_TOKEN), payload: JSON.stringify(body) })
     })
