@@ -77,7 +77,11 @@ export function createScannerKeys ({ url, monotonic: clock = () => performance.n
     async verify (identifier, signature, body) {
       if (identifier === undefined || signature === undefined) return false
       if (identifier.length > MAX_IDENTIFIER_CHARS || signature.length > MAX_SIGNATURE_CHARS) return false
-      if (!keys.has(identifier) && clock() - lastRead >= REFETCH_MS) await read()
+      if (!keys.has(identifier)) {
+        // A read under way may bring it: a report that comes meanwhile waits for that read, not for the next.
+        if (reading !== undefined) await reading
+        else if (clock() - lastRead >= REFETCH_MS) await read()
+      }
       if (!everRead) throw new ScannerKeysUnavailableError(Math.max(0, lastRead + REFETCH_MS - clock()))
       const key = keys.get(identifier)
       if (key === undefined) return false

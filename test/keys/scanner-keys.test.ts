@@ -46,6 +46,22 @@ describe('the secret scanner\'s key list', () => {
     assert.equal(reads, 3)
   })
 
+  it('When a second report comes while the first read of the list is under way, then it waits for that read and is verified (regression: it was answered 503, the list not read yet)', async () => {
+    // Arrange: the clock stands still, as it does between two requests in the same millisecond.
+    reads = 0
+    served = keyList(github)
+    const keys = createScannerKeys({ url, monotonic: () => 1000 })
+    const headers = github.sign(body)
+    const verifying = async (identifier: string): Promise<boolean> => await keys.verify(identifier, headers['github-public-key-signature'], body)
+
+    // Act
+    const [first, second, unknown] = await Promise.all([verifying(github.identifier), verifying(github.identifier), verifying('made-up')])
+
+    // Assert
+    assert.deepEqual([first, second, unknown], [true, true, false])
+    assert.equal(reads, 1, 'one read for all three')
+  })
+
   it('When the list is a file, then it is read from there', async () => {
     const keys = createScannerKeys({ url: keyListFile(github) })
     const headers = github.sign(body)
