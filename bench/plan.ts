@@ -360,7 +360,7 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
         request: async (origin) => {
           // Every request of the load comes from 127.0.0.1: once it is spent, the token is refused without a lookup.
           const request = get(origin, '/v1/pets?limit=20', generateToken('production'), 429)
-          await clearOfMinuteEnd(rowSeconds + 3, signal)
+          await clearOfMinuteEnd(rowSeconds + 3)
           await spend(request, 'rate_limited', signal)
           return { request, code: 'rate_limited' }
         }

@@ -5,8 +5,8 @@
 // that the load will get the answer it expects, or a key's one request in
 // flight held open.
 import { connect, type Socket } from 'node:net'
-import { setTimeout as delay } from 'node:timers/promises'
 import { createKey, idsIn, linkTarget } from '../test/support/process.js'
+import { awayFromMinuteEdge } from '../test/support/redis.js'
 import type { LoadRequest } from './load.js'
 
 const PAGE = 100
@@ -52,10 +52,9 @@ export async function spend (request: LoadRequest, code: string, signal: AbortSi
  * a limit by the minute lets a client in again at the next, which a row
  * measuring its refusals must not cross.
  */
-export async function clearOfMinuteEnd (seconds: number, signal: AbortSignal): Promise<void> {
+export async function clearOfMinuteEnd (seconds: number): Promise<void> {
   if (seconds > 55) throw new Error(`a row of ${seconds} s cannot stay within one minute: measure it with a shorter --duration`)
-  const left = 60_000 - Date.now() % 60_000
-  if (left < seconds * 1000) await delay(left + 100, undefined, { signal })
+  await awayFromMinuteEdge(seconds * 1000)
 }
 
 /** One request, before the load: it must get the status the load expects, and, for an error, the code. */

@@ -11,7 +11,7 @@ import { PostgresCluster } from '../support/postgres-cluster.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { createKey, idsIn, makeTempDir, pollUntil, removeTempDir, runCliOk, startServer, startServers, type ServerProcess } from '../support/process.js'
-import { OwnRedisServer } from '../support/redis.js'
+import { OwnRedisServer, awayFromMinuteEdge } from '../support/redis.js'
 import { range } from '../support/load.js'
 import { iterations } from '../support/soak.js'
 
@@ -197,12 +197,6 @@ async function readinessOf (server: ServerProcess): Promise<string> {
   return (JSON.parse((await send(server, '/readyz')).text) as { status: string }).status
 }
 
-/** Waits for the next UTC minute when fewer than `ms` are left in this one: a window that ends mid-burst would admit a second quota. */
-async function awayFromMinuteEdge (ms = 5_000): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000)
-  if (left < ms) await delay(left + 200)
-}
-
 /**
  * Clients that each send GET /v1/pets?limit=1 to one instance, one after
  * another, until stopped: every answer must be 200, and the slowest of them
@@ -331,7 +325,7 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
       for (let cycle = 0; cycle < REDIS_FAULT_CYCLES; cycle++) {
         for (const fault of ['killed', 'frozen'] as const) {
           const [degradedKey, sharedKey] = await Promise.all([limitedKey(), limitedKey()])
-          await awayFromMinuteEdge()
+          await awayFromMinuteEdge(5_000)
           const before = load.answered
           if (fault === 'killed') await own.kill()
           else own.freeze()
@@ -351,7 +345,7 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
             return Date.now() - restoredAt
           }))
           const duringFault = load.answered - before
-          await awayFromMinuteEdge()
+          await awayFromMinuteEdge(5_000)
           // Back on Redis, the two share one count again: limit + 10 at once, split over both.
           const shared = await load.burst(instances, sharedKey, limit + 10)
           phases.push({ fault, perInstance, readiness, degradedForMs: restoredAt - faultAt, backMs, duringFault, shared })

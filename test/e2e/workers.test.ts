@@ -12,6 +12,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import { sharesPorts } from '../../src/config.js'
 import { bearer, newPetJson } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
+import { awayFromMinuteEdge } from '../support/redis.js'
 import { keyListFile, makeScanner, report } from '../support/scanner.js'
 import { Database } from '../../src/db/sqlite/driver.js'
 import { ServerProcess, createKey, databaseFile, idsIn, makeTempDir, pollUntil, removeTempDir, runCli, sqliteUrl, startServer } from '../support/process.js'
@@ -32,12 +33,6 @@ async function send (
     outgoing.on('error', reject).on('timeout', () => { outgoing.destroy(new Error(`${method} ${path}: no answer`)) })
     outgoing.end(body)
   })
-}
-
-/** Waits for the next UTC minute when fewer than `ms` are left in this one: a window that ends mid-burst would admit a second quota. */
-async function awayFromMinuteEdge (ms = 5_000): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000)
-  if (left < ms) await delay(left + 200)
 }
 
 /** The request lines for `url` in a server's log (each worker writes its lines in order). */
@@ -89,7 +84,7 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
   it('When a key sends past its per-minute limit through both workers, then exactly its limit is admitted and the ban is earned once', async () => {
     // Arrange
     const { token } = await createKey(env, ['--plan', 'enterprise', '--name', 'split', '--per-minute', '10', '--per-day', '100000'])
-    await awayFromMinuteEdge()
+    await awayFromMinuteEdge(5_000)
 
     // Act
     const statuses = (await Promise.all(Array.from({ length: 40 }, async () => await send(server.port, '/v1/pets?limit=1', { headers: bearer(token) }))))
@@ -105,7 +100,7 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
 
   it('When a client without a key sends past the per-address limit through both workers, then exactly 60 are answered before 429', async () => {
     // Arrange
-    await awayFromMinuteEdge()
+    await awayFromMinuteEdge(5_000)
 
     // Act
     const statuses = (await Promise.all(Array.from({ length: 75 }, async () => await send(server.port, '/v1/pets')))).map(({ status }) => status)
@@ -189,7 +184,7 @@ describe('two workers on one SQLite file, limits in memory', { skip: !SHARES_POR
   it('When 200 creates of one free key arrive at once through both workers while the database is held, then exactly its cap of 5 is in flight, and the rest get 429 concurrency_limited', async () => {
     // Arrange: the test holds the database's write lock, so the creates admitted stay in flight.
     const { token } = await createKey(env, ['--plan', 'free', '--name', 'in-flight'])
-    await awayFromMinuteEdge()
+    await awayFromMinuteEdge(5_000)
     const holder = new Database(databaseFile(dir))
     holder.exec('BEGIN IMMEDIATE')
     let answers: Answer[]
