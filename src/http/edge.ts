@@ -8,7 +8,7 @@ import type { Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { Errors, errorBody, type ApiError } from '../errors.js'
 import type { CountAddress } from '../limits/limit.js'
-import { addressSubject } from '../limits/subject.js'
+import { Connections, type ConnectionCaps } from './connections.js'
 
 /**
  * A slow client cannot hold a connection: headers within `headersMs`, the whole request
@@ -34,21 +34,6 @@ export const DEFAULT_TIMEOUTS: Timeouts = {
   closeGraceMs: 1_000
 }
 
-/**
- * How many connections the server holds at once: all told, and from one
- * client as the limiter counts it (IPv6 by /64); no per-client cap behind
- * trusted proxies. Sized in docs/INTERNALS.md, section "Edge".
- */
-export interface ConnectionCaps {
-  total: number
-  perAddress: number | undefined
-}
-
-export const DEFAULT_CONNECTION_CAPS: ConnectionCaps = {
-  total: 10_000,
-  perAddress: 1_024
-}
-
 type Handler = (request: IncomingMessage, response: ServerResponse) => void
 
 export interface Edge {
@@ -59,7 +44,9 @@ export interface Edge {
 }
 
 export function createEdge ({ countAddress, timeouts, caps }: { countAddress: CountAddress, timeouts: Timeouts, caps: ConnectionCaps }): Edge {
-  const answerRaw = createRawAnswerer(countAddress)
+  // One server per edge: the connections it holds, and what each is owed.
+  const connections = new Connections(caps)
+  const answerRaw = createRawAnswerer(countAddress, connections)
   return {
     serverFactory: (handler) => {
       const server = new EdgeServer({
@@ -71,10 +58,9 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
         requireHostHeader: false
       }, timeouts.closeGraceMs)
       server.setTimeout(timeouts.idleSocketMs)
-      const tracker = new ConnectionTracker(caps)
-      server.on('connection', (socket: Socket) => { tracker.accept(socket) })
+      server.on('connection', (socket: Socket) => { connections.accept(socket) })
       const take = (request: IncomingMessage, response: ServerResponse): void => {
-        owe(request, response, tracker)
+        connections.owe(request, response)
         if (isRoutable(request)) handler(request, response)
         else refuseUnroutable(request, response, countAddress)
       }
@@ -86,71 +72,6 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
       return server
     },
     clientError: (error, socket) => { answerRaw(socket, (PARSER_ERRORS[error.code ?? ''] ?? Errors.invalidHttp)()) }
-  }
-}
-
-/**
- * Holds the server to its connection caps. At the total, the connection idle
- * longest is closed to make room, so that clients holding idle connections
- * cannot lock a new one out (Node's `maxConnections` would refuse the new one).
- */
-class ConnectionTracker {
-  /** Each connection held, and its client (undefined without a per-client cap). */
-  readonly #held = new Map<Socket, string | undefined>()
-  readonly #perClient = new Map<string, number>()
-  /** Idle connections, longest idle first (a Map keeps the order of insertion), and the bytes each had read then. */
-  readonly #idle = new Map<Socket, number>()
-
-  constructor (private readonly caps: ConnectionCaps) {}
-
-  accept (socket: Socket): void {
-    const cap = this.caps.perAddress
-    const client = cap === undefined ? undefined : addressSubject(socket.remoteAddress ?? '')
-    if (client !== undefined && cap !== undefined && (this.#perClient.get(client) ?? 0) >= cap) {
-      socket.destroy()
-      return
-    }
-    if (this.#held.size >= this.caps.total) {
-      const idlest = this.#idlest()
-      if (idlest === undefined) {
-        socket.destroy()
-        return
-      }
-      this.#release(idlest)
-      idlest.destroy()
-    }
-    this.#held.set(socket, client)
-    if (client !== undefined) this.#perClient.set(client, (this.#perClient.get(client) ?? 0) + 1)
-    this.#idle.set(socket, socket.bytesRead)
-    socket.once('close', () => { this.#release(socket) })
-  }
-
-  /** A request has arrived on the connection. */
-  busy (socket: Duplex): void {
-    this.#idle.delete(socket as Socket)
-  }
-
-  /** The connection has answered all it was asked, and waits for its next request. */
-  idle (socket: Duplex): void {
-    const net = socket as Socket
-    if (this.#held.has(net)) this.#idle.set(net, net.bytesRead)
-  }
-
-  /** The connection idle longest whose next request has not begun to arrive (Node's parser reads it unseen). */
-  #idlest (): Socket | undefined {
-    for (const [socket, read] of this.#idle) if (socket.bytesRead === read) return socket
-    return undefined
-  }
-
-  #release (socket: Socket): void {
-    if (!this.#held.has(socket)) return
-    const client = this.#held.get(socket)
-    this.#held.delete(socket)
-    this.#idle.delete(socket)
-    if (client === undefined) return
-    const left = (this.#perClient.get(client) ?? 1) - 1
-    if (left === 0) this.#perClient.delete(client)
-    else this.#perClient.set(client, left)
   }
 }
 
@@ -173,6 +94,9 @@ export function bodyUnread (request: IncomingMessage): boolean {
  * (`forceCloseConnections: false`).
  */
 class EdgeServer extends Server {
+  /** True inside close(): Node's close calls closeIdleConnections, which waits for the grace then. */
+  #closing = false
+
   constructor (options: ServerOptions, private readonly graceMs: number) {
     super(options)
     // A client's half-close ends what it sends, not what it waits for
@@ -183,16 +107,18 @@ class EdgeServer extends Server {
   }
 
   override close (callback?: (error?: Error) => void): this {
-    // http.Server's close, but for closing the idle connections, which waits
-    // for the grace: Node's own method is shadowed for that call alone.
-    Object.defineProperty(this, 'closeIdleConnections', { value: () => {}, configurable: true })
+    this.#closing = true
     try {
       super.close(callback)
     } finally {
-      Reflect.deleteProperty(this, 'closeIdleConnections')
+      this.#closing = false
     }
     setTimeout(() => { this.closeIdleConnections() }, this.graceMs).unref()
     return this
+  }
+
+  override closeIdleConnections (): void {
+    if (!this.#closing) super.closeIdleConnections()
   }
 }
 
@@ -227,29 +153,6 @@ const PARSER_ERRORS: Record<string, () => ApiError> = {
   ERR_HTTP_REQUEST_TIMEOUT: Errors.requestTimeout
 }
 
-/**
- * How much more of a socket the server takes in once its parser has refused
- * it; past it, the connection is cut, rather than the parser reading and
- * throwing away all the client sends in the linger.
- */
-const READ_AFTER_ANSWER = 64 * 1024
-
-const readFrom = new WeakMap<Duplex, number>()
-
-/** Stops taking in a socket's bytes: its request has been refused, and the rest of it is not wanted. */
-function stopReading (socket: Duplex): void {
-  readFrom.set(socket, (socket as Partial<Socket>).bytesRead ?? 0)
-  // Pausing the socket stops Node's parser reading it (readStop), while the answer is still written.
-  socket.pause()
-}
-
-/** Cuts a refused socket that was read again (a request's body reader resumed it) past READ_AFTER_ANSWER. */
-function readPastBudget (socket: Duplex): void {
-  const from = readFrom.get(socket)
-  const read = (socket as Partial<Socket>).bytesRead
-  if (from !== undefined && read !== undefined && read - from > READ_AFTER_ANSWER) socket.destroy()
-}
-
 /** Answers, by hand, a socket that never became a request: the Error body, that address's rate-limit headers, then close. */
 type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 
@@ -257,101 +160,20 @@ type AnswerRaw = (socket: Duplex, answer: ApiError) => void
 const LINGER_MS = 1_000
 
 /**
- * Responses each connection still owes: a refusal that follows pipelined
- * requests goes out after their answers, or it would take the place of the
- * first one's (docs/INTERNALS.md, section "Edge").
- */
-interface Connection {
-  owed: Set<IncomingMessage>
-  /** The connection's latest request and its response (two fields, not an object made for each request). */
-  request: IncomingMessage | undefined
-  response: ServerResponse | undefined
-  then: (() => void) | undefined
-}
-
-const connections = new WeakMap<Duplex, Connection>()
-
-/** Counts a request's response as owed on its connection until it has been sent (or the connection lost). */
-function owe (request: IncomingMessage, response: ServerResponse, tracker: ConnectionTracker): void {
-  const socket = request.socket
-  let connection = connections.get(socket)
-  if (connection === undefined) {
-    connection = { owed: new Set(), request: undefined, response: undefined, then: undefined }
-    connections.set(socket, connection)
-  }
-  connection.request = request
-  connection.response = response
-  connection.owed.add(request)
-  tracker.busy(socket)
-  // A response closes once: `once` would wrap the listener in one more closure for each request.
-  response.on('close', () => {
-    connection.owed.delete(request)
-    if (connection.owed.size === 0) tracker.idle(socket)
-    if (waitsFor(connection.owed)) return
-    const then = connection.then
-    connection.then = undefined
-    then?.()
-  })
-}
-
-function waitsFor (owed: Set<IncomingMessage>): boolean {
-  for (const request of owed) if (request.complete) return true
-  return false
-}
-
-/** True when the request being refused (the latest, not all arrived) has been given its answer already. */
-function refusedWasAnswered (socket: Duplex): boolean {
-  const { request, response } = connections.get(socket) ?? {}
-  return request !== undefined && response !== undefined && !request.complete && (response.headersSent || response.writableEnded)
-}
-
-/** Closes the connection once the latest response has gone out whole, as Node does after a last response. */
-function closeAfterLatest (socket: Duplex): void {
-  const response = connections.get(socket)?.response
-  const close = (): void => {
-    const net = socket as Partial<Socket>
-    if (typeof net.destroySoon === 'function') net.destroySoon()
-    else socket.end()
-  }
-  if (response === undefined || response.closed) close()
-  else response.once('close', close)
-}
-
-/**
- * Runs `answer` once the answers owed before a refusal have gone, or
- * `close` when the refused request has had its own answer by then (the
- * gate answers 401 without reading the body, possibly while earlier
- * answers were still going).
- */
-function whenOwedSent (socket: Duplex, answer: () => void, close: () => void): void {
-  const connection = connections.get(socket)
-  const then = (): void => { if (refusedWasAnswered(socket)) close(); else answer() }
-  if (connection === undefined || !waitsFor(connection.owed)) then()
-  else connection.then = then
-}
-
-/**
  * Answers written to the socket by hand (Node's http cannot answer a socket
  * that never became a request), in the Error shape, after the answers owed.
  * The path is not known: each is counted against the client's address and
  * carries that limit's headers, as /v1 responses do.
  */
-function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
-  // A parser that has failed keeps failing on whatever follows: one answer per connection.
-  const answered = new WeakSet<Duplex>()
+function createRawAnswerer (countAddress: CountAddress, connections: Connections): AnswerRaw {
   return (socket, answer) => {
-    // Node's parser calls again for each later read: past the budget the connection is cut.
-    if (answered.has(socket)) {
-      readPastBudget(socket)
-      return
-    }
-    answered.add(socket)
-    stopReading(socket)
+    // Node's parser calls again for each later read: one answer per connection.
+    if (!connections.refuse(socket)) return
     const status = answer.status
     const body = JSON.stringify(errorBody(answer))
     const write = (headers: Record<string, string>): void => {
-      if (refusedWasAnswered(socket)) {
-        closeAfterLatest(socket)
+      if (connections.refusedWasAnswered(socket)) {
+        connections.closeAfterLatest(socket)
         return
       }
       if (!socket.writable) {
@@ -368,6 +190,6 @@ function createRawAnswerer (countAddress: CountAddress): AnswerRaw {
     }
     const address = (socket as Partial<Socket>).remoteAddress ?? ''
     // One answer per request: a second one would pass for the next request's.
-    whenOwedSent(socket, () => { countAddress(address).then(write, () => write({})) }, () => { closeAfterLatest(socket) })
+    connections.whenOwedSent(socket, () => { countAddress(address).then(write, () => write({})) }, () => { connections.closeAfterLatest(socket) })
   }
 }

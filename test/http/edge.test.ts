@@ -1,6 +1,6 @@
 // The edge is Fastify's server: it gets Fastify's handler once, sets the
-// connection timeouts Fastify no longer sets, and leaves Node's methods as
-// they are.
+// connection timeouts Fastify no longer sets, and closes idle connections
+// after a grace when it closes.
 import { after, afterEach, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Agent, Server, get } from 'node:http'
@@ -12,10 +12,10 @@ import { buildApp } from '../../src/http/app.js'
 import { loadConfig } from '../../src/config.js'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import type { Storage } from '../../src/db/storage.js'
-import { DEFAULT_CONNECTION_CAPS, type ConnectionCaps } from '../../src/http/edge.js'
+import { DEFAULT_CONNECTION_CAPS, type ConnectionCaps } from '../../src/http/connections.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import { CONFIGURATIONS, buildTestApp, type TestApp } from '../support/app.js'
-import { RawConnection, isCompleteResponse, parseRawResponse, withTimeout } from '../support/process.js'
+import { RawConnection, isCompleteResponse, parseRawResponse, pollUntil, withTimeout } from '../support/process.js'
 
 describe('the edge', () => {
   let t: TestApp
@@ -53,28 +53,60 @@ describe('the edge', () => {
     assert.equal(server.keepAliveTimeout, 3_003)
     assert.equal(server.timeout, 4_004)
   })
-
-  it('When the app is built, then Node\'s closeIdleConnections is its own, not replaced', () => {
-    assert.equal(t.app.server.closeIdleConnections, Server.prototype.closeIdleConnections)
-  })
 })
 
 describe('closing the edge', () => {
-  it('When the server closes, then http.Server\'s close runs: Node stops checking its connections\' timeouts, and its closeIdleConnections is its own again (regression: EdgeServer.close skipped http.Server.close)', async () => {
+  /** An idle keep-alive connection to the app, and a promise of its close. */
+  async function idleConnection (t: TestApp): Promise<{ socket: Socket, closed: Promise<unknown> }> {
+    const port = (t.app.server.address() as AddressInfo).port
+    const socket = connect(port, '127.0.0.1')
+    await once(socket, 'connect')
+    socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await once(socket, 'data')
+    return { socket, closed: once(socket, 'close') }
+  }
+
+  it('When closeIdleConnections is called outside close, then an idle connection is closed at once, as Node does', async () => {
     // Arrange
-    const t = await buildTestApp({}, { timeouts: { closeGraceMs: 10 } })
+    const t = await buildTestApp()
     await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const { closed } = await idleConnection(t)
+
+    try {
+      // Act
+      t.app.server.closeIdleConnections()
+
+      // Assert
+      await withTimeout(closed, 2_000, 'the idle connection closed')
+    } finally {
+      await t.close()
+    }
+  })
+
+  it('When the server closes, then http.Server\'s close runs (Node stops checking its connections\' timeouts), and a request sent on an idle connection during the grace is answered, with Connection: close (regression: EdgeServer.close skipped http.Server.close)', async () => {
+    // Arrange
+    const t = await buildTestApp({}, { timeouts: { closeGraceMs: 60_000 } })
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const { socket, closed } = await idleConnection(t)
     // Node keeps the timeout checks' interval under this symbol (lib/_http_server.js); it is cleared by http.Server's close alone.
     const symbol = Object.getOwnPropertySymbols(t.app.server).find((s) => s.description === 'http.server.connectionsCheckingInterval')
     assert.ok(symbol !== undefined, 'Node keeps the interval elsewhere now: this test needs another way to see it')
     const checking = (t.app.server as unknown as Record<symbol, { _destroyed: boolean }>)[symbol]
+    let received = ''
+    socket.setEncoding('utf8').on('data', (chunk: string) => { received += chunk })
 
-    // Act
-    await t.close()
+    // Act: the next request, once the server has stopped accepting.
+    const closing = t.close()
+    await pollUntil(async () => t.app.server.listening ? undefined : true, { ms: 5_000, every: 5, what: 'the server stopped listening' })
+    socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await withTimeout(closed, 5_000, 'the connection closed after its answer')
+    await closing
 
     // Assert
+    const response = parseRawResponse(received)
+    assert.equal(response.status, 200, received)
+    assert.equal(response.headers.get('connection'), 'close')
     assert.equal(checking?._destroyed, true, 'the timeout checks still run')
-    assert.equal(t.app.server.closeIdleConnections, Server.prototype.closeIdleConnections)
   })
 })
 
