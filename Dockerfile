@@ -33,10 +33,14 @@ COPY client/package.json client/
 RUN npm ci --ignore-scripts --workspaces=false --no-audit --no-fund --no-update-notifier
 COPY tsconfig.json ./
 COPY src src
+COPY scripts/bundle-typebox.js scripts/
 # The service's sources only (tests, benchmark and client are not in the
-# build context), without source maps: dist/src is all that runs.
+# build context), without source maps: dist/src is all that runs. TypeBox is
+# then bundled into one module, as `npm run build` does (docs/INTERNALS.md,
+# section "Start-up").
 RUN echo '{ "extends": "./tsconfig.json", "include": ["src"] }' > tsconfig.image.json \
-  && npx tsc -p tsconfig.image.json --sourceMap false
+  && npx tsc -p tsconfig.image.json --sourceMap false \
+  && node scripts/bundle-typebox.js
 
 # ---------------------------------------------------------------------------
 # The production dependencies, stripped of what is never loaded at run time.

@@ -2,7 +2,7 @@
 // (docs/OPERATING.md: The deprecated operation's callers), from keys/deprecated-callers.ts
 // as `petstore keys list --calls-deprecated` reads it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
+import { Type } from '../schemas/typebox.js'
 import type { LeakStore, UsageStore } from '../db/storage.js'
 import { deprecatedCallers } from '../keys/deprecated-callers.js'
 import { DeprecatedOperations } from '../schemas/deprecations.js'

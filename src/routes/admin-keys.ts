@@ -15,7 +15,7 @@ import {
 } from '../schemas/key.js'
 import { searchKeys } from '../keys/overview.js'
 import { readInstant } from '../instant.js'
-import { Type } from 'typebox'
+import { Type } from '../schemas/typebox.js'
 import { adminAnswers } from '../schemas/responses.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 import { ADMIN_AUTH_ANSWERS } from '../plugins/admin-auth.js'

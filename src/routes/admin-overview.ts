@@ -2,7 +2,7 @@
 // overview the operator console opens on, and every key's requests per
 // day. A fixed number of queries each, however many keys there are.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
+import { Type } from '../schemas/typebox.js'
 import type { KeyStore, LeakStore, UsageStore } from '../db/storage.js'
 import { overview, totalUsage } from '../keys/overview.js'
 import { KeyUsageDays, UsageQuery } from '../schemas/key.js'

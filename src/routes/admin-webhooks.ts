@@ -4,7 +4,7 @@
 // refusals become the admin API's errors in plugins/errors.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifySchema } from 'fastify'
-import { Type } from 'typebox'
+import { Type } from '../schemas/typebox.js'
 import type { WebhookStore } from '../db/storage.js'
 import { ADMIN_PREFIX } from '../plugins/admin-openapi.js'
 import { adminAnswers } from '../schemas/responses.js'

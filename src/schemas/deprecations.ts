@@ -1,7 +1,7 @@
 // The admin API's view of the deprecated operations' callers (docs/OPERATING.md:
 // The deprecated operation's callers). No `$id`: written out where its one
 // operation uses it in the admin OpenAPI document.
-import { Type } from 'typebox'
+import { Type } from './typebox.js'
 import { DEPRECATED_OPERATIONS } from '../deprecations.js'
 import { MAX_CALLERS } from '../domain.js'
 import { Key } from './key.js'

@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { Type } from './typebox.js'
 import { codesFor, type Audience } from '../errors.js'
 
 /** The Error body, with the codes one audience may be answered: the public API's document lists none of the admin API's. */

@@ -3,7 +3,7 @@
 // `webhooks` of both OpenAPI documents (plugins/openapi.ts), and through the
 // public one the typed client's events. `data` refers to the schemas the APIs
 // already answer with (Pet, Key), so that an event says what the API says.
-import { Type } from 'typebox'
+import { Type } from './typebox.js'
 import { TEST_EVENT_TYPE, type EventType } from '../domain.js'
 import { Key, MAX_LIMIT } from './key.js'
 import type { JsonSchema } from './kinds.js'

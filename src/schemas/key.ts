@@ -1,7 +1,7 @@
 // The admin API's schemas (docs/KEYS.md: The admin API): a key as operators see
 // it, and what each operation takes. Written once: they validate requests,
 // serialize answers, type the handlers and make the admin OpenAPI document.
-import { Type, type Static, type TUnsafe } from 'typebox'
+import { Type, type Static, type TUnsafe } from './typebox.js'
 import { KEY_SORTS, KEY_STATES, MATCHED_TOKENS, MAX_CONCURRENCY, MAX_OVERLAP_SECONDS, MAX_USAGE_DAYS, PLANS, SCOPES, type Scope } from '../domain.js'
 import { INSTANT_FORMAT, INSTANT_RANGE, readInstant } from '../instant.js'
 import { Check, Rule, StringEnum, Text } from './kinds.js'

@@ -4,7 +4,7 @@
 // by the exact function it carries (so validation does too): the request
 // validator (validator.ts) checks such a kind with that function alone, in
 // place of its keywords.
-import { Type, type TSchema, type TUnsafe } from 'typebox'
+import { Type, type TSchema, type TUnsafe } from './typebox.js'
 
 /**
  * A schema read as the JSON Schema object it is (`schema.$id`,

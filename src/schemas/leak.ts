@@ -2,7 +2,7 @@
 // GitHub's partner format and its answer, and a holder's revocation in the
 // shape of GitHub's credential revocation API.
 // https://docs.github.com/en/code-security/secret-scanning/secret-scanning-partnership-program/secret-scanning-partner-program
-import { Type, type Static } from 'typebox'
+import { Type, type Static } from './typebox.js'
 import { StringEnum } from './kinds.js'
 
 /** Matches in one report, at most: GitHub sends a few at a time; a report of more is refused, not half done. */

@@ -1,7 +1,7 @@
 // The admin API's schemas for many keys at once (docs/KEYS.md: The console): the
 // overview the operator console opens on. No `$id`: each is written out
 // where its one operation uses it in the admin OpenAPI document.
-import { Type } from 'typebox'
+import { Type } from './typebox.js'
 import { EVENT_TYPES, KEY_STATES, MAX_OVERLAP_SECONDS, PLANS, SCOPES, SUGGESTED_OVERLAPS } from '../domain.js'
 import { Key, MAX_LIMIT } from './key.js'
 import { StringEnum } from './kinds.js'

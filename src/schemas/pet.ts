@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static } from './typebox.js'
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PET_STATUSES } from '../domain.js'
 import { INT64_MAX, Int64, Rule, StringEnum, Text } from './kinds.js'
 

@@ -1,6 +1,6 @@
 // GET /v1/rate_limit's answer (docs/API.md: Rate limits): where a key stands,
 // as the rate-limit headers say it, in a body a client can read at leisure.
-import { Type, type Static } from 'typebox'
+import { Type, type Static } from './typebox.js'
 import { PLANS, WINDOW_MS } from '../domain.js'
 import { StringEnum } from './kinds.js'
 

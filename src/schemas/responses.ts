@@ -1,6 +1,6 @@
 // Response schemas with the headers each response carries, so that the
 // OpenAPI document describes what the service really sends.
-import { Type, type TSchema } from 'typebox'
+import { Type, type TSchema } from './typebox.js'
 import { ERROR_CODES, NAMED_ONLY, codesFor, statusesOf, type Audience, type ErrorCode } from '../errors.js'
 import { AdminErrorBody, ErrorBody } from './error.js'
 import { POLICY_ITEM_PATTERN as POLICY_ITEM, STATE_ITEM_PATTERN as STATE_ITEM } from './rate-limit.js'

@@ -2,9 +2,7 @@
 // @fastify/type-provider-typebox's: its `Value.Convert` rounds
 // "9223372036854775807" to a double and takes " 5" for 5; this one converts
 // only exact decimal integers, and names the field of every problem.
-import { Type, type TSchema } from 'typebox'
-import { Compile } from 'typebox/compile'
-import { Value } from 'typebox/value'
+import { Compile, Type, Value, type TSchema } from './typebox.js'
 import { clip, type ErrorDetail } from '../errors.js'
 import { Check, Rule } from './kinds.js'
 

@@ -2,7 +2,7 @@
 // operators see it, and what each operation takes. Written once: they
 // validate requests, serialize answers, type the handlers and make the
 // admin OpenAPI document.
-import { Type, type Static, type TUnsafe } from 'typebox'
+import { Type, type Static, type TUnsafe } from './typebox.js'
 import { EVENT_TYPES, MAX_OVERLAP_SECONDS, TEST_EVENT_TYPE, type EventType } from '../domain.js'
 import { BodyInteger } from './key.js'
 import { Check, Rule, Text } from './kinds.js'

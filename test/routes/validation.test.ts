@@ -3,7 +3,7 @@
 // not change them.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { Type } from 'typebox'
+import { Type } from '../../src/schemas/typebox.js'
 import { appWithKey, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
 import { compileValidator } from '../../src/schemas/validator.js'
