@@ -3,10 +3,9 @@
 // `copy-store`.
 // Every failure ends in one line on stderr, never a stack trace, and an
 // exit status a script can test (errors.ts).
-import { CommanderError } from 'commander'
 import { ConfigError } from '../config.js'
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors.js'
-import { buildProgram } from './program.js'
+import { EXIT_FAILURE, EXIT_OK, oneLine } from './errors.js'
+import { buildProgram, runProgram } from './program.js'
 import { packageVersion } from './version.js'
 
 /**
@@ -40,13 +39,7 @@ const program = buildProgram(packageVersion(), {
   onServe: () => { process.stdout.off('error', onStdoutError) }
 })
 
-try {
-  await program.parseAsync()
-} catch (error) {
-  if (error instanceof CommanderError) {
-    // Commander has printed the help, the version or the usage error already.
-    process.exitCode = error.exitCode === EXIT_OK ? EXIT_OK : EXIT_USAGE
-  } else {
-    fail(describe(error))
-  }
-}
+const end = await runProgram(program, process.argv.slice(2))
+// Commander has printed the help, the version or the usage error already.
+if (end.error === undefined) process.exitCode = end.status
+else fail(describe(end.error))

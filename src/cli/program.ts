@@ -1,8 +1,10 @@
 // The `petstore` command line: its commands, help and usage errors. Parsing
-// never exits the process itself (exitOverride); main.ts decides the status.
-import { Command } from 'commander'
+// never exits the process itself (exitOverride): runProgram gives the status,
+// main.ts exits with it.
+import { Command, CommanderError } from 'commander'
 import { loadConfig } from '../config.js'
 import { asDatabaseFailure } from './database.js'
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors.js'
 import { addKeysCommands } from './keys/commands.js'
 import { addStoreCommands } from './store.js'
 import { addWebhooksCommands } from './webhooks.js'
@@ -68,14 +70,25 @@ function everyCommand (command: Command): Command[] {
   return [command, ...command.commands.flatMap(everyCommand)]
 }
 
-/** `onServe`: called just before the service starts, once the command line has been accepted. */
-export function buildProgram (version: string, { onServe }: { onServe: () => void }): Command {
+/** Where commander writes its help, version and usage errors (default: stdout and stderr). */
+export interface ProgramOutput {
+  writeOut: (text: string) => void
+  writeErr: (text: string) => void
+}
+
+/**
+ * `onServe`: called just before the service starts, once the command line
+ * has been accepted. `output`: where commander's own text goes, for a
+ * caller that reads it (the CLI's tests).
+ */
+export function buildProgram (version: string, { onServe, output }: { onServe: () => void, output?: ProgramOutput }): Command {
   // Set before any subcommand is added: each copies them from its parent when created.
   const program = new Command('petstore')
     .description('The animal adoption store service, the administration of its API keys, and copies of its store.')
     .version(version, '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
+      ...output,
       // One prefix for every line the command writes on stderr; commander's own is "error: ".
       outputError: (text, write) => { write(`petstore: ${text.replace(/^error: /, '')}`) }
     })
@@ -106,4 +119,22 @@ export function buildProgram (version: string, { onServe }: { onServe: () => voi
     command.showHelpAfterError(`Try '${commandPath(command)} --help' for more information.`)
   }
   return program
+}
+
+/** How a command line ended: its exit status, and for a failure other than bad usage, the error. */
+export type ProgramEnd = { status: number, error?: undefined } | { status: typeof EXIT_FAILURE, error: unknown }
+
+/**
+ * Parses `args` (the words after `petstore`) and runs the command. Help
+ * and version end with 0 and bad usage with 2, commander having written
+ * them already; any other error is given back for the caller to report.
+ */
+export async function runProgram (program: Command, args: readonly string[]): Promise<ProgramEnd> {
+  try {
+    await program.parseAsync(args, { from: 'user' })
+    return { status: EXIT_OK }
+  } catch (error) {
+    if (error instanceof CommanderError) return { status: error.exitCode === EXIT_OK ? EXIT_OK : EXIT_USAGE }
+    return { status: EXIT_FAILURE, error }
+  }
 }

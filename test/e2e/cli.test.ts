@@ -1,5 +1,8 @@
 // The `petstore` command as operators and their scripts meet it: run as a
-// child process, judged by its exit status, stdout and stderr.
+// child process, judged by its exit status, stdout and stderr. The cases
+// that only parse a command line (help, version, bad usage) run the same
+// program in this process (`parseHere`), a Node.js start each saved; the
+// spawned cases of "main.ts" hold what the process adds to it.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -8,6 +11,8 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { displayWidth } from '../../src/cli/table.js'
+import { buildProgram, runProgram } from '../../src/cli/program.js'
+import { packageVersion } from '../../src/cli/version.js'
 import { bearer, buildKeyRecord } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
@@ -34,6 +39,32 @@ function configVariables (): string[] {
   const source = readFileSync(join(PROJECT_ROOT, 'src', 'config.ts'), 'utf8')
   const reads = source.matchAll(/\benv(?:, '([A-Z][A-Z0-9_]*)'|\.([A-Z][A-Z0-9_]*)\b|\['([A-Z][A-Z0-9_]*)'\])/g)
   return [...new Set([...reads].map((match) => match[1] ?? match[2] ?? match[3] ?? ''))].sort()
+}
+
+/**
+ * Runs a command line through the program that main.ts runs, in this
+ * process, with `env` in the environment; as `runCli` would report it, but
+ * for an error other than bad usage, which main.ts would write as one line.
+ */
+async function parseHere (args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  let stdout = ''
+  let stderr = ''
+  const program = buildProgram(packageVersion(), {
+    onServe: () => { throw new Error('parseHere is for command lines that start no service') },
+    output: { writeOut: (text) => { stdout += text }, writeErr: (text) => { stderr += text } }
+  })
+  const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]))
+  Object.assign(process.env, env)
+  try {
+    const end = await runProgram(program, args)
+    if (end.error !== undefined) throw new Error(`petstore ${args.join(' ')} failed other than on its usage`, { cause: end.error })
+    return { code: end.status, signal: null, stdout, stderr }
+  } finally {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) Reflect.deleteProperty(process.env, name)
+      else process.env[name] = value
+    }
+  }
 }
 
 /** Fails with the whole output unless the command failed with `code` and one line on stderr, as a script expects of it. */
@@ -65,7 +96,7 @@ describe('petstore, its help and version', { timeout: 60_000 }, () => {
   for (const command of commands) {
     it(`When \`petstore ${[...command, '--help'].join(' ')}\` is run, then it prints that command's usage on stdout and exits 0`, async () => {
       // Act
-      const result = await runCli([...command, '--help'], {})
+      const result = await parseHere([...command, '--help'])
 
       // Assert
       assert.equal(result.code, 0, result.stderr)
@@ -81,7 +112,7 @@ describe('petstore, its help and version', { timeout: 60_000 }, () => {
     assert.ok(variables.length >= 15, `only ${variables.join(', ')} found in src/config.ts: has the way it reads the environment changed?`)
 
     // Act
-    const { stdout } = await runCliOk(['serve', '--help'], {})
+    const { stdout } = await parseHere(['serve', '--help'])
 
     // Assert
     const listed = new Set([...stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]*) /gm)].map((match) => match[1]))
@@ -95,7 +126,7 @@ describe('petstore, its help and version', { timeout: 60_000 }, () => {
       const { version } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
 
       // Act
-      const result = await runCli([flag], {})
+      const result = await parseHere([flag])
 
       // Assert
       assert.equal(result.code, 0, result.stderr)
@@ -145,7 +176,7 @@ describe('petstore, on bad usage', { timeout: 60_000 }, () => {
       const dir = makeTempDir()
       try {
         // Act
-        const result = await runCli(args, { DATABASE_URL: sqliteUrl(dir) })
+        const result = await parseHere(args, { DATABASE_URL: sqliteUrl(dir) })
 
         // Assert
         const output = `stdout: ${result.stdout}\nstderr: ${result.stderr}`
@@ -161,6 +192,37 @@ describe('petstore, on bad usage', { timeout: 60_000 }, () => {
       }
     })
   }
+})
+
+describe('petstore, as the process main.ts makes of it', { timeout: 60_000 }, () => {
+  it('When `petstore --help` is run, then it prints the usage on stdout and exits 0', async () => {
+    // Act
+    const result = await runCli(['--help'], {})
+
+    // Assert
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stderr, '')
+    assert.match(result.stdout, /^Usage: petstore /)
+  })
+
+  it('When `petstore --version` is run, then it prints the version alone and exits 0', async () => {
+    // Act
+    const result = await runCli(['--version'], {})
+
+    // Assert
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stdout, `${packageVersion()}\n`)
+  })
+
+  it('When the command line is bad, then it exits 2 with the error and a pointer to the help, on stderr alone', async () => {
+    // Act
+    const result = await runCli(['adopt'], {})
+
+    // Assert
+    assert.equal(result.code, 2, result.stderr)
+    assert.equal(result.stdout, '')
+    assert.deepEqual(lines(result.stderr), ["petstore: unknown command 'adopt'", "Try 'petstore --help' for more information."])
+  })
 
   it('When `petstore` is run with no command, then it prints its usage on stderr and exits 2', async () => {
     // Act
