@@ -38,16 +38,35 @@ const concurrency = concurrencyGiven ? [] : [`--test-concurrency=${Math.max(2, a
 const ALONE = new Set(['webhooks-scale-out', 'scale-out', 'key-changes', 'crash', 'crash-postgres', 'shutdown']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
 /**
- * The longest files start first, then the other end-to-end files, so that
- * no long file starts last and runs by itself at the end. The SIGKILL test of
- * webhooks spends most of its minute waiting for retries, beside the others.
+ * Files that spend most of their time waiting, with little to do (the
+ * SIGKILL test of webhooks waits a minute for retries and leases to come
+ * due): each runs in a runner of its own beside the others, not taking one
+ * of their places.
  */
-const LONGEST = ['webhooks-crash', 'cli', 'console', 'console-webhooks', 'copy-store', 'docs-page', 'tracing', 'usage', 'backup']
+const BESIDE = new Set(['webhooks-crash']
+  .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
+/**
+ * The longest files start first, then the other end-to-end files, so that
+ * no long file starts last and runs by itself at the end.
+ */
+const LONGEST = ['cli', 'console', 'console-webhooks', 'copy-store', 'docs-page', 'tracing', 'usage', 'backup']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`))
 const startOrder = (file) => {
   const longest = LONGEST.indexOf(file)
   return longest >= 0 ? longest : file.includes(`${sep}e2e${sep}`) ? LONGEST.length : LONGEST.length + 1
 }
+/**
+ * Files whose subject is the same on every Node.js: pages driven in
+ * Chromium (the server side of each is tested on its own, by files that
+ * run everywhere), the docs and the import graph, compose.yaml, the
+ * client's generated types. With PETSTORE_TEST_ONCE=skip
+ * (`npm run test:node`, after they ran on this machine's Node.js) they do
+ * not run again (docs/DEVELOPING.md: Node.js versions).
+ */
+const ONCE = new Set([
+  'e2e/console', 'e2e/console-webhooks', 'e2e/docs-page', 'docs-check', 'cycles-check', 'compose', 'client-types'
+].map((name) => join('dist', 'test', `${name}.test.js`)))
+const skipOnce = process.env.PETSTORE_TEST_ONCE === 'skip'
 // With PETSTORE_TEST_WORKERS (docs/WORKERS.md) only the files that start the
 // service run: the others never see the variable, and would run as they did.
 const withWorkers = (process.env.PETSTORE_TEST_WORKERS ?? '') !== ''
@@ -60,6 +79,7 @@ const files = named.length > 0
     .filter((file) => existsSync(join(root.replace(/dist\/test$/, 'test'), file.replace(/\.js$/, '.ts'))))
     .map((file) => join(root, file))
     .filter((file) => !withWorkers || startsTheService(file))
+    .filter((file) => !skipOnce || !ONCE.has(file))
     .sort()
     .sort((a, b) => startOrder(a) - startOrder(b)))
 
@@ -79,26 +99,40 @@ const stop = () => { stopping ??= services.stop(); return stopping }
 // One folder per run, so that a scan reads this run's logs and no other's.
 const logDir = mkdtempSync(join(tmpdir(), 'petstore-test-logs-'))
 const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
+// Each phase is one runner or more at once; BESIDE's runner writes its
+// report into a file, shown when it ends, so that two reports never mix.
+const one = ['--test-concurrency=1']
 const phases = [
-  { files: files.filter((file) => !ALONE.has(file)), flags: [...flags, ...concurrency] },
-  { files: files.filter((file) => ALONE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])] }
-].filter((phase) => phase.files.length > 0)
-let runner
+  [
+    { files: files.filter((file) => !ALONE.has(file) && !BESIDE.has(file)), flags: [...flags, ...concurrency] },
+    { files: files.filter((file) => BESIDE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : one)], reportTo: join(summaryDir, 'beside.txt') }
+  ],
+  [{ files: files.filter((file) => ALONE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : one)] }]
+].map((runners) => runners.filter((phase) => phase.files.length > 0)).filter((runners) => runners.length > 0)
+const runners = new Set()
 let interrupted = false
-// Ctrl-C reaches the runner through the terminal; the servers are stopped once it has ended, and no other phase starts.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { interrupted = true; runner?.kill(signal) })
+// Ctrl-C reaches the runners through the terminal; the servers are stopped once they have ended, and no other phase starts.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { interrupted = true; for (const runner of runners) runner.kill(signal) })
 let code = 0
-for (const [i, phase] of phases.entries()) {
+let summaries = 0
+for (const phase of phases) {
   if (interrupted) break
-  const reporters = [
-    '--test-reporter=spec', '--test-reporter-destination=stdout',
-    `--test-reporter=${summaryReporter}`, `--test-reporter-destination=${join(summaryDir, `summary-${i}.txt`)}`
-  ]
-  runner = spawn(process.execPath, ['--test', ...reporters, ...phase.flags, ...phase.files], {
-    stdio: 'inherit',
-    env: { ...process.env, ...services.env, PETSTORE_TEST_LOG_DIR: logDir }
-  })
-  code = Math.max(code, await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128)))))
+  const codes = await Promise.all(phase.map(async ({ files, flags, reportTo }) => {
+    const reporters = [
+      '--test-reporter=spec', `--test-reporter-destination=${reportTo ?? 'stdout'}`,
+      `--test-reporter=${summaryReporter}`, `--test-reporter-destination=${join(summaryDir, `summary-${summaries++}.txt`)}`
+    ]
+    const runner = spawn(process.execPath, ['--test', ...reporters, ...flags, ...files], {
+      stdio: 'inherit',
+      env: { ...process.env, ...services.env, PETSTORE_TEST_LOG_DIR: logDir }
+    })
+    runners.add(runner)
+    const status = await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128))))
+    runners.delete(runner)
+    if (reportTo !== undefined && existsSync(reportTo)) process.stdout.write(readFileSync(reportTo))
+    return status
+  }))
+  code = Math.max(code, ...codes)
 }
 await stop()
 const scanned = scan()
@@ -107,7 +141,7 @@ process.exit(Math.max(code, scanned))
 
 /** The run's last line: the reporter's counts, and why the run failed when they do not say. */
 function summary (code, scanned) {
-  const lines = phases.map((_, i) => join(summaryDir, `summary-${i}.txt`)).map((file) => existsSync(file) ? readFileSync(file, 'utf8').trim() : '')
+  const lines = Array.from({ length: summaries }, (_, i) => join(summaryDir, `summary-${i}.txt`)).map((file) => existsSync(file) ? readFileSync(file, 'utf8').trim() : '')
   rmSync(summaryDir, { recursive: true, force: true })
   if (lines.some((line) => line === '')) return `no test results: the test runner ended with code ${code} before it counted them`
   const counts = addedUp(lines)

@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // `npm run test:node -- 24 [26 …]`: the README's two steps, `npm install`
-// and `npm test`, on other Node.js major versions. With `--workers N`, every
+// and `npm test`, on other Node.js major versions. The test files whose
+// subject is the same on every Node.js (the pages driven in Chromium, the
+// docs check, …: ONCE in scripts/run-tests.js) are left out there, having
+// run with `npm test` on this machine's. With `--workers N`, every
 // service the tests start runs N workers (PETSTORE_TEST_WORKERS,
 // docs/WORKERS.md). `npm run test:node -- 24 --run SCRIPT [ARGS …]` runs
 // `npm run SCRIPT -- ARGS` in the copy instead of `npm test` (the benchmark
@@ -165,7 +168,8 @@ async function testOn (major, then, workers) {
   console.log(`\n=== Node.js ${label}: npm install && npm ${step.join(' ')}, in ${copy}\n`)
   const install = await runEchoed('npm', ['install'], { cwd: copy, env })
   if (install.code !== 0) return { label, ok: false, step: 'npm install', code: install.code }
-  const test = await runEchoed('npm', step, { cwd: copy, env: workers === undefined ? env : { ...env, PETSTORE_TEST_WORKERS: workers } })
+  const testEnv = { ...env, PETSTORE_TEST_ONCE: 'skip', ...(workers === undefined ? {} : { PETSTORE_TEST_WORKERS: workers }) }
+  const test = await runEchoed('npm', step, { cwd: copy, env: testEnv })
   return { label, ok: test.code === 0, step: `npm ${step[0]}`, code: test.code, summary: then === undefined ? test.summary ?? 'no line counting the tests' : undefined }
 }
 

@@ -67,18 +67,24 @@ export function toApiKey (row: ApiKeyRow): ApiKeyRecord {
   }
 }
 
-/**
- * The SET list of an UPDATE making these changes, in the order of its values;
- * `param(n)` writes the n-th placeholder (`?` or `$n`). Column names come from
- * here alone, and right-hand sides read the row as it was, so the current token becomes the previous one.
- */
-export function keyChangeSql (changes: ApiKeyChanges, param: (n: number) => string): { set: string, values: unknown[] } {
+/** A SET list being written: `assign` adds `column = <placeholder>`, numbered in the order of the values. */
+function setList (param: (n: number) => string): { set: string[], values: unknown[], assign: (column: string, value: unknown) => void } {
   const set: string[] = []
   const values: unknown[] = []
   const assign = (column: string, value: unknown): void => {
     values.push(value)
     set.push(`${column} = ${param(values.length)}`)
   }
+  return { set, values, assign }
+}
+
+/**
+ * The SET list of an UPDATE making these changes, in the order of its values;
+ * `param(n)` writes the n-th placeholder (`?` or `$n`). Column names come from
+ * here alone, and right-hand sides read the row as it was, so the current token becomes the previous one.
+ */
+export function keyChangeSql (changes: ApiKeyChanges, param: (n: number) => string): { set: string, values: unknown[] } {
+  const { set, values, assign } = setList(param)
   if (changes.name !== undefined) assign('name', changes.name)
   if (changes.plan !== undefined) assign('plan', changes.plan)
   if (changes.perMinute !== undefined) assign('per_minute', changes.perMinute)
@@ -174,12 +180,7 @@ export function eventsColumn (events: readonly EventType[] | null): string | nul
 
 /** The SET list of an UPDATE making these changes, as keyChangeSql writes a key's. */
 export function webhookChangeSql (changes: WebhookChanges, param: (n: number) => string): { set: string, values: unknown[] } {
-  const set: string[] = []
-  const values: unknown[] = []
-  const assign = (column: string, value: unknown): void => {
-    values.push(value)
-    set.push(`${column} = ${param(values.length)}`)
-  }
+  const { set, values, assign } = setList(param)
   if (changes.url !== undefined) assign('url', changes.url)
   if (changes.events !== undefined) assign('events', eventsColumn(changes.events))
   if (changes.description !== undefined) assign('description', changes.description)
