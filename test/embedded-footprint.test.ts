@@ -26,6 +26,9 @@ const TRACING = ['@opentelemetry', '@fastify/otel', 'import-in-the-middle', 'req
 /** What only `petstore serve` needs: the key and store commands load none of it (src/cli/program.ts). */
 const SERVER = ['fastify', 'pino', 'typebox']
 
+/** Where a package is loaded from: its folder in node_modules, or for TypeBox also the module the build bundles it into. */
+const PLACES: Record<string, string[]> = { typebox: ['/dist/src/schemas/typebox.js'] }
+
 /**
  * Runs `petstore ARGS` (`serve` unless given) in a child process with `env`,
  * through the process entry (bin/petstore.js, where tracing starts), and
@@ -63,7 +66,8 @@ async function loadedBy (env: Record<string, string>, args = ['serve'], names = 
     const sentinel = 'data:text/javascript,export default 1'
     await new Promise((resolve) => { last = { url: sentinel, resolve }; import(sentinel) })
     const files = [...Object.keys(createRequire(import.meta.url).cache), ...imported]
-    const loaded = ${JSON.stringify(names)}.filter((name) => files.some((file) => file.includes('/node_modules/' + name + '/')))
+    const places = ${JSON.stringify(Object.fromEntries(names.map((name) => [name, ['/node_modules/' + name + '/', ...(PLACES[name] ?? [])]])))}
+    const loaded = ${JSON.stringify(names)}.filter((name) => files.some((file) => places[name].some((place) => file.includes(place))))
     process.stderr.write('LOADED ' + JSON.stringify(loaded) + '\\n')
     process.exit(0)
   `
