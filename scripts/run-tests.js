@@ -101,13 +101,13 @@ const logDir = mkdtempSync(join(tmpdir(), 'petstore-test-logs-'))
 const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
 // Each phase is one runner or more at once; BESIDE's runner writes its
 // report into a file, shown when it ends, so that two reports never mix.
-const one = ['--test-concurrency=1']
+const oneAtATime = [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])]
 const phases = [
   [
     { files: files.filter((file) => !ALONE.has(file) && !BESIDE.has(file)), flags: [...flags, ...concurrency] },
-    { files: files.filter((file) => BESIDE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : one)], reportTo: join(summaryDir, 'beside.txt') }
+    { files: files.filter((file) => BESIDE.has(file)), flags: oneAtATime, reportTo: join(summaryDir, 'beside.txt') }
   ],
-  [{ files: files.filter((file) => ALONE.has(file)), flags: [...flags, ...(concurrencyGiven ? [] : one)] }]
+  [{ files: files.filter((file) => ALONE.has(file)), flags: oneAtATime }]
 ].map((runners) => runners.filter((phase) => phase.files.length > 0)).filter((runners) => runners.length > 0)
 const runners = new Set()
 let interrupted = false
