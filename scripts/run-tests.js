@@ -46,6 +46,16 @@ const ALONE = new Set(['webhooks-scale-out', 'scale-out', 'key-changes', 'crash'
 const BESIDE = new Set(['webhooks-crash']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
 /**
+ * Files that mostly wait on short timers (retries, reconnections, slots
+ * freed, time-outs), using a tenth to a quarter of a core: they run one at
+ * a time beside the ALONE files, on the core those leave idle, with too
+ * little load of their own to upset their bounds.
+ */
+const WITH_ALONE = new Set([
+  'webhooks/delivery', 'webhooks/announcements', 'webhooks/failing-endpoints',
+  'limits/resilient-store', 'limits/redis-slots', 'limits/in-flight', 'e2e/timeouts'
+].map((name) => join('dist', 'test', `${name}.test.js`)))
+/**
  * The longest files start first, then the other end-to-end files, so that
  * no long file starts last and runs by itself at the end.
  */
@@ -99,15 +109,18 @@ const stop = () => { stopping ??= services.stop(); return stopping }
 // One folder per run, so that a scan reads this run's logs and no other's.
 const logDir = mkdtempSync(join(tmpdir(), 'petstore-test-logs-'))
 const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
-// Each phase is one runner or more at once; BESIDE's runner writes its
-// report into a file, shown when it ends, so that two reports never mix.
+// Each phase is one runner or more at once; a runner beside another writes
+// its report into a file, shown when it ends, so that two reports never mix.
 const oneAtATime = [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])]
 const phases = [
   [
-    { files: files.filter((file) => !ALONE.has(file) && !BESIDE.has(file)), flags: [...flags, ...concurrency] },
+    { files: files.filter((file) => !ALONE.has(file) && !BESIDE.has(file) && !WITH_ALONE.has(file)), flags: [...flags, ...concurrency] },
     { files: files.filter((file) => BESIDE.has(file)), flags: oneAtATime, reportTo: join(summaryDir, 'beside.txt') }
   ],
-  [{ files: files.filter((file) => ALONE.has(file)), flags: oneAtATime }]
+  [
+    { files: files.filter((file) => ALONE.has(file)), flags: oneAtATime },
+    { files: files.filter((file) => WITH_ALONE.has(file)), flags: oneAtATime, reportTo: join(summaryDir, 'with-alone.txt') }
+  ]
 ].map((runners) => runners.filter((phase) => phase.files.length > 0)).filter((runners) => runners.length > 0)
 const runners = new Set()
 let interrupted = false
