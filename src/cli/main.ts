@@ -3,9 +3,8 @@
 // `copy-store`.
 // Every failure ends in one line on stderr, never a stack trace, and an
 // exit status a script can test (errors.ts).
-import { ConfigError } from '../config.js'
-import { EXIT_FAILURE, EXIT_OK, oneLine } from './errors.js'
-import { buildProgram, runProgram } from './program.js'
+import { EXIT_FAILURE, EXIT_OK } from './errors.js'
+import { buildProgram, failureLine, runProgram } from './program.js'
 import { packageVersion } from './version.js'
 
 /**
@@ -16,18 +15,12 @@ import { packageVersion } from './version.js'
  */
 function onStdoutError (error: NodeJS.ErrnoException): void {
   if (error.code === 'EPIPE') process.exit(EXIT_OK)
-  fail(`cannot write the output: ${error.message}`)
+  fail(new Error(`cannot write the output: ${error.message}`))
 }
 
 /** Writes the one line and exits, once it has been written (stderr may be a pipe). */
-function fail (message: string): void {
-  process.stderr.write(`petstore: ${oneLine(message)}\n`, () => process.exit(EXIT_FAILURE))
-}
-
-function describe (error: unknown): string {
-  if (error instanceof ConfigError) return `configuration: ${error.message}`
-  if (error instanceof Error) return error.message
-  return String(error)
+function fail (error: unknown): void {
+  process.stderr.write(failureLine(error), () => process.exit(EXIT_FAILURE))
 }
 
 process.stdout.on('error', onStdoutError)
@@ -42,4 +35,4 @@ const program = buildProgram(packageVersion(), {
 const end = await runProgram(program, process.argv.slice(2))
 // Commander has printed the help, the version or the usage error already.
 if (end.error === undefined) process.exitCode = end.status
-else fail(describe(end.error))
+else fail(end.error)

@@ -2,9 +2,10 @@
 // never exits the process itself (exitOverride): runProgram gives the status,
 // main.ts exits with it.
 import { Command, CommanderError } from 'commander'
-import { loadConfig } from '../config.js'
+import { ConfigError, loadConfig } from '../config.js'
 import { asDatabaseFailure } from './database.js'
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './errors.js'
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, oneLine } from './errors.js'
+import { PROCESS_IO, type CommandIo } from './io.js'
 import { addKeysCommands } from './keys/commands.js'
 import { addStoreCommands } from './store.js'
 import { addWebhooksCommands } from './webhooks.js'
@@ -70,25 +71,21 @@ function everyCommand (command: Command): Command[] {
   return [command, ...command.commands.flatMap(everyCommand)]
 }
 
-/** Where commander writes its help, version and usage errors (default: stdout and stderr). */
-export interface ProgramOutput {
-  writeOut: (text: string) => void
-  writeErr: (text: string) => void
-}
-
 /**
  * `onServe`: called just before the service starts, once the command line
- * has been accepted. `output`: where commander's own text goes, for a
- * caller that reads it (the CLI's tests).
+ * has been accepted. `io`: where the commands and commander's own help and
+ * usage errors write, and where `keys find` reads (the process's standard
+ * streams unless given: the CLI's tests give their own).
  */
-export function buildProgram (version: string, { onServe, output }: { onServe: () => void, output?: ProgramOutput }): Command {
+export function buildProgram (version: string, { onServe, io = PROCESS_IO }: { onServe: () => void, io?: CommandIo }): Command {
   // Set before any subcommand is added: each copies them from its parent when created.
   const program = new Command('petstore')
     .description('The animal adoption store service, the administration of its API keys, and copies of its store.')
     .version(version, '-V, --version', 'print the version')
     .exitOverride()
     .configureOutput({
-      ...output,
+      writeOut: io.out,
+      writeErr: io.err,
       // One prefix for every line the command writes on stderr; commander's own is "error: ".
       outputError: (text, write) => { write(`petstore: ${text.replace(/^error: /, '')}`) }
     })
@@ -110,9 +107,9 @@ export function buildProgram (version: string, { onServe, output }: { onServe: (
       }
     })
 
-  addKeysCommands(program)
-  addWebhooksCommands(program)
-  addStoreCommands(program)
+  addKeysCommands(program, io)
+  addWebhooksCommands(program, io)
+  addStoreCommands(program, io)
 
   // After a usage error, one line pointing to the help rather than the whole of it.
   for (const command of everyCommand(program)) {
@@ -137,4 +134,10 @@ export async function runProgram (program: Command, args: readonly string[]): Pr
     if (error instanceof CommanderError) return { status: error.exitCode === EXIT_OK ? EXIT_OK : EXIT_USAGE }
     return { status: EXIT_FAILURE, error }
   }
+}
+
+/** The one line a failure other than bad usage ends with on stderr: what went wrong, never a stack trace. */
+export function failureLine (error: unknown): string {
+  const message = error instanceof ConfigError ? `configuration: ${error.message}` : error instanceof Error ? error.message : String(error)
+  return `petstore: ${oneLine(message)}\n`
 }

@@ -8,15 +8,16 @@ import { SqliteError } from '../db/sqlite/driver.js'
 import { sqlitePath } from '../db/sqlite/storage.js'
 import { databaseLabel } from './database.js'
 import { CommandFailure, oneLine } from './errors.js'
+import type { CommandIo } from './io.js'
 
-function backup (file: string): void {
+function backup (io: CommandIo, file: string): void {
   const { databaseUrl } = loadConfig()
   if (!databaseUrl.startsWith('sqlite:')) {
     throw new CommandFailure(`${databaseLabel(databaseUrl)} is PostgreSQL: back it up with pg_dump (docs/OPERATING.md: Backups)`)
   }
   try {
     const { keys, pets } = backupSqlite(sqlitePath(databaseUrl), file)
-    process.stdout.write(`backed up ${keys} keys and ${pets} pets to ${file}\n`)
+    io.out(`backed up ${keys} keys and ${pets} pets to ${file}\n`)
   } catch (error) {
     if (error instanceof BackupRefused || error instanceof SqliteError || (error instanceof Error && 'code' in error)) {
       const reason = error instanceof Error ? oneLine(error.message) : String(error)
@@ -44,7 +45,7 @@ const TABLE_LABELS: Readonly<Record<string, string>> = {
   secrets: 'secrets'
 }
 
-async function copyTo (targetUrl: string): Promise<void> {
+async function copyTo (io: CommandIo, targetUrl: string): Promise<void> {
   const { databaseUrl } = loadConfig()
   // Loaded only for this command: it may bring node-postgres along.
   const { copyStore } = await import('../db/copy.js')
@@ -59,18 +60,18 @@ async function copyTo (targetUrl: string): Promise<void> {
   }
   const seconds = ((performance.now() - started) / 1000).toFixed(1)
   const lines = [...counts].map(([table, count]) => `  ${TABLE_LABELS[table] ?? table}: ${count}`)
-  process.stdout.write(`copied ${databaseLabel(databaseUrl)} to ${redactUrl(targetUrl)} in ${seconds} s, checked:\n${lines.join('\n')}\n`)
+  io.out(`copied ${databaseLabel(databaseUrl)} to ${redactUrl(targetUrl)} in ${seconds} s, checked:\n${lines.join('\n')}\n`)
 }
 
-export function addStoreCommands (program: Command): void {
+export function addStoreCommands (program: Command, io: CommandIo): void {
   program.command('backup')
     .description('write a consistent copy of the SQLite store to FILE while the service runs; FILE is replaced whole or not at all')
     .argument('<FILE>', 'where the copy goes; its folder must exist')
-    .action((file: string) => { backup(file) })
+    .action((file: string) => { backup(io, file) })
 
   program.command('copy-store')
     .description('copy everything in the store into an empty one (the move from SQLite to PostgreSQL): keys, tokens, pets, usage, idempotency records')
     .requiredOption('--to <URL>', 'the empty store to copy into: sqlite:PATH or postgres://…', storeUrl)
     .addHelpText('after', '\nRate-limit counters and bans are not copied. docs/SCALING.md, "The move from SQLite to PostgreSQL", walks through it.')
-    .action(async (options: { to: string }) => { await copyTo(options.to) })
+    .action(async (options: { to: string }) => { await copyTo(io, options.to) })
 }

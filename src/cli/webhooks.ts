@@ -12,6 +12,7 @@ import {
 } from '../webhooks/manage.js'
 import { databaseLabel, withCommandStorage } from './database.js'
 import { CommandFailure, EXIT_USAGE } from './errors.js'
+import type { CommandIo } from './io.js'
 import { overlap, positiveInteger } from './keys/parse.js'
 import { writeJson, writeLine } from './keys/render.js'
 import { formatTable, printable, type Column } from './table.js'
@@ -76,9 +77,9 @@ function webhookRow (webhook: WebhookView): string[] {
   return [String(webhook.id), webhook.url, webhook.events?.join(',') ?? 'all', webhook.enabled ? 'yes' : 'no', webhook.description, webhook.createdAt]
 }
 
-function writeWebhook (webhook: WebhookView, json: boolean | undefined): void {
+function writeWebhook (out: CommandIo['out'], webhook: WebhookView, json: boolean | undefined): void {
   if (json === true) {
-    writeJson(webhook)
+    writeJson(out, webhook)
     return
   }
   const row = webhookRow(webhook)
@@ -86,7 +87,7 @@ function writeWebhook (webhook: WebhookView, json: boolean | undefined): void {
   fields.push(['updated', webhook.updatedAt])
   if (webhook.previousSecretExpiresAt !== null) fields.push(['previous secret until', webhook.previousSecretExpiresAt])
   if (webhook.disabledAt !== null) fields.push(['disabled by the service', `${webhook.disabledAt}: ${webhook.disabledReason ?? ''}`])
-  process.stdout.write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
+  out(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
 }
 
 const DELIVERY_COLUMNS: readonly Column[] = [
@@ -109,7 +110,7 @@ function deliveryRow (delivery: DeliveryView): string[] {
 
 const ID_HELP = 'the endpoint\'s id, as `petstore webhooks list` shows it'
 
-export function addWebhooksCommands (program: Command): void {
+export function addWebhooksCommands (program: Command, io: CommandIo): void {
   const webhooks = program.command('webhooks').description('manage webhook endpoints, where events are delivered (in the database of DATABASE_URL)')
 
   webhooks.command('create')
@@ -123,12 +124,12 @@ export function addWebhooksCommands (program: Command): void {
         { url: options.url, events: options.events, description: options.description, now: Date.now() },
         { allowPrivate: config.webhookAllowPrivate }))
       if (options.json === true) {
-        writeJson(webhook)
+        writeJson(io.out, webhook)
         return
       }
-      writeLine(`Created webhook endpoint ${webhook.id} for ${printable(webhook.url)}: events ${webhook.events?.join(', ') ?? 'all'}.`)
-      writeLine('The signing secret below is shown only this once; store it now and give it to the receiver.')
-      writeLine(webhook.secret)
+      writeLine(io.out, `Created webhook endpoint ${webhook.id} for ${printable(webhook.url)}: events ${webhook.events?.join(', ') ?? 'all'}.`)
+      writeLine(io.out, 'The signing secret below is shown only this once; store it now and give it to the receiver.')
+      writeLine(io.out, webhook.secret)
     })
 
   webhooks.command('list')
@@ -144,9 +145,9 @@ export function addWebhooksCommands (program: Command): void {
         } while (page.length === PAGE)
         return { all, databaseUrl: config.databaseUrl }
       })
-      if (options.json === true) writeJson(all)
-      else if (all.length === 0) writeLine(`No webhook endpoints in ${databaseLabel(databaseUrl)}; make one with \`petstore webhooks create --url URL\`.`)
-      else process.stdout.write(formatTable(WEBHOOK_COLUMNS, all.map(webhookRow)))
+      if (options.json === true) writeJson(io.out, all)
+      else if (all.length === 0) writeLine(io.out, `No webhook endpoints in ${databaseLabel(databaseUrl)}; make one with \`petstore webhooks create --url URL\`.`)
+      else io.out(formatTable(WEBHOOK_COLUMNS, all.map(webhookRow)))
     })
 
   webhooks.command('show')
@@ -154,7 +155,7 @@ export function addWebhooksCommands (program: Command): void {
     .argument('<id>', ID_HELP, positiveInteger)
     .option('--json', 'print one JSON object, as one element of `webhooks list --json`')
     .action(async (id: number, options: { json?: boolean }) => {
-      writeWebhook(await withStorage(async (storage) => await showWebhook(storage, id)), options.json)
+      writeWebhook(io.out, await withStorage(async (storage) => await showWebhook(storage, id)), options.json)
     })
 
   webhooks.command('update')
@@ -172,8 +173,8 @@ export function addWebhooksCommands (program: Command): void {
         command.error('nothing to change: give --url, --events, --description or --enabled', { exitCode: EXIT_USAGE, code: 'petstore.nothingToChange' })
       }
       const webhook = await withStorage(async (storage, config) => await updateWebhook(storage, id, update, Date.now(), { allowPrivate: config.webhookAllowPrivate }))
-      if (json !== true) writeLine(`Updated webhook endpoint ${id}.`)
-      writeWebhook(webhook, json)
+      if (json !== true) writeLine(io.out, `Updated webhook endpoint ${id}.`)
+      writeWebhook(io.out, webhook, json)
     })
 
   webhooks.command('delete')
@@ -181,7 +182,7 @@ export function addWebhooksCommands (program: Command): void {
     .argument('<id>', ID_HELP, positiveInteger)
     .action(async (id: number) => {
       await withStorage(async (storage) => await deleteWebhook(storage, id))
-      writeLine(`Deleted webhook endpoint ${id}.`)
+      writeLine(io.out, `Deleted webhook endpoint ${id}.`)
     })
 
   webhooks.command('roll-secret')
@@ -197,12 +198,12 @@ export function addWebhooksCommands (program: Command): void {
     .action(async (id: number, options: { expireCurrentIn: number, json?: boolean }) => {
       const webhook = await withStorage(async (storage) => await rollWebhookSecret(storage, id, options.expireCurrentIn, Date.now()))
       if (options.json === true) {
-        writeJson(webhook)
+        writeJson(io.out, webhook)
         return
       }
-      writeLine(`Rolled the signing secret of webhook endpoint ${id}: ${webhook.previousSecretExpiresAt === null ? 'the secret before it no longer signs' : `the secret before it signs too until ${webhook.previousSecretExpiresAt}`}.`)
-      writeLine('The signing secret below is shown only this once; store it now and give it to the receiver.')
-      writeLine(webhook.secret)
+      writeLine(io.out, `Rolled the signing secret of webhook endpoint ${id}: ${webhook.previousSecretExpiresAt === null ? 'the secret before it no longer signs' : `the secret before it signs too until ${webhook.previousSecretExpiresAt}`}.`)
+      writeLine(io.out, 'The signing secret below is shown only this once; store it now and give it to the receiver.')
+      writeLine(io.out, webhook.secret)
     })
 
   webhooks.command('resend')
@@ -214,7 +215,7 @@ export function addWebhooksCommands (program: Command): void {
     })
     .action(async (id: number, eventWebhookId: string) => {
       await withStorage(async (storage) => await resendDelivery(storage, id, eventWebhookId, Date.now()))
-      writeLine(`Resending ${eventWebhookId} to webhook endpoint ${id}: the running service sends it within a second.`)
+      writeLine(io.out, `Resending ${eventWebhookId} to webhook endpoint ${id}: the running service sends it within a second.`)
     })
 
   webhooks.command('test')
@@ -223,8 +224,8 @@ export function addWebhooksCommands (program: Command): void {
     .option('--json', 'print its delivery as one JSON object, as `webhooks deliveries --json` has it')
     .action(async (id: number, options: { json?: boolean }) => {
       const delivery = await withStorage(async (storage) => await sendTestEvent(storage, id, Date.now()))
-      if (options.json === true) writeJson(delivery)
-      else writeLine(`Sending test event ${delivery.webhookId} to webhook endpoint ${id}; \`petstore webhooks deliveries ${id}\` shows how it went.`)
+      if (options.json === true) writeJson(io.out, delivery)
+      else writeLine(io.out, `Sending test event ${delivery.webhookId} to webhook endpoint ${id}; \`petstore webhooks deliveries ${id}\` shows how it went.`)
     })
 
   webhooks.command('deliveries')
@@ -238,8 +239,8 @@ export function addWebhooksCommands (program: Command): void {
     .option('--json', 'print a JSON array of deliveries, as the admin API answers (webhookId, type, state, attempts, lastStatus, lastError, nextAttemptAt, …)')
     .action(async (id: number, options: { limit: number, json?: boolean }) => {
       const deliveries = await withStorage(async (storage) => await listDeliveries(storage, id, null, options.limit))
-      if (options.json === true) writeJson(deliveries)
-      else if (deliveries.length === 0) writeLine(`No deliveries to webhook endpoint ${id}.`)
-      else process.stdout.write(formatTable(DELIVERY_COLUMNS, deliveries.map(deliveryRow)))
+      if (options.json === true) writeJson(io.out, deliveries)
+      else if (deliveries.length === 0) writeLine(io.out, `No deliveries to webhook endpoint ${id}.`)
+      else io.out(formatTable(DELIVERY_COLUMNS, deliveries.map(deliveryRow)))
     })
 }

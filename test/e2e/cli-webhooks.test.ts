@@ -1,5 +1,7 @@
-// `petstore webhooks …` as operators and their scripts meet it: run as a
-// child process on the server's database, judged by exit status and output,
+// `petstore webhooks …` as operators and their scripts meet it: the program
+// main.ts runs (run here, test/support/cli-here.ts; test/e2e/cli.test.ts
+// holds what the process adds) on the server's database, judged by exit
+// status and output,
 // with the admin API's rules (webhooks/manage.ts) and the deliveries the
 // dispatcher writes.
 import { after, before, describe, it } from 'node:test'
@@ -8,7 +10,8 @@ import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { Dispatcher } from '../../src/webhooks/dispatcher.js'
 import { listDeliveries } from '../../src/webhooks/manage.js'
 import pino from 'pino'
-import { makeTempDir, pollUntil, removeTempDir, runCli, runCliOk, sqliteUrl, type CliResult } from '../support/process.js'
+import { runHere, runHereOk } from '../support/cli-here.js'
+import { makeTempDir, pollUntil, removeTempDir, sqliteUrl, type CliResult } from '../support/process.js'
 import { WebhookReceiver } from '../support/webhook-receiver.js'
 
 const SECRET = /^whsec_[A-Za-z0-9+/]+={0,2}$/
@@ -40,9 +43,9 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
 
   it('When `webhooks create` is run, then it prints the secret alone on the last line, and `list`, `show` have the endpoint without it', async () => {
     // Act
-    const created = await runCliOk(['webhooks', 'create', '--url', 'https://partner.example.com/hooks', '--events', 'pet.created,key.revoked', '--description', 'partner app'], env)
-    const listed = await runCliOk(['webhooks', 'list', '--json'], env)
-    const table = await runCliOk(['webhooks', 'list'], env)
+    const created = await runHereOk(['webhooks', 'create', '--url', 'https://partner.example.com/hooks', '--events', 'pet.created,key.revoked', '--description', 'partner app'], env)
+    const listed = await runHereOk(['webhooks', 'list', '--json'], env)
+    const table = await runHereOk(['webhooks', 'list'], env)
 
     // Assert
     const secret = lines(created.stdout).at(-1) ?? ''
@@ -55,13 +58,13 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
     })
     assert.ok(!listed.stdout.includes(secret) && !table.stdout.includes(secret), 'the secret was shown again')
     assert.match(table.stdout, /^ID +URL +EVENTS +ENABLED +DESCRIPTION +CREATED\n/)
-    const shown = await runCliOk(['webhooks', 'show', String(webhook.id)], env)
+    const shown = await runHereOk(['webhooks', 'show', String(webhook.id)], env)
     assert.match(shown.stdout, /^id: \d+\nurl: https:\/\/partner\.example\.com\/hooks\nevents: pet\.created,key\.revoked\nenabled: yes\n/)
   })
 
   it('When `webhooks create --json` is run, then one object carries the endpoint and its secret', async () => {
     // Act
-    const created = await runCliOk(['webhooks', 'create', '--url', 'https://b.example.com/h', '--json'], env)
+    const created = await runHereOk(['webhooks', 'create', '--url', 'https://b.example.com/h', '--json'], env)
 
     // Assert
     const webhook = JSON.parse(created.stdout) as WebhookJson
@@ -72,9 +75,9 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
 
   it('When a URL breaks a rule of the admin API, then `create` and `update` exit 1 naming --url in its words', async () => {
     // Act
-    const plain = await runCli(['webhooks', 'create', '--url', 'http://partner.example.com/h'], env)
-    const loopback = await runCli(['webhooks', 'create', '--url', 'https://127.0.0.1/h'], env)
-    const update = await runCli(['webhooks', 'update', '1', '--url', 'https://user:pw@partner.example.com/h'], env)
+    const plain = await runHere(['webhooks', 'create', '--url', 'http://partner.example.com/h'], env)
+    const loopback = await runHere(['webhooks', 'create', '--url', 'https://127.0.0.1/h'], env)
+    const update = await runHere(['webhooks', 'update', '1', '--url', 'https://user:pw@partner.example.com/h'], env)
 
     // Assert
     assert.equal(assertOneLineFailure(plain, 1), 'petstore: --url must be an https:// URL')
@@ -84,7 +87,7 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
 
   it('When WEBHOOK_ALLOW_PRIVATE=true, then an http:// URL of a loopback address is taken, as the server takes it', async () => {
     // Act
-    const created = await runCliOk(['webhooks', 'create', '--url', 'http://127.0.0.1:9/h', '--json'], { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' })
+    const created = await runHereOk(['webhooks', 'create', '--url', 'http://127.0.0.1:9/h', '--json'], { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' })
 
     // Assert
     assert.equal((JSON.parse(created.stdout) as WebhookJson).url, 'http://127.0.0.1:9/h')
@@ -100,7 +103,7 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
       ['webhooks', 'show', 'x']
     ]) {
       // Act
-      const result = await runCli(args, env)
+      const result = await runHere(args, env)
 
       // Assert
       assertOneLineFailure(result, 2)
@@ -109,12 +112,12 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
 
   it('When `webhooks update` changes every field, then `show --json` has them, and `--events all` means every type', async () => {
     // Arrange
-    const { id } = JSON.parse((await runCliOk(['webhooks', 'create', '--url', 'https://c.example.com/h', '--events', 'pet.created', '--json'], env)).stdout) as WebhookJson
+    const { id } = JSON.parse((await runHereOk(['webhooks', 'create', '--url', 'https://c.example.com/h', '--events', 'pet.created', '--json'], env)).stdout) as WebhookJson
 
     // Act
-    const updated = await runCliOk(['webhooks', 'update', String(id), '--url', 'https://d.example.com/h', '--events', 'key.created', '--description', 'moved', '--enabled', 'false'], env)
-    const shown = JSON.parse((await runCliOk(['webhooks', 'show', String(id), '--json'], env)).stdout) as WebhookJson
-    const all = JSON.parse((await runCliOk(['webhooks', 'update', String(id), '--events', 'all', '--enabled', 'true', '--json'], env)).stdout) as WebhookJson
+    const updated = await runHereOk(['webhooks', 'update', String(id), '--url', 'https://d.example.com/h', '--events', 'key.created', '--description', 'moved', '--enabled', 'false'], env)
+    const shown = JSON.parse((await runHereOk(['webhooks', 'show', String(id), '--json'], env)).stdout) as WebhookJson
+    const all = JSON.parse((await runHereOk(['webhooks', 'update', String(id), '--events', 'all', '--enabled', 'true', '--json'], env)).stdout) as WebhookJson
 
     // Assert
     assert.match(updated.stdout, new RegExp(`^Updated webhook endpoint ${id}\\.\\n`))
@@ -124,12 +127,12 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
 
   it('When `webhooks delete` is run, then the endpoint is gone and a second delete exits 1 saying no endpoint has the id', async () => {
     // Arrange
-    const { id } = JSON.parse((await runCliOk(['webhooks', 'create', '--url', 'https://e.example.com/h', '--json'], env)).stdout) as WebhookJson
+    const { id } = JSON.parse((await runHereOk(['webhooks', 'create', '--url', 'https://e.example.com/h', '--json'], env)).stdout) as WebhookJson
 
     // Act
-    const deleted = await runCliOk(['webhooks', 'delete', String(id)], env)
-    const again = await runCli(['webhooks', 'delete', String(id)], env)
-    const shown = await runCli(['webhooks', 'show', String(id)], env)
+    const deleted = await runHereOk(['webhooks', 'delete', String(id)], env)
+    const again = await runHere(['webhooks', 'delete', String(id)], env)
+    const shown = await runHere(['webhooks', 'show', String(id)], env)
 
     // Assert
     assert.equal(deleted.stdout, `Deleted webhook endpoint ${id}.\n`)
@@ -142,8 +145,8 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
     const receiver = await new WebhookReceiver().listen()
     receiver.answers.push(500)
     const privateEnv = { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' }
-    const { id } = JSON.parse((await runCliOk(['webhooks', 'create', '--url', receiver.url, '--events', 'key.created', '--json'], privateEnv)).stdout) as WebhookJson
-    await runCliOk(['keys', 'create', '--plan', 'free'], env)
+    const { id } = JSON.parse((await runHereOk(['webhooks', 'create', '--url', receiver.url, '--events', 'key.created', '--json'], privateEnv)).stdout) as WebhookJson
+    await runHereOk(['keys', 'create', '--plan', 'free'], env)
     const storage = openSqlite(env.DATABASE_URL ?? '')
     const dispatcher = new Dispatcher({ storage, logger: pino({ level: 'silent' }), allowPrivate: true })
     try {
@@ -157,8 +160,8 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
     }
 
     // Act
-    const json = await runCliOk(['webhooks', 'deliveries', String(id), '--json'], env)
-    const table = await runCliOk(['webhooks', 'deliveries', String(id)], env)
+    const json = await runHereOk(['webhooks', 'deliveries', String(id), '--json'], env)
+    const table = await runHereOk(['webhooks', 'deliveries', String(id)], env)
 
     // Assert
     const [delivery] = JSON.parse(json.stdout) as Array<{ webhookId: string, type: string, state: string, attempts: number, lastStatus: number, lastError: string }>
@@ -170,16 +173,16 @@ describe('petstore webhooks', { timeout: 90_000 }, () => {
 
   it('When `webhooks roll-secret`, `test` and `resend` are run, then the new secret is alone on the last line, the test event is pending, and a pending delivery is refused', async () => {
     // Arrange
-    const { id, secret } = JSON.parse((await runCliOk(['webhooks', 'create', '--url', 'https://f.example.com/h', '--json'], env)).stdout) as WebhookJson
+    const { id, secret } = JSON.parse((await runHereOk(['webhooks', 'create', '--url', 'https://f.example.com/h', '--json'], env)).stdout) as WebhookJson
 
     // Act
-    const rolled = await runCliOk(['webhooks', 'roll-secret', String(id), '--expire-current-in', '12h'], env)
-    const shown = JSON.parse((await runCliOk(['webhooks', 'show', String(id), '--json'], env)).stdout) as WebhookJson & { previousSecretExpiresAt: string | null }
-    const tooLong = await runCli(['webhooks', 'roll-secret', String(id), '--expire-current-in', '8d'], env)
-    const tested = JSON.parse((await runCliOk(['webhooks', 'test', String(id), '--json'], env)).stdout) as { webhookId: string, type: string, state: string }
+    const rolled = await runHereOk(['webhooks', 'roll-secret', String(id), '--expire-current-in', '12h'], env)
+    const shown = JSON.parse((await runHereOk(['webhooks', 'show', String(id), '--json'], env)).stdout) as WebhookJson & { previousSecretExpiresAt: string | null }
+    const tooLong = await runHere(['webhooks', 'roll-secret', String(id), '--expire-current-in', '8d'], env)
+    const tested = JSON.parse((await runHereOk(['webhooks', 'test', String(id), '--json'], env)).stdout) as { webhookId: string, type: string, state: string }
     // No service runs: the test event's delivery stays pending.
-    const pending = await runCli(['webhooks', 'resend', String(id), tested.webhookId], env)
-    const malformed = await runCli(['webhooks', 'resend', String(id), '42'], env)
+    const pending = await runHere(['webhooks', 'resend', String(id), tested.webhookId], env)
+    const malformed = await runHere(['webhooks', 'resend', String(id), '42'], env)
 
     // Assert
     const newSecret = lines(rolled.stdout).at(-1) ?? ''

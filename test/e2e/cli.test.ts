@@ -1,8 +1,9 @@
-// The `petstore` command as operators and their scripts meet it: run as a
-// child process, judged by its exit status, stdout and stderr. The cases
-// that only parse a command line (help, version, bad usage) run the same
-// program in this process (`parseHere`), a Node.js start each saved; the
-// spawned cases of "main.ts" hold what the process adds to it.
+// The `petstore` command as operators and their scripts meet it, judged by
+// its exit status, stdout and stderr. Most cases run the program main.ts
+// runs in this process (`runHere`, test/support/cli-here.ts), a Node.js
+// start each saved; the spawned cases hold what the process adds to it:
+// its exit, a reader of stdout that goes away, a database that does not
+// answer, a command that ends by itself once its work is done.
 import { after, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
@@ -11,8 +12,8 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { openSqlite } from '../../src/db/sqlite/storage.js'
 import { displayWidth } from '../../src/cli/table.js'
-import { buildProgram, runProgram } from '../../src/cli/program.js'
 import { packageVersion } from '../../src/cli/version.js'
+import { runHere, runHereOk } from '../support/cli-here.js'
 import { bearer, buildKeyRecord } from '../support/fixtures.js'
 import { freePort } from '../support/ports.js'
 import { freshPostgresDatabase } from '../support/postgres.js'
@@ -39,32 +40,6 @@ function configVariables (): string[] {
   const source = readFileSync(join(PROJECT_ROOT, 'src', 'config.ts'), 'utf8')
   const reads = source.matchAll(/\benv(?:, '([A-Z][A-Z0-9_]*)'|\.([A-Z][A-Z0-9_]*)\b|\['([A-Z][A-Z0-9_]*)'\])/g)
   return [...new Set([...reads].map((match) => match[1] ?? match[2] ?? match[3] ?? ''))].sort()
-}
-
-/**
- * Runs a command line through the program that main.ts runs, in this
- * process, with `env` in the environment; as `runCli` would report it, but
- * for an error other than bad usage, which main.ts would write as one line.
- */
-async function parseHere (args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
-  let stdout = ''
-  let stderr = ''
-  const program = buildProgram(packageVersion(), {
-    onServe: () => { throw new Error('parseHere is for command lines that start no service') },
-    output: { writeOut: (text) => { stdout += text }, writeErr: (text) => { stderr += text } }
-  })
-  const saved = Object.fromEntries(Object.keys(env).map((name) => [name, process.env[name]]))
-  Object.assign(process.env, env)
-  try {
-    const end = await runProgram(program, args)
-    if (end.error !== undefined) throw new Error(`petstore ${args.join(' ')} failed other than on its usage`, { cause: end.error })
-    return { code: end.status, signal: null, stdout, stderr }
-  } finally {
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) Reflect.deleteProperty(process.env, name)
-      else process.env[name] = value
-    }
-  }
 }
 
 /** Fails with the whole output unless the command failed with `code` and one line on stderr, as a script expects of it. */
@@ -96,7 +71,7 @@ describe('petstore, its help and version', { timeout: 60_000 }, () => {
   for (const command of commands) {
     it(`When \`petstore ${[...command, '--help'].join(' ')}\` is run, then it prints that command's usage on stdout and exits 0`, async () => {
       // Act
-      const result = await parseHere([...command, '--help'])
+      const result = await runHere([...command, '--help'])
 
       // Assert
       assert.equal(result.code, 0, result.stderr)
@@ -112,7 +87,7 @@ describe('petstore, its help and version', { timeout: 60_000 }, () => {
     assert.ok(variables.length >= 15, `only ${variables.join(', ')} found in src/config.ts: has the way it reads the environment changed?`)
 
     // Act
-    const { stdout } = await parseHere(['serve', '--help'])
+    const { stdout } = await runHere(['serve', '--help'])
 
     // Assert
     const listed = new Set([...stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]*) /gm)].map((match) => match[1]))
@@ -126,7 +101,7 @@ describe('petstore, its help and version', { timeout: 60_000 }, () => {
       const { version } = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }
 
       // Act
-      const result = await parseHere([flag])
+      const result = await runHere([flag])
 
       // Assert
       assert.equal(result.code, 0, result.stderr)
@@ -176,7 +151,7 @@ describe('petstore, on bad usage', { timeout: 60_000 }, () => {
       const dir = makeTempDir()
       try {
         // Act
-        const result = await parseHere(args, { DATABASE_URL: sqliteUrl(dir) })
+        const result = await runHere(args, { DATABASE_URL: sqliteUrl(dir) })
 
         // Assert
         const output = `stdout: ${result.stdout}\nstderr: ${result.stderr}`
@@ -346,7 +321,7 @@ describe('petstore keys, on a SQLite path', { timeout: 60_000 }, () => {
       const folder = join(dir, 'no', 'such', 'folder')
 
       // Act
-      const result = await runCli(command, { DATABASE_URL: `sqlite:${join(folder, 'p.db')}` })
+      const result = await runHere(command, { DATABASE_URL: `sqlite:${join(folder, 'p.db')}` })
 
       // Assert
       const line = assertOneLineFailure(result, 1)
@@ -356,7 +331,7 @@ describe('petstore keys, on a SQLite path', { timeout: 60_000 }, () => {
   }
 
   it('When the path is relative and its folder does not exist, then the message names the folder it looked in', async () => {
-    // Arrange: the command runs from the project root.
+    // Arrange: the command runs from the project root (a process of its own: the folder is its working directory's).
     const name = `no-such-folder-${process.pid}`
     const folder = join(PROJECT_ROOT, name)
     assert.ok(!existsSync(folder), `${folder} exists already`)
@@ -379,7 +354,7 @@ describe('petstore keys, on a SQLite path', { timeout: 60_000 }, () => {
     writeFileSync(file, '')
 
     // Act
-    const result = await runCli(['keys', 'create', '--plan', 'free'], { DATABASE_URL: `sqlite:${join(file, 'p.db')}` })
+    const result = await runHere(['keys', 'create', '--plan', 'free'], { DATABASE_URL: `sqlite:${join(file, 'p.db')}` })
 
     // Assert
     const line = assertOneLineFailure(result, 1)
@@ -388,7 +363,7 @@ describe('petstore keys, on a SQLite path', { timeout: 60_000 }, () => {
 
   it('When DATABASE_URL is sqlite::memory:, then `keys create` exits 1 and says the key would be lost', async () => {
     // Act
-    const result = await runCli(['keys', 'create', '--plan', 'free'], { DATABASE_URL: 'sqlite::memory:' })
+    const result = await runHere(['keys', 'create', '--plan', 'free'], { DATABASE_URL: 'sqlite::memory:' })
 
     // Assert
     const line = assertOneLineFailure(result, 1)
@@ -423,8 +398,8 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
     const env = { DATABASE_URL: sqliteUrl(empty) }
     try {
       // Act
-      const table = await runCliOk(['keys', 'list'], env)
-      const json = await runCliOk(['keys', 'list', '--json'], env)
+      const table = await runHereOk(['keys', 'list'], env)
+      const json = await runHereOk(['keys', 'list', '--json'], env)
 
       // Assert
       assert.equal(table.stdout, `No API keys in DATABASE_URL=${sqliteUrl(empty)}; create one with \`petstore keys create --plan PLAN\`.\n`)
@@ -442,8 +417,8 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
     for (const name of names) await createKey(env, ['--plan', 'business', '--name', name])
 
     // Act
-    const table = await runCliOk(['keys', 'list'], env)
-    const json = await runCliOk(['keys', 'list', '--json'], env)
+    const table = await runHereOk(['keys', 'list'], env)
+    const json = await runHereOk(['keys', 'list', '--json'], env)
 
     // Assert
     const rows = lines(table.stdout)
@@ -461,7 +436,7 @@ describe('petstore keys list, for people and for scripts', { timeout: 60_000 }, 
     const empty = makeTempDir()
 
     // Act
-    const result = await runCli(['keys', 'revoke', '999'], { DATABASE_URL: sqliteUrl(empty) }).finally(() => removeTempDir(empty))
+    const result = await runHere(['keys', 'revoke', '999'], { DATABASE_URL: sqliteUrl(empty) }).finally(() => removeTempDir(empty))
 
     // Assert
     const line = assertOneLineFailure(result, 1)
@@ -478,17 +453,17 @@ describe('petstore keys list, searched and filtered', { timeout: 120_000 }, () =
       const acme = await createKey(env, ['--plan', 'pro', '--name', 'Acme mobile'])
       const web = await createKey(env, ['--plan', 'free', '--name', 'acme web'])
       const other = await createKey(env, ['--plan', 'free', '--name', 'Globex'])
-      await runCliOk(['keys', 'revoke', String(web.id)], env)
+      await runHereOk(['keys', 'revoke', String(web.id)], env)
       const ids = async (args: string[]): Promise<number[]> =>
-        (JSON.parse((await runCliOk(['keys', 'list', ...args, '--json'], env)).stdout) as Array<{ id: number }>).map((key) => key.id)
+        (JSON.parse((await runHereOk(['keys', 'list', ...args, '--json'], env)).stdout) as Array<{ id: number }>).map((key) => key.id)
 
       // Act
       const searched = await ids(['--search', 'ACME'])
       const revoked = await ids(['--state', 'revoked'])
       const freeActive = await ids(['--plan', 'free', '--state', 'active'])
       const byUse = await ids(['--sort', 'lastUsed'])
-      const none = await runCliOk(['keys', 'list', '--search', 'nothing like it'], env)
-      const badState = await runCli(['keys', 'list', '--state', 'gone'], env)
+      const none = await runHereOk(['keys', 'list', '--search', 'nothing like it'], env)
+      const badState = await runHere(['keys', 'list', '--state', 'gone'], env)
 
       // Assert
       assert.deepEqual(searched, [acme.id, web.id])
@@ -517,11 +492,11 @@ describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }
     const before = Date.now()
 
     // Act
-    const { stdout } = await runCliOk(['keys', 'create', '--plan', 'pro', '--name', 'reader', '--scopes', 'pets:read', '--expires-in', '90d', '--json'], env)
+    const { stdout } = await runHereOk(['keys', 'create', '--plan', 'pro', '--name', 'reader', '--scopes', 'pets:read', '--expires-in', '90d', '--json'], env)
     const after = Date.now()
     const created = JSON.parse(stdout) as { id: number, token: string, scopes: string[], expiresAt: string, tokenHint: string }
-    const listed = JSON.parse((await runCliOk(['keys', 'list', '--json'], env)).stdout) as Array<Record<string, unknown>>
-    const shown = JSON.parse((await runCliOk(['keys', 'show', String(created.id), '--json'], env)).stdout) as Record<string, unknown>
+    const listed = JSON.parse((await runHereOk(['keys', 'list', '--json'], env)).stdout) as Array<Record<string, unknown>>
+    const shown = JSON.parse((await runHereOk(['keys', 'show', String(created.id), '--json'], env)).stdout) as Record<string, unknown>
 
     // Assert
     assert.deepEqual(created.scopes, ['pets:read'])
@@ -542,9 +517,9 @@ describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }
     const env = { DATABASE_URL: sqliteUrl(dir) }
 
     // Act
-    const created = await runCliOk(['keys', 'create', '--plan', 'free', '--scopes', 'pets:write,pets:read', '--expires-at', '2099-01-02'], env)
-    const listed = JSON.parse((await runCliOk(['keys', 'list', '--json'], env)).stdout) as Array<{ scopes: string[], expiresAt: string | null, tokenHint: string }>
-    const table = await runCliOk(['keys', 'list'], env)
+    const created = await runHereOk(['keys', 'create', '--plan', 'free', '--scopes', 'pets:write,pets:read', '--expires-at', '2099-01-02'], env)
+    const listed = JSON.parse((await runHereOk(['keys', 'list', '--json'], env)).stdout) as Array<{ scopes: string[], expiresAt: string | null, tokenHint: string }>
+    const table = await runHereOk(['keys', 'list'], env)
 
     // Assert
     const token = lines(created.stdout).at(-1) ?? ''
@@ -558,15 +533,15 @@ describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }
   it('When a key is created with --concurrency 2, then its line, show, list and their --json say 2; `--concurrency plan` gives it its plan\'s cap, which then follows its plan', async () => {
     // Arrange
     const env = { DATABASE_URL: sqliteUrl(dir) }
-    const created = await runCliOk(['keys', 'create', '--plan', 'pro', '--name', 'capped', '--concurrency', '2'], env)
+    const created = await runHereOk(['keys', 'create', '--plan', 'pro', '--name', 'capped', '--concurrency', '2'], env)
     const id = Number(/ key (\d+) /.exec(created.stdout)?.[1])
 
     // Act
-    const shown = (await runCliOk(['keys', 'show', String(id)], env)).stdout
-    const shownJson = JSON.parse((await runCliOk(['keys', 'show', String(id), '--json'], env)).stdout) as { concurrency: number }
-    const table = lines((await runCliOk(['keys', 'list', '--search', 'capped'], env)).stdout)
-    const listed = (JSON.parse((await runCliOk(['keys', 'list', '--json'], env)).stdout) as Array<{ id: number, concurrency: number }>).find((key) => key.id === id)
-    const update = async (...args: string[]): Promise<{ concurrency: number }> => JSON.parse((await runCliOk(['keys', 'update', String(id), ...args, '--json'], env)).stdout) as { concurrency: number }
+    const shown = (await runHereOk(['keys', 'show', String(id)], env)).stdout
+    const shownJson = JSON.parse((await runHereOk(['keys', 'show', String(id), '--json'], env)).stdout) as { concurrency: number }
+    const table = lines((await runHereOk(['keys', 'list', '--search', 'capped'], env)).stdout)
+    const listed = (JSON.parse((await runHereOk(['keys', 'list', '--json'], env)).stdout) as Array<{ id: number, concurrency: number }>).find((key) => key.id === id)
+    const update = async (...args: string[]): Promise<{ concurrency: number }> => JSON.parse((await runHereOk(['keys', 'update', String(id), ...args, '--json'], env)).stdout) as { concurrency: number }
     const raised = await update('--concurrency', '40')
     const otherPlan = await update('--plan', 'business')
     const back = await update('--concurrency', 'plan')
@@ -588,7 +563,7 @@ describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }
     const key = await createKey(env, ['--plan', 'business', '--name', 'shown'])
 
     // Act
-    const { stdout } = await runCliOk(['keys', 'show', String(key.id)], env)
+    const { stdout } = await runHereOk(['keys', 'show', String(key.id)], env)
 
     // Assert
     assert.match(stdout, /^id: \d+$/m)
@@ -601,7 +576,7 @@ describe('petstore keys, scopes, expiry and the token hint', { timeout: 60_000 }
 
   it('When no key has the id, then `keys show` exits 1 with one line', async () => {
     // Act
-    const result = await runCli(['keys', 'show', '999'], { DATABASE_URL: sqliteUrl(dir) })
+    const result = await runHere(['keys', 'show', '999'], { DATABASE_URL: sqliteUrl(dir) })
 
     // Assert
     const line = assertOneLineFailure(result, 1)
@@ -673,7 +648,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
 
   const env = (): Record<string, string> => ({ DATABASE_URL: sqliteUrl(dir) })
   /** `keys find`, the token on its standard input, as a file or a pipe gives it. */
-  const find = async (token: string, ...options: string[]): Promise<CliResult> => await runCli(['keys', 'find', ...options], env(), undefined, `${token}\n`)
+  const find = async (token: string, ...options: string[]): Promise<CliResult> => await runHere(['keys', 'find', ...options], env(), `${token}\n`)
   /** The status of GET /v1/pets with this token, from the running server. */
   const statusWith = async (token: string): Promise<number> => {
     const response = await fetch(`${server?.origin ?? ''}/v1/pets`, { headers: bearer(token), signal: AbortSignal.timeout(5_000) })
@@ -692,7 +667,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     assert.equal(await statusWith(key.token), 200)
 
     // Act
-    const rolled = await runCliOk(['keys', 'roll', String(key.id), '--expire-current-in', '1h'], env())
+    const rolled = await runHereOk(['keys', 'roll', String(key.id), '--expire-current-in', '1h'], env())
 
     // Assert
     const output = lines(rolled.stdout)
@@ -703,11 +678,11 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     await untilStatus(token, 200, 'the new token to be accepted')
     assert.equal(await statusWith(key.token), 200, 'the token before it, during the overlap')
     for (const [held, matched] of [[token, 'current'], [key.token, 'previous']]) {
-      const found = JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), `${held}\n`)).stdout) as { id: number, tokenHint: string, previousTokenExpiresAt: string | null, matchedToken: string }
+      const found = JSON.parse((await runHereOk(['keys', 'find', '--json'], env(), `${held}\n`)).stdout) as { id: number, tokenHint: string, previousTokenExpiresAt: string | null, matchedToken: string }
       assert.deepEqual([found.id, found.tokenHint, found.matchedToken], [key.id, `pet_live_…${token.slice(-4)}`, matched])
       assert.ok(found.previousTokenExpiresAt !== null)
     }
-    const shown = await runCliOk(['keys', 'show', String(key.id)], env())
+    const shown = await runHereOk(['keys', 'show', String(key.id)], env())
     assert.match(shown.stdout, /^previous token until: \d{4}-/m)
   })
 
@@ -718,7 +693,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     await untilStatus(key.token, 200, 'the new key to be accepted')
 
     // Act
-    const rolled = await runCliOk(['keys', 'roll', String(key.id), '--expire-current-in', '0', '--json'], env())
+    const rolled = await runHereOk(['keys', 'roll', String(key.id), '--expire-current-in', '0', '--json'], env())
 
     // Assert
     const object = JSON.parse(rolled.stdout) as { id: number, token: string, previousTokenExpiresAt: string | null }
@@ -728,19 +703,19 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     await untilStatus(object.token, 200, 'the new token to be accepted')
     const former = JSON.parse((await find(key.token, '--json')).stdout) as { id: number, matchedToken: string }
     assert.deepEqual([former.id, former.matchedToken], [key.id, 'former'], 'a rolled-away token is traced to its key')
-    assert.equal(JSON.parse((await runCliOk(['keys', 'find', '--json'], env(), object.token)).stdout).id, key.id, 'without a line ending too')
+    assert.equal(JSON.parse((await runHereOk(['keys', 'find', '--json'], env(), object.token)).stdout).id, key.id, 'without a line ending too')
   })
 
   it('When a key is updated, then `keys show --json` shows the change, and the limits go back to the plan\'s with `plan`', async () => {
     // Arrange
     const key = await createKey(env(), ['--plan', 'pro', '--name', 'before'])
-    const show = async (): Promise<Record<string, unknown>> => JSON.parse((await runCliOk(['keys', 'show', String(key.id), '--json'], env())).stdout) as Record<string, unknown>
+    const show = async (): Promise<Record<string, unknown>> => JSON.parse((await runHereOk(['keys', 'show', String(key.id), '--json'], env())).stdout) as Record<string, unknown>
 
     // Act
-    const updated = await runCliOk(['keys', 'update', String(key.id), '--name', 'after', '--plan', 'enterprise', '--per-minute', '7', '--per-day', '70',
+    const updated = await runHereOk(['keys', 'update', String(key.id), '--name', 'after', '--plan', 'enterprise', '--per-minute', '7', '--per-day', '70',
       '--scopes', 'pets:read', '--expires-at', '2099-01-02'], env())
     const changed = await show()
-    await runCliOk(['keys', 'update', String(key.id), '--plan', 'business', '--per-minute', 'plan', '--per-day', 'plan', '--expires-at', 'never'], env())
+    await runHereOk(['keys', 'update', String(key.id), '--plan', 'business', '--per-minute', 'plan', '--per-day', 'plan', '--expires-at', 'never'], env())
     const back = await show()
 
     // Assert
@@ -756,23 +731,23 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
     const key = await createKey(env(), ['--plan', 'pro'])
 
     // Act
-    const result = await runCli(['keys', 'update', String(key.id), '--plan', 'enterprise'], env())
+    const result = await runHere(['keys', 'update', String(key.id), '--plan', 'enterprise'], env())
 
     // Assert
     const line = assertOneLineFailure(result, 1)
     assert.equal(line, 'petstore: --per-minute is required for an enterprise key (with --per-day and --per-minute)')
-    assert.equal(JSON.parse((await runCliOk(['keys', 'show', String(key.id), '--json'], env())).stdout).plan, 'pro')
+    assert.equal(JSON.parse((await runHereOk(['keys', 'show', String(key.id), '--json'], env())).stdout).plan, 'pro')
   })
 
   for (const command of [['update', '--name', 'x'], ['roll', '--expire-current-in', '1h']]) {
     it(`When a revoked key is given to \`keys ${command[0] ?? ''}\`, then it exits 1 with one line saying it is revoked`, async () => {
       // Arrange
       const key = await createKey(env(), ['--plan', 'pro'])
-      await runCliOk(['keys', 'revoke', String(key.id)], env())
+      await runHereOk(['keys', 'revoke', String(key.id)], env())
 
       // Act
       const [name, ...options] = command as [string, ...string[]]
-      const result = await runCli(['keys', name, String(key.id), ...options], env())
+      const result = await runHere(['keys', name, String(key.id), ...options], env())
 
       // Assert
       const line = assertOneLineFailure(result, 1)
@@ -782,7 +757,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
 
   it('When no key has the id, then `keys update` and `keys roll` exit 1 with one line', async () => {
     for (const args of [['update', '999', '--name', 'x'], ['roll', '999', '--expire-current-in', '0']]) {
-      const line = assertOneLineFailure(await runCli(['keys', ...args], env()), 1)
+      const line = assertOneLineFailure(await runHere(['keys', ...args], env()), 1)
       assert.equal(line, 'petstore: No API key has the id 999.')
     }
   })
@@ -790,11 +765,11 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
   it('When `keys find` reads a token of a revoked key, then it prints that key, a field a line, as `keys show` does, and which token matched', async () => {
     // Arrange
     const key = await createKey(env(), ['--plan', 'business', '--name', 'leaked'])
-    await runCliOk(['keys', 'revoke', String(key.id)], env())
+    await runHereOk(['keys', 'revoke', String(key.id)], env())
 
     // Act
-    const found = await runCliOk(['keys', 'find'], env(), `${key.token}\n`)
-    const shown = await runCliOk(['keys', 'show', String(key.id)], env())
+    const found = await runHereOk(['keys', 'find'], env(), `${key.token}\n`)
+    const shown = await runHereOk(['keys', 'show', String(key.id)], env())
 
     // Assert
     assert.equal(found.stdout, `${shown.stdout}matched token: current\n`)
@@ -813,7 +788,7 @@ describe('petstore keys update, roll and find', { timeout: 90_000 }, () => {
   for (const [what, input, message] of refused) {
     it(`When \`keys find\` reads ${what} on standard input, then it exits 1 with one line saying so, and shows no input`, async () => {
       // Act
-      const result = await runCli(['keys', 'find'], env(), undefined, input)
+      const result = await runHere(['keys', 'find'], env(), input)
 
       // Assert
       const line = assertOneLineFailure(result, 1)
@@ -835,8 +810,8 @@ describe('petstore keys usage', { timeout: 60_000 }, () => {
     const today = new Date().toISOString().slice(0, 10)
 
     // Act
-    const byDefault = JSON.parse((await runCliOk(['keys', 'usage', String(key.id), '--json'], env)).stdout) as Array<{ date: string, admitted: number, refused: number }>
-    const table = (await runCliOk(['keys', 'usage', String(key.id), '--from', '2026-02-27', '--to', '2026-03-01'], env)).stdout
+    const byDefault = JSON.parse((await runHereOk(['keys', 'usage', String(key.id), '--json'], env)).stdout) as Array<{ date: string, admitted: number, refused: number }>
+    const table = (await runHereOk(['keys', 'usage', String(key.id), '--from', '2026-02-27', '--to', '2026-03-01'], env)).stdout
 
     // Assert
     assert.equal(byDefault.length, 30)
@@ -856,9 +831,9 @@ describe('petstore keys usage', { timeout: 60_000 }, () => {
     const key = await createKey(env, ['--plan', 'free'])
 
     // Act
-    const backwards = assertOneLineFailure(await runCli(['keys', 'usage', String(key.id), '--from', '2026-03-02', '--to', '2026-03-01'], env), 1)
-    const missing = assertOneLineFailure(await runCli(['keys', 'usage', String(key.id), '--from', '2026-02-30'], env), 1)
-    const unknown = assertOneLineFailure(await runCli(['keys', 'usage', '999'], env), 1)
+    const backwards = assertOneLineFailure(await runHere(['keys', 'usage', String(key.id), '--from', '2026-03-02', '--to', '2026-03-01'], env), 1)
+    const missing = assertOneLineFailure(await runHere(['keys', 'usage', String(key.id), '--from', '2026-02-30'], env), 1)
+    const unknown = assertOneLineFailure(await runHere(['keys', 'usage', '999'], env), 1)
 
     // Assert
     assert.equal(backwards, 'petstore: --from must not be after the last day')

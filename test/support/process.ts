@@ -16,7 +16,7 @@ export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.ur
 export const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
 
 /** Variables the service reads: the parent's values must not leak into a child, which gets exactly what a test gives it. */
-const SERVICE_VARIABLES = [
+export const SERVICE_VARIABLES = [
   'HOST', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'PETSTORE_ENV', 'PUBLIC_BASE_URL', 'STAGING_BASE_URL',
   'TRUST_PROXY', 'CORS_ORIGINS', 'RATE_LIMIT_BAN_THRESHOLD', 'RATE_LIMIT_BAN_SECONDS', 'LOG_LEVEL',
   'LOG_FORMAT', 'ADMIN_PORT', 'ADMIN_HOST', 'ADMIN_TOKEN', 'USAGE_FLUSH_MS', 'DATABASE_POOL_SIZE', 'WORKERS',

@@ -16,6 +16,7 @@ import { CALLER_DAYS, deprecatedCallers } from '../../keys/deprecated-callers.js
 import { inspectToken } from '../../keys/tokens.js'
 import { databaseLabel, withCommandStorage } from '../database.js'
 import { CommandFailure, EXIT_USAGE } from '../errors.js'
+import type { CommandIo } from '../io.js'
 import {
   asKeyUpdate, duration, instant, instantOrNever, limitOrPlan, overlap, positiveInteger, scopeList, searchText,
   type CreateOptions, type ListOptions, type UpdateOptions
@@ -60,7 +61,7 @@ async function everyMatch (storage: Storage, { search, state, plan, sort }: List
 
 const ID_HELP = 'the key id, as `petstore keys list` shows it'
 
-export function addKeysCommands (program: Command): void {
+export function addKeysCommands (program: Command, io: CommandIo): void {
   const keys = program.command('keys').description('manage API keys (in the database of DATABASE_URL, for PETSTORE_ENV)')
 
   keys.command('create')
@@ -89,10 +90,10 @@ export function addKeysCommands (program: Command): void {
       checkUsage(command, () => checkNewKey(wanted))
       const key = await withStorage(async (storage, config) => await issueKey(storage, { ...wanted, name: options.name ?? '', environment: config.environment }))
       if (options.json === true) {
-        writeJson(key)
+        writeJson(io.out, key)
         return
       }
-      writeWithToken(key,
+      writeWithToken(io.out, key,
         `Created ${key.environment} key ${key.id}${nameOf(key)}: plan ${key.plan}, ` +
         `${key.perMinute} requests a minute, ${key.perDay} a day, ${key.concurrency} in flight at once; scopes ${key.scopes.join(', ')}; ` +
         `${key.expiresAt === null ? 'never expires' : `expires ${key.expiresAt}`}.`)
@@ -110,17 +111,17 @@ export function addKeysCommands (program: Command): void {
     .action(async (options: ListOptions) => {
       if (options.callsDeprecated === true) {
         const operations = await withStorage(async (storage) => await deprecatedCallers(storage, Date.now()))
-        if (options.json === true) writeJson(callingKeys(operations))
-        else writeCallerTable(operations, `No key called a deprecated operation in the last ${CALLER_DAYS} days.`)
+        if (options.json === true) writeJson(io.out, callingKeys(operations))
+        else writeCallerTable(io.out, operations, `No key called a deprecated operation in the last ${CALLER_DAYS} days.`)
         return
       }
       const filtered = options.search !== undefined || options.state !== undefined || options.plan !== undefined
       const { all, url } = await withStorage(async (storage, config) => ({ all: await everyMatch(storage, options), url: config.databaseUrl }))
       if (options.json === true) {
-        writeJson(all)
+        writeJson(io.out, all)
         return
       }
-      writeKeyTable(all, filtered ? 'No API key matches.' : `No API keys in ${databaseLabel(url)}; create one with \`petstore keys create --plan PLAN\`.`)
+      writeKeyTable(io.out, all, filtered ? 'No API key matches.' : `No API keys in ${databaseLabel(url)}; create one with \`petstore keys create --plan PLAN\`.`)
     })
 
   keys.command('show')
@@ -128,7 +129,7 @@ export function addKeysCommands (program: Command): void {
     .argument('<id>', ID_HELP, positiveInteger)
     .option('--json', 'print one JSON object, as one element of `keys list --json`')
     .action(async (id: number, options: { json?: boolean }) => {
-      writeKey(await withStorage(async (storage) => await showKey(storage, id, Date.now())), options.json)
+      writeKey(io.out, await withStorage(async (storage) => await showKey(storage, id, Date.now())), options.json)
     })
 
   keys.command('usage')
@@ -139,8 +140,8 @@ export function addKeysCommands (program: Command): void {
     .option('--json', 'print a JSON array of {date, admitted, refused}, as the admin API answers')
     .action(async (id: number, options: { from?: string, to?: string, json?: boolean }) => {
       const days = await withStorage(async (storage) => await keyUsage(storage, id, { from: options.from, to: options.to }, Date.now()))
-      if (options.json === true) writeJson(days)
-      else writeUsageTable(days)
+      if (options.json === true) writeJson(io.out, days)
+      else writeUsageTable(io.out, days)
     })
 
   keys.command('update')
@@ -165,8 +166,8 @@ export function addKeysCommands (program: Command): void {
       if (expiresAt !== undefined && expiresAt !== null) checkUsage(command, () => checkExpiry(expiresAt, now))
       if (concurrency !== undefined && concurrency !== null) checkUsage(command, () => checkConcurrency(concurrency))
       const key = await withStorage(async (storage) => await updateKey(storage, id, update, now))
-      if (options.json !== true) writeLine(`Updated key ${id}.`)
-      writeKey(key, options.json)
+      if (options.json !== true) writeLine(io.out, `Updated key ${id}.`)
+      writeKey(io.out, key, options.json)
     })
 
   keys.command('roll')
@@ -179,10 +180,10 @@ export function addKeysCommands (program: Command): void {
       checkUsage(command, () => checkOverlap(options.expireCurrentIn))
       const key = await withStorage(async (storage) => await rollKey(storage, id, options.expireCurrentIn, Date.now()))
       if (options.json === true) {
-        writeJson(key)
+        writeJson(io.out, key)
         return
       }
-      writeWithToken(key,
+      writeWithToken(io.out, key,
         `Rolled key ${key.id}${nameOf(key)}: ` +
         `${key.previousTokenExpiresAt === null ? 'the token before this one no longer works' : `the token before this one works until ${key.previousTokenExpiresAt}`}.`)
     })
@@ -197,12 +198,12 @@ export function addKeysCommands (program: Command): void {
         command.error('keys find takes the token on standard input, never as an argument, which shells keep in their history: `petstore keys find < FILE`',
           { exitCode: EXIT_USAGE, code: 'petstore.tokenArgument' })
       }
-      const token = await readToken()
+      const token = await readToken(io)
       if (!inspectToken(token).ok) {
         throw new CommandFailure('standard input does not hold a petstore token (pet_live_… or pet_test_…, with its checksum), alone on one line')
       }
       const found = await withStorage(async (storage) => await findKey(storage, token, Date.now()))
-      writeFoundKey(found, options.json)
+      writeFoundKey(io.out, found, options.json)
     })
 
   keys.command('revoke')
@@ -210,6 +211,6 @@ export function addKeysCommands (program: Command): void {
     .argument('<id>', ID_HELP, positiveInteger)
     .action(async (id: number) => {
       await withStorage(async (storage) => await revokeKey(storage, id, Date.now()))
-      writeLine(`Revoked key ${id}.`)
+      writeLine(io.out, `Revoked key ${id}.`)
     })
 }

@@ -4,17 +4,17 @@
 import { KeyRuleError, type DayUsage, type FoundKey, type KeyView, type KeyWithToken } from '../../keys/manage.js'
 import type { DeprecatedOperationView } from '../../keys/deprecated-callers.js'
 import { CommandFailure } from '../errors.js'
+import type { CommandIo } from '../io.js'
 import { formatTable, printable, type Column } from '../table.js'
 
 /** Names are the one free-text column: past this many columns they are cut in the table (`--json` has them whole). */
 const NAME_COLUMNS = 40
 
-function write (text: string): void {
-  process.stdout.write(text)
-}
+/** Standard output, or the caller's stand-in for it. */
+type Out = CommandIo['out']
 
-export function writeJson (value: unknown): void {
-  write(JSON.stringify(value) + '\n')
+export function writeJson (out: Out, value: unknown): void {
+  out(JSON.stringify(value) + '\n')
 }
 
 const KEY_COLUMNS: readonly Column[] = [
@@ -46,9 +46,9 @@ function keyRow (key: KeyView): string[] {
 }
 
 /** One key for people, a field a line, as `keys show` prints it; for scripts, one JSON object. */
-export function writeKey (key: KeyView, json: boolean | undefined): void {
+export function writeKey (out: Out, key: KeyView, json: boolean | undefined): void {
   if (json === true) {
-    writeJson(key)
+    writeJson(out, key)
     return
   }
   const row = keyRow(key)
@@ -56,26 +56,26 @@ export function writeKey (key: KeyView, json: boolean | undefined): void {
   fields.push(['last used', key.lastUsedAt ?? 'never'])
   if (key.previousTokenExpiresAt !== null) fields.push(['previous token until', key.previousTokenExpiresAt])
   if (key.leak !== null) fields.push(['leaked', [key.leak.reportedAt, key.leak.report, key.leak.source, key.leak.url].filter((part) => part !== null).join(' ')])
-  write(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
+  out(fields.map(([name, value]) => `${name}: ${printable(value)}\n`).join(''))
 }
 
 /** A key found by a token, and which of its tokens that is, as the admin lookup answers. */
-export function writeFoundKey ({ key, matchedToken }: FoundKey, json: boolean | undefined): void {
+export function writeFoundKey (out: Out, { key, matchedToken }: FoundKey, json: boolean | undefined): void {
   if (json === true) {
-    writeJson({ ...key, matchedToken })
+    writeJson(out, { ...key, matchedToken })
     return
   }
-  writeKey(key, false)
-  write(`matched token: ${matchedToken}\n`)
+  writeKey(out, key, false)
+  out(`matched token: ${matchedToken}\n`)
 }
 
 /** Keys for people, as an aligned table; `empty`, a line, when there are none. */
-export function writeKeyTable (keys: readonly KeyView[], empty: string): void {
-  write(keys.length === 0 ? `${empty}\n` : formatTable(KEY_COLUMNS, keys.map(keyRow)))
+export function writeKeyTable (out: Out, keys: readonly KeyView[], empty: string): void {
+  out(keys.length === 0 ? `${empty}\n` : formatTable(KEY_COLUMNS, keys.map(keyRow)))
 }
 
-export function writeUsageTable (days: readonly DayUsage[]): void {
-  write(formatTable(USAGE_COLUMNS, days.map((day) => [day.date, String(day.admitted), String(day.refused)])))
+export function writeUsageTable (out: Out, days: readonly DayUsage[]): void {
+  out(formatTable(USAGE_COLUMNS, days.map((day) => [day.date, String(day.admitted), String(day.refused)])))
 }
 
 const CALLER_COLUMNS: readonly Column[] = [
@@ -91,11 +91,11 @@ const CALLER_COLUMNS: readonly Column[] = [
 ]
 
 /** The callers of each deprecated operation for people, a row per key and operation; `empty`, a line, when there are none. */
-export function writeCallerTable (operations: readonly DeprecatedOperationView[], empty: string): void {
+export function writeCallerTable (out: Out, operations: readonly DeprecatedOperationView[], empty: string): void {
   const rows = operations.flatMap(({ operationId, sunset, callers }) => callers.map(({ key, calls, lastCall }) => [
     String(key.id), key.name, key.plan, key.tokenHint, key.revokedAt ?? 'no', operationId, sunset, String(calls), lastCall
   ]))
-  write(rows.length === 0 ? `${empty}\n` : formatTable(CALLER_COLUMNS, rows))
+  out(rows.length === 0 ? `${empty}\n` : formatTable(CALLER_COLUMNS, rows))
 }
 
 /** For scripts: each key that called a deprecated operation, once, with its calls of each, in the order first listed. */
@@ -112,12 +112,12 @@ export function callingKeys (operations: readonly DeprecatedOperationView[]): Ar
 }
 
 /** A line for people, then the new token alone on the last line, which `| tail -n 1` takes. */
-export function writeWithToken (key: KeyWithToken, line: string): void {
-  write(`${line}\nThe token below is shown only this once; store it now.\n${key.token}\n`)
+export function writeWithToken (out: Out, key: KeyWithToken, line: string): void {
+  out(`${line}\nThe token below is shown only this once; store it now.\n${key.token}\n`)
 }
 
-export function writeLine (line: string): void {
-  write(`${line}\n`)
+export function writeLine (out: Out, line: string): void {
+  out(`${line}\n`)
 }
 
 /** ` (name)`, printable, or nothing for a key without one. */

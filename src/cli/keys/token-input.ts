@@ -2,22 +2,25 @@
 // taken from the command line, which shells keep in their history.
 import { createInterface } from 'node:readline/promises'
 import { CommandFailure } from '../errors.js'
+import type { CommandIo } from '../io.js'
 
 /** More than any token, with room for a line ending: standard input longer than this is not one token. */
 const MAX_TOKEN_INPUT = 1024
 
 /** The token on standard input, without one trailing line ending. From a terminal, one line after a prompt on stderr; from a pipe or a file, all of it. */
-export async function readToken (): Promise<string> {
+export async function readToken (io: CommandIo): Promise<string> {
   let text = ''
-  if (process.stdin.isTTY) {
-    const prompt = createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+  const stdin = io.stdin()
+  if (stdin.isTTY === true) {
+    // The prompt is for a person at that terminal, on the process's stderr.
+    const prompt = createInterface({ input: stdin, output: process.stderr, terminal: true })
     try {
       text = await prompt.question('Token: ')
     } finally {
       prompt.close()
     }
   } else {
-    for await (const chunk of process.stdin) {
+    for await (const chunk of stdin) {
       text += String(chunk)
       if (text.length > MAX_TOKEN_INPUT) throw new CommandFailure('standard input holds more than one token; give it the token alone')
     }
