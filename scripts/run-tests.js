@@ -38,28 +38,30 @@ const concurrency = concurrencyGiven ? [] : [`--test-concurrency=${Math.max(2, a
 const ALONE = new Set(['webhooks-scale-out', 'scale-out', 'key-changes', 'crash', 'crash-postgres', 'shutdown']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
 /**
- * Files that spend most of their time waiting, with little to do (the
- * SIGKILL test of webhooks waits a minute for retries and leases to come
- * due): each runs in a runner of its own beside the others, not taking one
- * of their places.
+ * Files that spend most of their time waiting (the SIGKILL test of
+ * webhooks waits a minute for retries and leases to come due; a browser;
+ * npm), using under half a core: they run one at a time, in this order, in
+ * a runner of their own beside the others, not taking one of their places.
  */
-const BESIDE = new Set(['webhooks-crash']
-  .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`)))
+const BESIDE = ['e2e/webhooks-crash', 'e2e/docs-page', 'client-package', 'http/edge']
+  .map((name) => join('dist', 'test', `${name}.test.js`))
 /**
- * Files that mostly wait on short timers (retries, reconnections, slots
- * freed, time-outs), using a tenth to a quarter of a core: they run one at
- * a time beside the ALONE files, on the core those leave idle, with too
- * little load of their own to upset their bounds.
+ * Files that mostly wait, on short timers (retries, reconnections, slots
+ * freed, time-outs) or on PostgreSQL and Redis, using under half a core
+ * when run alone: they run one at a time beside the ALONE files, on the
+ * core those leave idle, with too little load of their own to upset their
+ * bounds.
  */
 const WITH_ALONE = new Set([
   'webhooks/delivery', 'webhooks/announcements', 'webhooks/failing-endpoints',
-  'limits/resilient-store', 'limits/redis-slots', 'limits/in-flight', 'e2e/timeouts'
+  'limits/resilient-store', 'limits/redis-slots', 'limits/in-flight', 'e2e/timeouts',
+  'db/postgres/storage', 'plugins/gate-lookups', 'plugins/gate-concurrency', 'routes/key-usage'
 ].map((name) => join('dist', 'test', `${name}.test.js`)))
 /**
  * The longest files start first, then the other end-to-end files, so that
  * no long file starts last and runs by itself at the end.
  */
-const LONGEST = ['cli', 'console', 'console-webhooks', 'copy-store', 'docs-page', 'tracing', 'usage', 'backup']
+const LONGEST = ['console', 'copy-store', 'console-webhooks', 'backup', 'tracing', 'usage', 'cli']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`))
 const startOrder = (file) => {
   const longest = LONGEST.indexOf(file)
@@ -114,8 +116,8 @@ const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
 const oneAtATime = [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])]
 const phases = [
   [
-    { files: files.filter((file) => !ALONE.has(file) && !BESIDE.has(file) && !WITH_ALONE.has(file)), flags: [...flags, ...concurrency] },
-    { files: files.filter((file) => BESIDE.has(file)), flags: oneAtATime, reportTo: join(summaryDir, 'beside.txt') }
+    { files: files.filter((file) => !ALONE.has(file) && !BESIDE.includes(file) && !WITH_ALONE.has(file)), flags: [...flags, ...concurrency] },
+    { files: BESIDE.filter((file) => files.includes(file)), flags: oneAtATime, reportTo: join(summaryDir, 'beside.txt') }
   ],
   [
     { files: files.filter((file) => ALONE.has(file)), flags: oneAtATime },
@@ -124,8 +126,11 @@ const phases = [
 ].map((runners) => runners.filter((phase) => phase.files.length > 0)).filter((runners) => runners.length > 0)
 const runners = new Set()
 let interrupted = false
-// Ctrl-C reaches the runners through the terminal; the servers are stopped once they have ended, and no other phase starts.
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { interrupted = true; for (const runner of runners) runner.kill(signal) })
+// Each runner leads a process group of its own, which holds its test files
+// and every process they start: Ctrl-C or SIGTERM is passed on to the
+// whole group, so that no service a test started outlives the run; the
+// servers are stopped once the runners have ended, and no other phase starts.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { interrupted = true; for (const runner of runners) signalGroup(runner.pid, signal) })
 let code = 0
 let summaries = 0
 for (const phase of phases) {
@@ -137,11 +142,14 @@ for (const phase of phases) {
     ]
     const runner = spawn(process.execPath, ['--test', ...reporters, ...flags, ...files], {
       stdio: 'inherit',
+      detached: true,
       env: { ...process.env, ...services.env, PETSTORE_TEST_LOG_DIR: logDir }
     })
     runners.add(runner)
     const status = await new Promise((resolve) => runner.on('close', (status, signal) => resolve(status ?? (signal === null ? 1 : 128))))
     runners.delete(runner)
+    // Whatever its test files left running (a test killed by its timeout leaves its servers).
+    signalGroup(runner.pid, 'SIGKILL')
     if (reportTo !== undefined && existsSync(reportTo)) process.stdout.write(readFileSync(reportTo))
     return status
   }))
@@ -151,6 +159,15 @@ await stop()
 const scanned = scan()
 console.log(summary(code, scanned))
 process.exit(Math.max(code, scanned))
+
+/** Sends `signal` to every process of the group `pid` leads; a group already gone is no failure. */
+function signalGroup (pid, signal) {
+  try {
+    process.kill(-pid, signal)
+  } catch (error) {
+    if (error.code !== 'ESRCH') throw error
+  }
+}
 
 /** The run's last line: the reporter's counts, and why the run failed when they do not say. */
 function summary (code, scanned) {

@@ -159,9 +159,14 @@ export interface CreatedKey {
   token: string
 }
 
-/** `petstore keys create … --json`, parsed. */
+/**
+ * `petstore keys create … --json`, parsed: the program main.ts runs, in
+ * this process (test/support/cli-here.ts, loaded on first use), a Node.js
+ * start saved for each key a test or the benchmark makes.
+ */
 export async function createKey (env: Record<string, string>, options: readonly string[]): Promise<CreatedKey> {
-  const { stdout } = await runCliOk(['keys', 'create', ...options, '--json'], env)
+  const { runHereOk } = await import('./cli-here.js')
+  const { stdout } = await runHereOk(['keys', 'create', ...options, '--json'], env)
   const key: unknown = JSON.parse(stdout)
   if (!isCreatedKey(key)) throw new Error(`keys create --json printed an unexpected object: ${stdout}`)
   return key
