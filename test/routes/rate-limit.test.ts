@@ -45,7 +45,12 @@ for (const configuration of CONFIGURATIONS) {
       assert.equal(first.body.bannedUntil, null)
       for (const { reset } of first.body.limits) assert.ok(Number.isInteger(reset) && reset * 1000 > t.clock.now() - 5_000, `reset ${reset} is Unix seconds ahead`)
       assert.equal(first.remaining, '59', 'the headers say the same as the body')
-      assert.deepEqual(second.body.limits, first.body.limits, 'asking spent nothing')
+      const standing = ({ limits }: Status): unknown[] => limits.map(({ window, limit, remaining }) => [window, limit, remaining])
+      assert.deepEqual(standing(second.body), standing(first.body), 'asking spent nothing')
+      // With Redis, a reset is Redis's time left counted on this instance's
+      // clock (src/limits/redis-store.ts, decisionOf); the test's clock stands
+      // still while Redis's runs, so two asks may fall either side of a second.
+      second.body.limits.forEach(({ reset }, i) => assert.ok(Math.abs(reset - (first.body.limits[i]?.reset ?? 0)) <= 1, `reset ${reset} moved`))
       assert.equal(listed.headers['x-ratelimit-remaining'], '58', 'the two questions took nothing from the key')
     })
 
