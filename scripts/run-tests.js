@@ -50,7 +50,7 @@ const BESIDE = ['e2e/webhooks-crash', 'e2e/docs-page', 'client-package', 'http/e
  * freed, time-outs) or on PostgreSQL and Redis, using under half a core
  * when run alone: they run one at a time beside the ALONE files, on the
  * core those leave idle, and end about when the last of those (several
- * instances through Redis's faults, whose bound is a second) starts.
+ * instances through Redis's faults, whose requests are timed) starts.
  */
 const WITH_ALONE = new Set([
   'webhooks/delivery', 'webhooks/announcements', 'webhooks/failing-endpoints',
@@ -169,17 +169,20 @@ function signalGroup (pid, signal) {
   }
 }
 
-/** The run's last line: the reporter's counts, and why the run failed when they do not say. */
+/** The run's last lines: each failed test, then the reporter's counts, and why the run failed when they do not say. */
 function summary (code, scanned) {
-  const lines = Array.from({ length: summaries }, (_, i) => join(summaryDir, `summary-${i}.txt`)).map((file) => existsSync(file) ? readFileSync(file, 'utf8').trim() : '')
+  const reports = Array.from({ length: summaries }, (_, i) => join(summaryDir, `summary-${i}.txt`)).map((file) => existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n') : [''])
   rmSync(summaryDir, { recursive: true, force: true })
-  if (lines.some((line) => line === '')) return `no test results: the test runner ended with code ${code} before it counted them`
+  // Each report: a line per failed test, then the counts.
+  const lines = reports.map((report) => report.at(-1))
+  const failedTests = reports.flatMap((report) => report.slice(0, -1))
+  if (lines.some((line) => line === '')) return [...failedTests, `no test results: the test runner ended with code ${code} before it counted them`].join('\n')
   const counts = addedUp(lines)
   const failedToo = [
     ...(code !== 0 && /\b0 failed\b/.test(counts) ? [`the test runner ended with code ${code}`] : []),
     ...(scanned !== 0 ? ['the log scan failed'] : [])
   ]
-  return failedToo.length === 0 ? counts : `${counts} (${failedToo.join('; ')})`
+  return [...failedTests, failedToo.length === 0 ? counts : `${counts} (${failedToo.join('; ')})`].join('\n')
 }
 
 /** The reporter's lines of each phase, `N passed, N failed[, N skipped][, N todo]`, added up into one. */

@@ -128,11 +128,16 @@ function run (command, args, options) {
   if (result.status !== 0) fail(`${command} ${args.join(' ')} failed (${result.status ?? result.signal})`)
 }
 
-/** Runs a command, echoing its output, and resolves with its exit code and the last line `npm test` counts the tests in (scripts/run-tests.js), if any. */
+/**
+ * Runs a command, echoing its output, and resolves with its exit code, the
+ * last line `npm test` counts the tests in (scripts/run-tests.js), if any,
+ * and the `failed: …` lines it prints before that one.
+ */
 function runEchoed (command, args, options) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
     let summary
+    const failedTests = []
     let pending = ''
     child.stdout.on('data', (chunk) => {
       process.stdout.write(chunk)
@@ -141,12 +146,13 @@ function runEchoed (command, args, options) {
       pending = lines.pop()
       for (const line of lines) {
         if (/^\d+ passed, \d+ failed\b/.test(line.trim())) summary = line.trim()
+        if (line.startsWith('failed: ')) failedTests.push(line)
       }
     })
     child.stderr.on('data', (chunk) => process.stderr.write(chunk))
     child.on('close', (code, signal) => {
       if (/^\d+ passed, \d+ failed\b/.test(pending.trim())) summary = pending.trim()
-      resolve({ code: code ?? signal, summary })
+      resolve({ code: code ?? signal, summary, failedTests })
     })
   })
 }
@@ -170,7 +176,7 @@ async function testOn (major, then, workers) {
   if (install.code !== 0) return { label, ok: false, step: 'npm install', code: install.code }
   const testEnv = { ...env, PETSTORE_TEST_ONCE: 'skip', ...(workers === undefined ? {} : { PETSTORE_TEST_WORKERS: workers }) }
   const test = await runEchoed('npm', step, { cwd: copy, env: testEnv })
-  return { label, ok: test.code === 0, step: `npm ${step[0]}`, code: test.code, summary: then === undefined ? test.summary ?? 'no line counting the tests' : undefined }
+  return { label, ok: test.code === 0, step: `npm ${step[0]}`, code: test.code, summary: then === undefined ? test.summary ?? 'no line counting the tests' : undefined, failedTests: test.failedTests }
 }
 
 const argv = process.argv.slice(2)
@@ -189,8 +195,9 @@ const results = []
 for (const major of majors) results.push(await testOn(major, then, workers))
 
 console.log('\n=== npm run test:node')
-for (const { label, ok, step, code, summary } of results) {
+for (const { label, ok, step, code, summary, failedTests = [] } of results) {
   const counts = summary === undefined ? '' : ` (${summary})`
   console.log(`Node.js ${label}: ${ok ? 'passed' : `FAILED at ${step} (exit ${code})`}${counts}`)
+  for (const line of failedTests) console.log(`  ${line}`)
 }
 process.exit(results.every((result) => result.ok) ? 0 : 1)

@@ -247,6 +247,16 @@ class ReadLoad {
   }
 }
 
+/**
+ * The service lets a request wait 250 ms for a slot and 500 ms on Redis at
+ * most (docs/OPERATING.md, "When Redis is unreachable"); the rest of a
+ * request's time is the machine's, which here runs two instances,
+ * PostgreSQL, Redis and this test's clients at once (570–950 ms seen on two
+ * cores, once 1,376 ms). Without the deadline a request waits out the Redis
+ * client's 5 s command timeout, well past this bound.
+ */
+const SLOWEST_ALLOWED_MS = 2_000
+
 describe('several instances on one PostgreSQL database and one Redis', { timeout: 180_000 + REDIS_FAULT_CYCLES * 60_000 }, () => {
   const servers: ServerProcess[] = []
   let redis: OwnRedisServer | undefined
@@ -310,7 +320,7 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
     for (const ms of refusedIn) assert.ok(ms < 1_000, `refused after ${ms} ms`)
   })
 
-  it('When Redis is killed and restarted, then frozen (SIGSTOP) and thawed, under load on two instances, then no request waits a second, each instance admits exactly its limit while degraded, /readyz names the degradation, and both go back to limits shared in Redis', async (t) => {
+  it('When Redis is killed and restarted, then frozen (SIGSTOP) and thawed, under load on two instances, then no request takes 2 s (the service waits 750 ms at most), each instance admits exactly its limit while degraded, /readyz names the degradation, and both go back to limits shared in Redis', async (t) => {
     // Arrange: bans out of the way, so that the refusals only show the limit.
     const limit = 30
     const { instances, token: busy, env } = await arrange(2, 100_000_000, { RATE_LIMIT_BAN_THRESHOLD: '100000' })
@@ -366,7 +376,7 @@ describe('several instances on one PostgreSQL database and one Redis', { timeout
       `of ${limit + 10} (limit ${limit}); back on Redis ${range(of('killed').flatMap((p) => p.backMs))} ms after a restart, ${range(of('frozen').flatMap((p) => p.backMs))} ms after a thaw; ` +
       `then ${distinct(phases.map((p) => admitted(p.shared)))} of ${limit + 10} admitted across both`)
     assert.deepEqual(load.unexpected, [])
-    assert.ok(load.slowest.ms < 1_000, `a request took ${load.slowest.ms} ms (${load.slowest.what})`)
+    assert.ok(load.slowest.ms < SLOWEST_ALLOWED_MS, `a request took ${load.slowest.ms} ms (${load.slowest.what})`)
     for (const phase of phases) {
       assert.deepEqual(phase.perInstance.map(admitted), instances.map(() => limit), `${phase.fault}: admitted per instance while degraded`)
       assert.deepEqual(phase.perInstance.map((statuses) => statuses.filter((status) => status === 429).length), instances.map(() => 10))

@@ -23,11 +23,21 @@ function ended ({ outcome, nesting, suite = false, skip, todo, file = 'a.test.js
   return { type: `test:${outcome}`, data } as unknown as TestEvent
 }
 
-async function lineOf (events: TestEvent[]): Promise<string> {
+async function writtenFor (events: TestEvent[]): Promise<string> {
   async function * source (): AsyncGenerator<TestEvent> { yield * events }
   let written = ''
   for await (const chunk of testSummary(source())) written += chunk
   return written
+}
+
+/** The last line written: the counts. */
+async function lineOf (events: TestEvent[]): Promise<string> {
+  return `${(await writtenFor(events)).split('\n').at(-2) ?? ''}\n`
+}
+
+/** A test or suite starting, as the runner reports it. */
+function started (name: string, nesting: number, file = 'a.test.js'): TestEvent {
+  return { type: 'test:start', data: { name, nesting, file } } as unknown as TestEvent
 }
 
 describe('the test run\'s summary line', () => {
@@ -77,5 +87,20 @@ describe('the test run\'s summary line', () => {
     const line = await lineOf([ended({ outcome: 'fail', nesting: 0, file: 'broken.test.js' })])
 
     assert.equal(line, '0 passed, 1 failed\n')
+  })
+
+  it('When tests fail, then a line for each, naming its file, suites, name and the first line of what it threw, comes before the counts', async () => {
+    // The runner wraps what a test threw (ERR_TEST_FAILURE), the thrown error its cause.
+    const wrapped = new Error('test failed', { cause: new Error('expected 3\nmore detail') })
+    const failing = { ...(ended({ outcome: 'fail', nesting: 1 }) as { data: object }), type: 'test:fail' } as unknown as TestEvent & { data: Record<string, unknown> }
+    failing.data.name = 'adds up'
+    failing.data.details = { duration_ms: 1, error: wrapped }
+    const written = await writtenFor([
+      started('arithmetic', 0), started('passes', 1), ended({ outcome: 'pass', nesting: 1 }),
+      started('adds up', 1), failing,
+      ended({ outcome: 'fail', nesting: 0, suite: true })
+    ])
+
+    assert.equal(written, 'failed: a.test.js › arithmetic › adds up: expected 3\n1 passed, 1 failed\n')
   })
 })
