@@ -8,10 +8,10 @@
 // The files are listed here because `node --test` reads directory and glob
 // arguments differently from one Node version to the next.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { dirname, join, resolve, sep } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { describeScan, scanLogs } from './log-scan.js'
 import { startServices } from './test-services.js'
 
@@ -39,11 +39,12 @@ const ALONE = ['crash', 'crash-postgres', 'key-changes', 'shutdown', 'webhooks-s
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`))
 /**
  * Files that spend most of their time waiting (the SIGKILL test of
- * webhooks waits a minute for retries and leases to come due; a browser;
- * npm), using under half a core: they run one at a time, in this order, in
- * a runner of their own beside the others, not taking one of their places.
+ * webhooks waits a minute for retries and leases to come due; pages in a
+ * browser, which waits on the service; npm), using under half a core: they
+ * run one at a time, in this order, in a runner of their own beside the
+ * others, not taking one of their places, and end before those do.
  */
-const BESIDE = ['e2e/webhooks-crash', 'e2e/docs-page', 'client-package', 'http/edge']
+const BESIDE = ['e2e/webhooks-crash', 'e2e/console', 'e2e/console-webhooks', 'e2e/docs-page', 'client-package', 'http/edge']
   .map((name) => join('dist', 'test', `${name}.test.js`))
 /**
  * Files that mostly wait, on short timers (retries, reconnections, slots
@@ -61,12 +62,22 @@ const WITH_ALONE = new Set([
  * The longest files start first, then the other end-to-end files, so that
  * no long file starts last and runs by itself at the end.
  */
-const LONGEST = ['console', 'copy-store', 'console-webhooks', 'backup', 'tracing', 'usage', 'cli']
+const LONGEST = ['copy-store', 'backup', 'tracing', 'usage', 'cli']
   .map((name) => join('dist', 'test', 'e2e', `${name}.test.js`))
 const startOrder = (file) => {
   const longest = LONGEST.indexOf(file)
   return longest >= 0 ? longest : file.includes(`${sep}e2e${sep}`) ? LONGEST.length : LONGEST.length + 1
 }
+/**
+ * In a whole run, the component tests (every folder but e2e/) run up to
+ * this many files to a process, one folder's files together, each file's
+ * tests inside a suite named after it: a process of its own costs a file
+ * about 0.7 s of CPU (Node.js starting, the runner, and loading Fastify,
+ * the drivers and the service's modules), most of the time such a file
+ * takes. The end-to-end files keep a process each: they start services and
+ * signal processes.
+ */
+const GROUP_SIZE = 6
 /**
  * Files whose subject is the same on every Node.js: pages driven in
  * Chromium (the server side of each is tested on its own, by files that
@@ -104,6 +115,8 @@ if (!existsSync(summaryReporter)) {
   process.exit(1)
 }
 
+// One folder per run for the files that import a group of test files.
+const groupDir = mkdtempSync(join(tmpdir(), 'petstore-test-groups-'))
 const services = await startServices()
 let stopping
 const stop = () => { stopping ??= services.stop(); return stopping }
@@ -116,7 +129,7 @@ const summaryDir = mkdtempSync(join(tmpdir(), 'petstore-test-summary-'))
 const oneAtATime = [...flags, ...(concurrencyGiven ? [] : ['--test-concurrency=1'])]
 const phases = [
   [
-    { files: files.filter((file) => !ALONE.includes(file) && !BESIDE.includes(file) && !WITH_ALONE.has(file)), flags: [...flags, ...concurrency] },
+    { files: inGroups(files.filter((file) => !ALONE.includes(file) && !BESIDE.includes(file) && !WITH_ALONE.has(file))), flags: [...flags, ...concurrency] },
     { files: BESIDE.filter((file) => files.includes(file)), flags: oneAtATime, reportTo: join(summaryDir, 'beside.txt') }
   ],
   [
@@ -156,9 +169,47 @@ for (const phase of phases) {
   code = Math.max(code, ...codes)
 }
 await stop()
+rmSync(groupDir, { recursive: true, force: true })
 const scanned = scan()
 console.log(summary(code, scanned))
 process.exit(Math.max(code, scanned))
+
+/**
+ * `files`, in a whole run with the component tests' files replaced by files
+ * that each import up to GROUP_SIZE of one folder (GROUP_SIZE above), placed
+ * after the LONGEST files and before the other end-to-end ones.
+ */
+function inGroups (files) {
+  if (named.length > 0) return files
+  const component = (file) => !file.includes(`${sep}e2e${sep}`) && roots.some((root) => file.startsWith(`${root}${sep}`))
+  const byFolder = new Map()
+  for (const file of files.filter(component)) {
+    const folder = relativeFolder(file)
+    byFolder.set(folder, [...(byFolder.get(folder) ?? []), file])
+  }
+  const groups = []
+  for (const [folder, members] of byFolder) {
+    for (let i = 0; i < members.length; i += GROUP_SIZE) {
+      const group = join(groupDir, `${folder.replaceAll(sep, '-')}-${i / GROUP_SIZE + 1}.test.js`)
+      writeFileSync(group, [
+        "import { describe } from 'node:test'",
+        ...members.slice(i, i + GROUP_SIZE).map((file) =>
+          `describe(${JSON.stringify(file)}, async () => { await import(${JSON.stringify(pathToFileURL(resolve(file)).href)}) })`)
+      ].join('\n') + '\n')
+      groups.push(group)
+    }
+  }
+  const rest = files.filter((file) => !component(file))
+  const longest = rest.filter((file) => LONGEST.includes(file))
+  return [...longest, ...groups, ...rest.filter((file) => !LONGEST.includes(file))]
+}
+
+/** The folder of a test file under its root, such as `routes`, `db/sqlite` or `client`. */
+function relativeFolder (file) {
+  const root = roots.find((candidate) => file.startsWith(`${candidate}${sep}`))
+  const folder = dirname(file.slice(root.length + 1))
+  return folder === '.' ? (root === 'dist/test' ? 'root' : root.split(sep)[0]) : folder
+}
 
 /** Sends `signal` to every process of the group `pid` leads; a group already gone is no failure. */
 function signalGroup (pid, signal) {

@@ -177,7 +177,10 @@ describe('The operator console, in Chromium', { timeout: 300_000 }, () => {
     // Arrange: the first test, so that there are 3 keys, fewer than a page holds.
     for (let i = 0; i < 3; i++) await adminApi('POST', '/keys', { plan: 'free', name: `bulk ${i}` })
     const before = await firstViewRequests('first view, 3 keys')
-    for (let i = 3; i < 300; i++) await adminApi('POST', '/keys', { plan: 'free', name: `bulk ${i}` })
+    // Twenty at a time: the service commits them together, where one at a time each waits for its own.
+    for (let i = 3; i < 300; i += 20) {
+      await Promise.all(Array.from({ length: Math.min(20, 300 - i) }, async (_, j) => await adminApi('POST', '/keys', { plan: 'free', name: `bulk ${i + j}` })))
+    }
 
     // Act
     const after = await firstViewRequests('first view, 300 keys')

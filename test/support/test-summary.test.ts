@@ -2,20 +2,28 @@
 // node:test gives a reporter, as Node 20 and 24 send them for each case.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import { join } from 'node:path'
 import type { TestEvent } from 'node:test/reporters'
 import testSummary from './test-summary.js'
 
 type Outcome = 'pass' | 'fail'
-interface Reported { outcome: Outcome, nesting: number, suite?: boolean, skip?: boolean, todo?: boolean, file?: string }
+/** Why the runner says a test or suite failed, as it sets `failureType` on its ERR_TEST_FAILURE. */
+type FailureType = 'subtestsFailed' | 'hookFailed' | 'testCodeFailure' | 'cancelledByParent'
+interface Reported { outcome: Outcome, nesting: number, suite?: boolean, skip?: boolean, todo?: boolean, file?: string, name?: string, why?: FailureType, error?: Error }
 
-/** The events of one test or suite ending, as the runner reports them (only what the reporter reads is filled in). */
-function ended ({ outcome, nesting, suite = false, skip, todo, file = 'a.test.js' }: Reported): TestEvent {
+/**
+ * The events of one test or suite ending, as the runner reports them (only
+ * what the reporter reads is filled in); a failed suite failed because of
+ * its tests unless `why` says otherwise.
+ */
+function ended ({ outcome, nesting, suite = false, skip, todo, file = 'a.test.js', name = 'a test', why, error }: Reported): TestEvent {
+  const failure = Object.assign(new Error('failed', { cause: error }), { failureType: why ?? (suite ? 'subtestsFailed' : 'testCodeFailure') })
   const data = {
-    name: 'a test',
+    name,
     nesting,
     file,
     testNumber: 1,
-    details: { duration_ms: 1, ...(suite ? { type: 'suite' as const } : {}), ...(outcome === 'fail' ? { error: new Error('failed') } : {}) },
+    details: { duration_ms: 1, ...(suite ? { type: 'suite' as const } : {}), ...(outcome === 'fail' ? { error: failure } : {}) },
     ...(skip === true ? { skip: true } : {}),
     ...(todo === true ? { todo: true } : {})
   }
@@ -33,11 +41,6 @@ async function writtenFor (events: TestEvent[]): Promise<string> {
 /** The last line written: the counts. */
 async function lineOf (events: TestEvent[]): Promise<string> {
   return `${(await writtenFor(events)).split('\n').at(-2) ?? ''}\n`
-}
-
-/** A test or suite starting, as the runner reports it. */
-function started (name: string, nesting: number, file = 'a.test.js'): TestEvent {
-  return { type: 'test:start', data: { name, nesting, file } } as unknown as TestEvent
 }
 
 describe('the test run\'s summary line', () => {
@@ -64,9 +67,9 @@ describe('the test run\'s summary line', () => {
 
   it('When a suite fails with no failed test in it (its callback threw, or its after hook failed), then it counts as one failure', async () => {
     const line = await lineOf([
-      ended({ outcome: 'fail', nesting: 0, suite: true }),
+      ended({ outcome: 'fail', nesting: 0, suite: true, why: 'testCodeFailure' }),
       ended({ outcome: 'pass', nesting: 1, file: 'b.test.js' }),
-      ended({ outcome: 'fail', nesting: 0, suite: true, file: 'b.test.js' })
+      ended({ outcome: 'fail', nesting: 0, suite: true, file: 'b.test.js', why: 'hookFailed' })
     ])
 
     assert.equal(line, '1 passed, 2 failed\n')
@@ -76,7 +79,7 @@ describe('the test run\'s summary line', () => {
     const line = await lineOf([
       ended({ outcome: 'fail', nesting: 2 }),
       ended({ outcome: 'fail', nesting: 1, suite: true }),
-      ended({ outcome: 'fail', nesting: 1, suite: true }),
+      ended({ outcome: 'fail', nesting: 1, suite: true, why: 'hookFailed' }),
       ended({ outcome: 'fail', nesting: 0, suite: true })
     ])
 
@@ -89,18 +92,16 @@ describe('the test run\'s summary line', () => {
     assert.equal(line, '0 passed, 1 failed\n')
   })
 
-  it('When tests fail, then a line for each, naming its file, suites, name and the first line of what it threw, comes before the counts', async () => {
-    // The runner wraps what a test threw (ERR_TEST_FAILURE), the thrown error its cause.
-    const wrapped = new Error('test failed', { cause: new Error('expected 3\nmore detail') })
-    const failing = { ...(ended({ outcome: 'fail', nesting: 1 }) as { data: object }), type: 'test:fail' } as unknown as TestEvent & { data: Record<string, unknown> }
-    failing.data.name = 'adds up'
-    failing.data.details = { duration_ms: 1, error: wrapped }
+  it('When tests fail, then a line for each, naming the file it is declared in, its name and the first line of what it threw, comes before the counts', async () => {
+    const here = join(process.cwd(), 'dist/test/a.test.js')
     const written = await writtenFor([
-      started('arithmetic', 0), started('passes', 1), ended({ outcome: 'pass', nesting: 1 }),
-      started('adds up', 1), failing,
-      ended({ outcome: 'fail', nesting: 0, suite: true })
+      ended({ outcome: 'pass', nesting: 2, file: here }),
+      ended({ outcome: 'fail', nesting: 2, file: here, name: 'adds up', error: new Error('expected 3\nmore detail') }),
+      ended({ outcome: 'fail', nesting: 1, suite: true, file: here, name: 'arithmetic' }),
+      // The suite a group of files gives each of them (scripts/run-tests.js), declared in the group's file.
+      ended({ outcome: 'fail', nesting: 0, suite: true, file: '/tmp/group-1.test.js', name: 'dist/test/a.test.js' })
     ])
 
-    assert.equal(written, 'failed: a.test.js › arithmetic › adds up: expected 3\n1 passed, 1 failed\n')
+    assert.equal(written, 'failed: dist/test/a.test.js › adds up: expected 3\n1 passed, 1 failed\n')
   })
 })
