@@ -85,6 +85,14 @@ function cpuTarget (label: string, id: string, met: (ratio: number) => boolean):
 export const Targets = {
   /** CPU time per request at most `at` times another row's: the figure that counts, since req/s follows from it. */
   cpuTimes: (at: number, id: string, name: string): Target => cpuTarget(`CPU ≤ ${Number(at.toFixed(2))}× ${name}`, id, (ratio) => ratio <= at),
+  /**
+   * As many requests served per CPU-second as `times` another row's, or
+   * more: its CPU time per request at most 1/`times` of this one's. How a
+   * target in requests a second is judged when the two servers did not run
+   * at the same pace.
+   */
+  servesAtLeast: (times: number, id: string, name: string): Target =>
+    cpuTarget(`serves ≥ ${times}× ${name} (CPU)`, id, (ratio) => 1 / ratio >= times),
   /** Requests per second at least `times` another row's: what more workers must buy. */
   requestsAtLeast: (times: number, id: string, name: string): Target => ({
     label: `req/s ≥ ${times}× ${name}`,

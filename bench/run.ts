@@ -360,13 +360,14 @@ function report (rows: ReadonlyMap<string, Row>, { options, pinning, generator }
     `- seeded: ${count(ANIMALS)} animals (SQLite${scaledOut ? ', PostgreSQL' : ''}), written into the database; ` +
       `${count(FEW_ANIMALS)} and ${count(MANY_ANIMALS)} for the list p50 comparison`,
     '- logging: the petstore at its default level, one JSON line per request appended to a file; ' +
-      'the bare server and the peers log nothing per request',
+      'the bare server and the peers log nothing per request, but the peers marked "logging", whose Fastify request log is on at info (two JSON lines per request, to a file)',
     '- peers: the list peer reads the petstore\'s seeded SQLite file read-only; the group-commit peer writes a file of its own; ' +
       'both look the bearer token up in a Map and count each request against its key',
     ...driftLine(drift),
     `- max RSS: the server's VmRSS, sampled every ${RSS_SAMPLE_MS} ms during the measured run; CPU µs: the server's user and system time ` +
       'during the measured run ÷ its responses (steadier than req/s when the machine drifts); × peer CPU: that figure ÷ the peer\'s in this run ' +
-      '(lists: the list peer; create: the group-commit peer; getPet: the getPet peer; 401 and 429: Fastify minimal; scaled out: the same operation on SQLite)',
+      '(lists: the list peer; create: the group-commit peer; getPet: the getPet peer; 401 and 429: Fastify minimal; scaled out: the same operation on SQLite); ' +
+      'serves ≥ N× a peer: its CPU µs at most 1/N of this row\'s, as many requests served per CPU-second as N times the peer\'s',
     ''
   ]
   for (const section of [SQLITE, SCALE_OUT]) {

@@ -6,9 +6,8 @@
 //
 // env: PEER_DATABASE (a SQLite file of its own), PEER_TOKEN (the one valid key)
 import { Type } from 'typebox'
-import Fastify from 'fastify'
 import { Database } from '../../src/db/sqlite/driver.js'
-import { Pet, listen, requireKey, required } from './common.js'
+import { listen, peerApp, Pet, required, requireKey } from './common.js'
 
 interface NewPet { name: string, categoryId: number, status?: string }
 interface Waiting { pet: NewPet, resolve: (id: number) => void, reject: (error: unknown) => void }
@@ -50,7 +49,7 @@ const Body = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal('available'), Type.Literal('pending'), Type.Literal('sold')]))
 }, { additionalProperties: false })
 
-const app = Fastify()
+const app = peerApp()
 requireKey(app, new Map([[required('PEER_TOKEN'), 1]]))
 app.post<{ Body: NewPet }>('/v1/pets', { schema: { body: Body, response: { 201: Pet } } }, async (request, reply) => {
   const id = await add(request.body)

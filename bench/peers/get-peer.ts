@@ -4,9 +4,8 @@
 //
 // env: PEER_DATABASE (the SQLite file), PEER_TOKEN (the one valid key)
 import { Type } from 'typebox'
-import Fastify from 'fastify'
 import { Database } from '../../src/db/sqlite/driver.js'
-import { Pet, listen, requireKey, required } from './common.js'
+import { listen, peerApp, Pet, required, requireKey } from './common.js'
 
 const db = new Database(required('PEER_DATABASE'), { readonly: true })
 // Category ids past 2^53 come back exact, as bigint, and are written as such.
@@ -16,7 +15,7 @@ const one = db.prepare<[number]>('SELECT id, name, category_id AS categoryId, st
 const Params = Type.Object({ petId: Type.Integer({ minimum: 1 }) })
 const NotFound = Type.Object({ code: Type.String(), message: Type.String() })
 
-const app = Fastify()
+const app = peerApp()
 requireKey(app, new Map([[required('PEER_TOKEN'), 1]]))
 app.get<{ Params: { petId: number } }>('/v1/pets/:petId', { schema: { params: Params, response: { 200: Pet, 404: NotFound } } },
   async (request, reply) => one.get(request.params.petId) ?? reply.code(404).send({ code: 'not_found', message: 'No such animal.' }))

@@ -6,9 +6,8 @@
 //
 // env: PEER_DATABASE (the SQLite file), PEER_TOKEN (the one valid key)
 import { Type } from 'typebox'
-import Fastify from 'fastify'
 import { Database } from '../../src/db/sqlite/driver.js'
-import { Pets, listen, requireKey, required } from './common.js'
+import { listen, peerApp, Pets, required, requireKey } from './common.js'
 
 const db = new Database(required('PEER_DATABASE'), { readonly: true })
 // Category ids past 2^53 come back exact, as bigint, and are written as such.
@@ -20,7 +19,7 @@ const Query = Type.Object({
   after: Type.Integer({ minimum: 0, default: 0 })
 })
 
-const app = Fastify()
+const app = peerApp()
 requireKey(app, new Map([[required('PEER_TOKEN'), 1]]))
 app.get<{ Querystring: { limit: number, after: number } }>('/v1/pets', { schema: { querystring: Query, response: { 200: Pets } } },
   async (request) => page.all(request.query.after, request.query.limit))
