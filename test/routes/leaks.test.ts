@@ -3,14 +3,12 @@
 // Redis, with a key pair made here standing in for GitHub's.
 import { afterEach, before, beforeEach, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { writeFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { pathToFileURL } from 'node:url'
 import { CONFIGURATIONS, buildTestApp, errorOf, type TestApp } from '../support/app.js'
 import { bearer } from '../support/fixtures.js'
-import { keyList, keyListFile, makeScanner, report, type Scanner } from '../support/scanner.js'
+import { keyList, keyListFile, keyListPath, makeScanner, report, type Scanner } from '../support/scanner.js'
 import { findKey, revokeKey, rollKey } from '../../src/keys/manage.js'
 import { generateToken } from '../../src/keys/tokens.js'
 
@@ -122,7 +120,7 @@ for (const configuration of CONFIGURATIONS) {
 
     it('When the key list could never be read, then a signed report gets 503 with Retry-After until the next read and changes nothing, an unsigned one 401; once the list is there, the report is taken', async () => {
       // Arrange: the list's file does not exist yet, as a URL GitHub cannot be reached at.
-      const path = join(mkdtempSync(join(tmpdir(), 'petstore-scanner-')), 'keys.json')
+      const path = keyListPath()
       const cut = await buildTestApp({ SECRET_SCANNING_KEYS_URL: pathToFileURL(path).href }, { backend: configuration.backend, limiterBackend: configuration.limiterBackend })
       try {
         const live = await cut.newKey()

@@ -2,7 +2,7 @@
 // pair, its public key in a key list as GitHub publishes it, and reports
 // signed as GitHub signs them (docs/KEYS.md: Leaked tokens).
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -28,6 +28,17 @@ export function makeScanner (identifier = randomUUID().replace(/-/g, '')): Scann
   }
 }
 
+/** The folders keyListPath made, removed when this test process ends (its servers have been stopped by then). */
+const folders: string[] = []
+
+/** A path for a key list in a folder of its own, removed when the test process ends; nothing is written there yet. */
+export function keyListPath (): string {
+  if (folders.length === 0) process.once('exit', () => { for (const folder of folders) rmSync(folder, { recursive: true, force: true }) })
+  const folder = mkdtempSync(join(tmpdir(), 'petstore-scanner-'))
+  folders.push(folder)
+  return join(folder, 'keys.json')
+}
+
 /** The key list of these scanners, in GitHub's format. */
 export function keyList (...scanners: Scanner[]): string {
   return JSON.stringify({ public_keys: scanners.map((s, i) => ({ key_identifier: s.identifier, key: s.publicPem, is_current: i === 0 })) })
@@ -35,7 +46,7 @@ export function keyList (...scanners: Scanner[]): string {
 
 /** The key list written to a file of its own; its file: URL. */
 export function keyListFile (...scanners: Scanner[]): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'petstore-scanner-')), 'keys.json')
+  const path = keyListPath()
   writeFileSync(path, keyList(...scanners))
   return pathToFileURL(path).href
 }
