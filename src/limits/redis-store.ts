@@ -168,6 +168,13 @@ export interface RedisStoreOptions {
   namespace?: string
   /** How long a slot of requests in flight outlives its instance's last word about it (redis-slots.ts); tests shorten it. */
   leaseMs?: number
+  /**
+   * How long a command may wait for Redis's answer (500 ms: the service's
+   * ResilientStore answers in-process past it). Component tests, which use
+   * this store without that fallback, lengthen it, so that a loaded test
+   * machine is not taken for a Redis that does not answer.
+   */
+  commandTimeoutMs?: number
 }
 
 export class RedisStore implements RateLimitStore {
@@ -178,13 +185,13 @@ export class RedisStore implements RateLimitStore {
   /** The client's last connection error, to say why Redis is unreachable. */
   #lastError: string | undefined
 
-  constructor (target: RedisTarget, { namespace = '', leaseMs = DEFAULT_LEASE_MS }: RedisStoreOptions = {}) {
+  constructor (target: RedisTarget, { namespace = '', leaseMs = DEFAULT_LEASE_MS, commandTimeoutMs = COMMAND_TIMEOUT_MS }: RedisStoreOptions = {}) {
     this.#namespace = namespace === '' ? '' : `${namespace}:`
     // No offline queue: a command sent while Redis is away fails at once
     // instead of waiting for a reconnection. Nothing is resent after one
     // either: by then its request was answered without Redis.
     const options: RedisOptions = {
-      commandTimeout: COMMAND_TIMEOUT_MS,
+      commandTimeout: commandTimeoutMs,
       connectTimeout: CONNECT_TIMEOUT_MS,
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false
