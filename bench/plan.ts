@@ -245,14 +245,14 @@ export function plan ({ dir, signal, scaleOut, traceSink, webhookReceiver, worke
   const traced = async (): Promise<Record<string, string>> => ({ OTEL_EXPORTER_OTLP_ENDPOINT: await traceSink() })
   /** The list, getPet and group-commit peers again, Fastify's request log on at `info`. */
   const loggingPeers = (): Group[] => [
-    { peer: LIST_PEER_LOGGED, file: 'list-peer', database: main.file, scenario: 'GET /v1/pets?limit=20', request: async (origin: string) => get(origin, '/v1/pets?limit=20', await main.key()) },
-    { peer: GET_PEER_LOGGED, file: 'get-peer', database: main.file, scenario: 'GET /v1/pets/{id}', request: async (origin: string) => get(origin, `/v1/pets/${ANIMALS / 2}`, await main.key()) },
-    { peer: CREATE_PEER_LOGGED, file: 'create-peer', database: join(dir, 'create-peer-logged.db'), scenario: 'POST /v1/pets (durable)', request: async (origin: string) => post(origin, await main.key()) }
-  ].map(({ peer, file, database, scenario, request }) => ({
+    { peer: LIST_PEER_LOGGED, file: 'list-peer', database: main.file, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get' as const, request: async (origin: string) => get(origin, '/v1/pets?limit=20', await main.key()) },
+    { peer: GET_PEER_LOGGED, file: 'get-peer', database: main.file, scenario: 'GET /v1/pets/{id}', bare: 'bare-get' as const, request: async (origin: string) => get(origin, `/v1/pets/${ANIMALS / 2}`, await main.key()) },
+    { peer: CREATE_PEER_LOGGED, file: 'create-peer', database: join(dir, 'create-peer-logged.db'), scenario: 'POST /v1/pets (durable)', bare: 'bare-post' as const, request: async (origin: string) => post(origin, await main.key()) }
+  ].map(({ peer, file, database, scenario, bare, request }) => ({
     section: SQLITE,
     server: `${peer.name} (Fastify's request log at info)`,
     prepare: async () => ({ name: peer.id, args: [join(HERE, 'peers', `${file}.js`)], env: { PEER_DATABASE: database, PEER_TOKEN: await main.key(), PEER_LOG: 'info' } }),
-    scenarios: [{ id: peer.id, scenario, bare: file === 'create-peer' ? 'bare-post' : 'bare-get', targets: [], request: async (origin) => ({ request: await request(origin) }) }]
+    scenarios: [{ id: peer.id, scenario, bare, targets: [], request: async (origin) => ({ request: await request(origin) }) }]
   }))
   const tracedList = (id: string, token: () => Promise<string>, targets: Target[]): Scenario =>
     ({ id, scenario: 'GET /v1/pets?limit=20', bare: 'bare-get', targets, request: async (origin) => ({ request: get(origin, '/v1/pets?limit=20', await token()) }) })
