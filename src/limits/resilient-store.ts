@@ -3,8 +3,10 @@
 // its own, reports itself degraded, and leaves the shared store to a background probe
 // until it answers, so that a frozen Redis does not cost every request the full wait.
 // Its slots of requests in flight go the same way, on the same state: while it is
-// degraded the process's own table decides alone (limits/in-flight.ts).
+// degraded the process's own table decides alone (limits/in-flight.ts). With
+// workers, the state is the instance's, shared by all (degradation.ts).
 import { within } from '../deadline.js'
+import { Degradation } from './degradation.js'
 import type { Decision, HitRequest, RateLimitStore, Release, SharedSlots, StoreHealth } from './store.js'
 
 /** What this store logs with: pino's logger is one, and so is anything with these two methods. */
@@ -28,8 +30,11 @@ export class ResilientStore implements RateLimitStore {
   readonly #primary: RateLimitStore
   readonly #fallback: RateLimitStore
   readonly #logger: StoreLogger
-  /** Why the shared store is not used, while it is not; undefined while it is. */
-  #degraded: { reason: string, since: number } | undefined
+  /** Whether the instance uses the shared store: this thread's, or every worker's. */
+  readonly #state: Degradation
+  /** Why this thread last found the shared store away; another worker may have found it first. */
+  #reason: string | undefined
+  /** This thread's probe, while the instance is degraded: whichever worker finds the store back restores them all. */
   #probe: NodeJS.Timeout | undefined
   #closed = false
 
@@ -39,18 +44,20 @@ export class ResilientStore implements RateLimitStore {
    * cannot be unreachable, so a degraded store always has something to limit
    * with, and is never down.
    */
-  static async open (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger): Promise<ResilientStore> {
-    const store = new ResilientStore(primary, fallback, logger)
+  static async open (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger, state = new Degradation()): Promise<ResilientStore> {
+    const store = new ResilientStore(primary, fallback, logger, state)
     const health = await store.#primaryHealth()
     if (health.status !== 'ok') store.#degrade(health.reason)
+    else if (state.degraded) store.#ensureProbe()
     return store
   }
 
-  private constructor (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger) {
+  private constructor (primary: RateLimitStore, fallback: RateLimitStore, logger: StoreLogger, state: Degradation) {
     this.name = primary.name
     this.#primary = primary
     this.#fallback = fallback
     this.#logger = logger
+    this.#state = state
     const shared = primary.slots
     this.slots = shared === undefined
       ? undefined
@@ -58,13 +65,13 @@ export class ResilientStore implements RateLimitStore {
   }
 
   async hit (request: HitRequest, now: number): Promise<Decision> {
-    if (this.#degraded === undefined) {
+    if (!this.#state.degraded) {
       try {
         return await within(DEADLINE_MS, async () => await this.#primary.hit(request, now))
       } catch (error) {
         this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
       }
-    }
+    } else this.#ensureProbe()
     return await this.#fallback.hit(request, now)
   }
 
@@ -73,23 +80,25 @@ export class ResilientStore implements RateLimitStore {
    * held without it: the caller has one from the process's own table already.
    */
   async #take (shared: SharedSlots, subject: string, cap: number): Promise<Release | undefined> {
-    if (this.#degraded === undefined) {
+    if (!this.#state.degraded) {
       try {
         return await within(DEADLINE_MS, async (signal) => await shared.take(subject, cap, signal))
       } catch (error) {
         this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
       }
-    }
+    } else this.#ensureProbe()
     return shared.hold(subject)
   }
 
   /** While the shared store is used, one probe of it, so that readiness names a store that went away while no request came. */
   async health (): Promise<StoreHealth> {
-    if (this.#degraded === undefined) {
+    if (!this.#state.degraded) {
+      this.#reason = undefined
       const health = await this.#primaryHealth()
       if (health.status !== 'ok') this.#degrade(health.reason)
-    }
-    return this.#degraded === undefined ? { status: 'ok' } : { status: 'degraded', reason: `${this.#degraded.reason}, limiting in-process` }
+    } else this.#ensureProbe()
+    if (!this.#state.degraded) return { status: 'ok' }
+    return { status: 'degraded', reason: `${this.#reason ?? `${this.#primary.name} unreachable (found by another worker)`}, limiting in-process` }
   }
 
   async close (): Promise<void> {
@@ -106,14 +115,19 @@ export class ResilientStore implements RateLimitStore {
     }
   }
 
+  /** Degrades the instance; the thread that changed its state logs it, once for all. */
   #degrade (reason: string): void {
-    if (this.#degraded !== undefined || this.#closed) return
-    this.#degraded = { reason, since: Date.now() }
-    this.#logger.warn({ store: this.name, reason }, `rate-limit store ${this.name} unreachable: limiting in-process, per instance${this.slots === undefined ? '' : ' (rate limits and requests in flight)'}, until it answers again`)
-    this.#scheduleProbe()
+    if (this.#closed) return
+    this.#reason = reason
+    if (this.#state.degrade(Date.now())) {
+      this.#logger.warn({ store: this.name, reason }, `rate-limit store ${this.name} unreachable: limiting in-process, per instance${this.slots === undefined ? '' : ' (rate limits and requests in flight)'}, until it answers again`)
+    }
+    this.#ensureProbe()
   }
 
-  #scheduleProbe (): void {
+  /** Every thread of a degraded instance probes: a worker that degraded it may since have been replaced. */
+  #ensureProbe (): void {
+    if (this.#probe !== undefined || this.#closed) return
     // #probeOnce never rejects: #primaryHealth turns every failure into an answer.
     this.#probe = setTimeout(() => { this.#probeOnce().catch(() => {}) }, PROBE_EVERY_MS)
     // The probe alone does not keep the process alive: close() or exit ends it.
@@ -122,14 +136,15 @@ export class ResilientStore implements RateLimitStore {
 
   async #probeOnce (): Promise<void> {
     const health = await this.#primaryHealth()
-    if (this.#closed || this.#degraded === undefined) return
+    this.#probe = undefined
+    if (this.#closed || !this.#state.degraded) return
     if (health.status !== 'ok') {
-      this.#scheduleProbe()
+      this.#ensureProbe()
       return
     }
-    const degradedForMs = Date.now() - this.#degraded.since
-    this.#degraded = undefined
-    this.#logger.info({ store: this.name, degradedForMs }, `rate-limit store ${this.name} reachable again: limits are shared again`)
+    const degradedForMs = this.#state.restore(Date.now())
+    this.#reason = undefined
+    if (degradedForMs !== undefined) this.#logger.info({ store: this.name, degradedForMs }, `rate-limit store ${this.name} reachable again: limits are shared again`)
   }
 }
 

@@ -13,6 +13,7 @@ import { openStorage } from '../db/open.js'
 import type { Storage } from '../db/storage.js'
 import type { WriteTurn } from '../db/sqlite/write-turns.js'
 import { timedStorage } from '../db/timed.js'
+import type { Degradation } from '../limits/degradation.js'
 import { openRateLimitStore } from '../limits/open.js'
 import type { RateLimitStore } from '../limits/store.js'
 import type { Metrics, WebhookOutcome } from '../telemetry/metrics.js'
@@ -33,21 +34,24 @@ export interface PublicService {
 
 /**
  * The stores and the app of the public port. `limiter`: the counters all workers
- * share, used without Redis or while it is unreachable (default: this thread's).
+ * share, used without Redis or while it is unreachable (default: this thread's),
+ * and `degradation`, whether they are used in Redis's stead (limits/degradation.ts).
  * `writeTurn`: the workers' turns at the SQLite file. `processMetrics`: whether
  * this thread reports the process's CPU and memory, which one thread does for all.
  * `inFlight`: the workers' table of requests in flight per key, and this one's column.
  */
 export async function openPublicService (
   config: Config, log: ServiceLog,
-  { limiter: shared, writeTurn, processMetrics, inFlight }: { limiter?: RateLimitStore, writeTurn?: WriteTurn, processMetrics: boolean, inFlight?: AppDeps['inFlight'] }
+  { limiter: shared, degradation, writeTurn, processMetrics, inFlight }: {
+    limiter?: RateLimitStore, degradation?: Degradation, writeTurn?: WriteTurn, processMetrics: boolean, inFlight?: AppDeps['inFlight']
+  }
 ): Promise<PublicService> {
   const { logger } = log
   const opened = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize, writeTurn })
   try {
     // Every instance on one database shares its counters, and no other deployment's.
     const deployment = (await opened.secret('deployment')).subarray(0, 8).toString('hex')
-    const limiter = await openRateLimitStore(config.redisUrl, logger, deployment, shared)
+    const limiter = await openRateLimitStore(config.redisUrl, logger, deployment, shared, degradation)
     // prom-client is loaded only when metrics are served.
     const metrics = config.adminPort === undefined
       ? undefined

@@ -12,6 +12,8 @@ export interface WorkerData {
   port: number
   /** The rate-limit counters every worker shares: without Redis, and while it is unreachable. */
   limits: SharedLimits
+  /** Whether those counters are used in Redis's stead, for the whole instance (limits/degradation.ts). */
+  degradation: SharedArrayBuffer
   /** The requests in flight per key, counted by every worker (limits/in-flight.ts), and this worker's column there. */
   inFlight: InFlightTable
   column: number

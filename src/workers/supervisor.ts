@@ -12,6 +12,7 @@ import { ConfigError } from '../config.js'
 import { DeadlineError, within } from '../deadline.js'
 import { openStorage } from '../db/open.js'
 import { createWriteTurns, releaseTurnOf } from '../db/sqlite/write-turns.js'
+import { Degradation } from '../limits/degradation.js'
 import { createInFlightTable, releaseColumn } from '../limits/in-flight.js'
 import { createSharedLimits, releaseLocksHeldBy } from '../limits/shared-memory-store.js'
 import type { ServiceLog } from '../telemetry/log.js'
@@ -88,6 +89,8 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
   const storage = await openStorage(config.databaseUrl, { poolSize: config.databasePoolSize })
   // With Redis too: while it is unreachable, the workers limit together here, as one instance.
   const limits = createSharedLimits()
+  // And one worker finding Redis away, or back, moves them all.
+  const degradation = new Degradation().buffer
   const writeTurns = createWriteTurns()
   // One column per worker, taken over by the worker that replaces it.
   const inFlight = createInFlightTable({ columns: config.workers })
@@ -103,7 +106,7 @@ export async function startWorkers (config: Config, log: ServiceLog): Promise<Wo
    * Given `listen`, the worker says when it is ready, and listens once `listen` resolves.
    */
   const startOne = async (column: number, listen?: { ready: () => void, when: Promise<void> }): Promise<Listening> => {
-    const data: WorkerData = { config, port, limits, writeTurns, inFlight, column, listenWhenTold: listen !== undefined }
+    const data: WorkerData = { config, port, limits, degradation, writeTurns, inFlight, column, listenWhenTold: listen !== undefined }
     const worker = new Worker(THREAD, { workerData: data })
     // Read now: an exited worker's threadId is -1.
     const { threadId } = worker

@@ -3,6 +3,7 @@
 // Its log goes to the main thread, and it stops when the main thread asks.
 import { parentPort, threadId, workerData } from 'node:worker_threads'
 import { WriteTurn } from '../db/sqlite/write-turns.js'
+import { Degradation } from '../limits/degradation.js'
 import { SharedMemoryStore } from '../limits/shared-memory-store.js'
 import { createLog } from '../telemetry/log.js'
 import { listenOn, openPublicService } from '../run/service.js'
@@ -15,12 +16,13 @@ const SPANS_FLUSH_MS = 2000
 
 if (parentPort === null) throw new Error('workers/worker.js runs only as a worker thread')
 const main = parentPort
-const { config, port, limits, writeTurns, listenWhenTold, inFlight, column } = workerData as WorkerData
+const { config, port, limits, degradation, writeTurns, listenWhenTold, inFlight, column } = workerData as WorkerData
 const tell = (message: FromWorker): void => { main.postMessage(message) }
 
 const log = createLog({ level: config.logLevel, format: config.logFormat, worker: threadId }, relaySink(main))
 const service = await openPublicService(config, log, {
   limiter: new SharedMemoryStore(limits),
+  degradation: new Degradation(degradation),
   writeTurn: new WriteTurn(writeTurns, threadId),
   processMetrics: false,
   inFlight: { table: inFlight, column }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as delay } from 'node:timers/promises'
 import { Redis } from 'ioredis'
+import { Degradation } from '../../src/limits/degradation.js'
 import { MemoryStore } from '../../src/limits/memory-store.js'
 import { openRateLimitStore } from '../../src/limits/open.js'
 import { RedisStore } from '../../src/limits/redis-store.js'
@@ -186,6 +187,57 @@ describe('the Redis store when Redis fails', () => {
       assert.equal(await countInRedis(server.url, r), 1)
     } finally {
       await stopBoth(server, store)
+    }
+  })
+})
+
+describe('the Redis stores of one instance\'s workers when Redis fails', () => {
+  let redisHits: Mock<RedisStore['hit']>
+  beforeEach(() => { redisHits = mock.method(RedisStore.prototype, 'hit') })
+  afterEach(() => { redisHits.mock.restore() })
+
+  /** A worker's store, as a worker opens it: a Redis client of its own, the instance's fallback and the instance's state. */
+  async function workerStore (url: string, fallback: RateLimitStore, degradation: Degradation, log: StoreLogger): Promise<RateLimitStore> {
+    return await openRateLimitStore(url, log, 'test', fallback, degradation)
+  }
+
+  it('When one worker finds Redis frozen, then every worker limits in-process at once, and one finding it back moves them all back; each change logged once', { timeout: 30_000 }, async () => {
+    // Arrange: two workers' stores, one fallback and one state between them.
+    const server = await OwnRedisServer.start()
+    const degradation = new Degradation()
+    const fallback = new MemoryStore()
+    const [logA, logB] = [new Log(), new Log()]
+    const a = await workerStore(server.url, fallback, degradation, logA)
+    const b = await workerStore(server.url, fallback, degradation, logB)
+    const r = request()
+    try {
+      // Act: A meets the frozen Redis; then B is asked.
+      server.freeze()
+      await timedHit(a, r)
+      const redisHitsBefore = redisHits.mock.callCount()
+      const onB = await timedHit(b, r)
+      const redisHitsByB = redisHits.mock.callCount() - redisHitsBefore
+      const healthOfB = await b.health()
+
+      // Assert: B did not wait on Redis, and says why.
+      assert.equal(redisHitsByB, 0, 'a worker of a degraded instance does not try Redis')
+      assert.equal(onB.decision.outcome, 'allowed')
+      assert.deepEqual(healthOfB, { status: 'degraded', reason: 'redis unreachable (found by another worker), limiting in-process' })
+      assert.deepEqual([logA.warnings.length, logB.warnings.length], [1, 0])
+
+      // Act: it thaws; B's own probe, or A's, finds it back.
+      server.thaw()
+      await untilHealthy(b)
+      const before = await countInRedis(server.url, r)
+      await Promise.all([a.hit(r, Date.now()), b.hit(r, Date.now())])
+
+      // Assert: both count in Redis again, and the way back is logged by one of them.
+      assert.equal(await countInRedis(server.url, r), before + 2, 'both hits were counted in Redis')
+      assert.deepEqual((await a.health()).status, 'ok')
+      assert.equal(logA.infos.length + logB.infos.length, 1)
+    } finally {
+      await server.stop()
+      await Promise.all([a.close(), b.close()])
     }
   })
 })
