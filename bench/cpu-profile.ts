@@ -10,10 +10,12 @@
 //
 //   node dist/bench/cpu-profile.js FILE.cpuprofile [N] [--from-seconds S] [--part NAME=REGEX …]
 //
-// --part gives, besides, a part's inclusive share: the busy samples with a
-// frame on their stack whose `function file:line` matches REGEX (a hook's
-// closure, say, with all it calls; an async function's work after an await
-// is on a stack of its own, under its name again). Parts may overlap.
+// --part gives, besides, a part's inclusive share: the busy samples whose
+// stack matches REGEX, the stack written innermost frame first as
+// `function file:line < caller file:line < …`. A frame's name alone takes a
+// hook's closure with all it calls (an async function's work after an await
+// is on a stack of its own, under its name again); `hash .* < .*gate` takes
+// only the hashing the gate asks for. Parts may overlap.
 //
 // --from-seconds leaves out the samples taken in the first S seconds
 // (the start, the migrations, the warm-up), so that the share is of the
@@ -77,7 +79,8 @@ profile.samples.forEach((id, i) => {
     const callFrame = byId.get(node)?.callFrame
     if (callFrame !== undefined) stack.push(nameOf(callFrame))
   }
-  for (const part of parts) if (stack.some((frameName) => part.pattern.test(frameName))) part.us += delta
+  const written = stack.join(' < ')
+  for (const part of parts) if (part.pattern.test(written)) part.us += delta
 })
 const rows = [...selfUs].sort((a, b) => b[1] - a[1]).slice(0, Number(top))
 process.stdout.write(`${(total / 1e6).toFixed(1)} s busy, ${(idle / 1e6).toFixed(1)} s idle\n| self | function |\n|---:|---|\n`)
