@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import type { Cluster, Redis } from 'ioredis'
+import type { Waiting } from '../deadline.js'
 import type { Release, SharedSlots } from './store.js'
 
 /** How long a slot outlives its instance's last word about it (docs/SCALING.md: Requests in flight across instances). */
@@ -93,17 +94,17 @@ export class RedisSlots implements SharedSlots {
   }
 
   /**
-   * `signal`: aborted when the caller stopped waiting; a slot Redis gives
+   * `waiting.stopped`: true once the caller stopped waiting; a slot Redis gives
    * after that is given back at once, since no request will.
    */
-  async take (subject: string, cap: number, signal?: AbortSignal): Promise<Release | undefined> {
+  async take (subject: string, cap: number, waiting?: Waiting): Promise<Release | undefined> {
     const member = this.#member()
     const sent = performance.now()
     const reply = await this.#client.petstoreTake(1, this.#key(subject), String(cap), String(this.#leaseMs), member)
     if (reply !== 0 && reply !== 1) throw new Error(`unexpected reply from the slot script: ${JSON.stringify(reply)}`)
     if (reply === 0) return undefined
     const release = this.#keep({ subject, written: sent, sent: true }, member)
-    if (signal?.aborted === true) release()
+    if (waiting?.stopped === true) release()
     return release
   }
 

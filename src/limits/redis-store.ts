@@ -246,17 +246,16 @@ export class RedisStore implements RateLimitStore {
   async whenReady (ms: number): Promise<boolean> {
     const client = this.#client
     if (client.status === 'ready') return true
+    // Not events.once(): it would give up at the first 'error', and the client goes on trying until `ms` have passed.
+    let ready: (() => void) | undefined
     try {
-      // Not events.once(): it would give up at the first 'error', and the client goes on trying until `ms` have passed.
-      await within(ms, async (signal) => {
-        await new Promise((resolve) => {
-          client.once('ready', resolve)
-          signal.addEventListener('abort', () => { client.off('ready', resolve) })
-        })
-      })
+      await within(ms, async () => { await new Promise<void>((resolve) => { ready = resolve; client.once('ready', resolve) }) })
       return true
     } catch {
       return false
+    } finally {
+      // Gone already if it came; if not, nobody waits for it any more.
+      if (ready !== undefined) client.off('ready', ready)
     }
   }
 

@@ -82,7 +82,7 @@ export class ResilientStore implements RateLimitStore {
   async #take (shared: SharedSlots, subject: string, cap: number): Promise<Release | undefined> {
     if (!this.#state.degraded) {
       try {
-        return await within(DEADLINE_MS, async (signal) => await shared.take(subject, cap, signal))
+        return await within(DEADLINE_MS, async (waiting) => await shared.take(subject, cap, waiting))
       } catch (error) {
         this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
       }

@@ -2,6 +2,7 @@
 // the in-process store and the Redis store implement it alike, and one test
 // suite runs against each. Nothing here knows about HTTP.
 
+import type { Waiting } from '../deadline.js'
 import { WINDOW_MS, type WindowName } from '../domain.js'
 
 export interface WindowLimit {
@@ -66,10 +67,10 @@ export type Release = () => void
 export interface SharedSlots {
   /**
    * One of `subject`'s `cap` slots: its release, or undefined when all are
-   * taken. Rejects when the store cannot answer. `signal`: aborted when the
-   * caller stops waiting, so that a slot taken after that is given back.
+   * taken. Rejects when the store cannot answer. `waiting.stopped`: true once
+   * the caller stops waiting, so that a slot taken after that is given back.
    */
-  take (subject: string, cap: number, signal?: AbortSignal): Promise<Release | undefined>
+  take (subject: string, cap: number, waiting?: Waiting): Promise<Release | undefined>
   /**
    * A slot the store was not asked for, because it could not answer and the
    * process's own table decided: counted in the store once it is back, so that
