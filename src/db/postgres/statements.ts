@@ -7,15 +7,17 @@ import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, keysToAnnounceSql, 
 
 const PET_SELECT = petSelectList()
 /**
- * Each new animal's pet.created event, written by the statement that adds
- * it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md).
- * Its data is the Pet as the API writes it, key for key and without spaces
- * (json_build_object would add them); to_json escapes the strings.
+ * An animal as the API writes it, key for key and without spaces
+ * (json_build_object would add them); to_json escapes the strings as
+ * JSON.stringify does, and an int8 is written whole.
  */
+const PET_JSON = `format('{${PET_COLUMNS.map(({ field }) => `"${field}":%s`).join(',')}}', ${
+  PET_COLUMNS.map(({ column, kind }) => kind === 'int' ? column : `to_json(${column})`).join(', ')})`
+/** Each new animal's pet.created event, written by the statement that adds it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md). */
 const PET_EVENT = `INSERT INTO events (type, created_at, data)
-  SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint,
-    format('{${PET_COLUMNS.map(({ field }) => `"${field}":%s`).join(',')}}', ${
-      PET_COLUMNS.map(({ column, kind }) => kind === 'int' ? column : `to_json(${column})`).join(', ')})`
+  SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint, ${PET_JSON}`
+/** A page of animals as one JSON array (an empty one has no rows to join), and how many it holds: pet-pages.ts cuts it. */
+const PAGE_JSON = `coalesce('[' || string_agg(${PET_JSON}, ',' ORDER BY id) || ']', '[]') AS json, count(*) AS count`
 const PG_TYPES = { int: 'int8', text: 'text' } as const
 
 export const PET_SQL = {
@@ -47,6 +49,9 @@ export const PET_SQL = {
   get: `SELECT ${PET_SELECT} FROM pets WHERE id = $1`,
   listAll: `SELECT ${PET_SELECT} FROM pets WHERE id > $1 ORDER BY id LIMIT $2`,
   listByStatus: `SELECT ${PET_SELECT} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  getJson: `SELECT ${PET_JSON} AS json FROM pets WHERE id = $1`,
+  pageAll: `SELECT ${PAGE_JSON} FROM (SELECT ${PET_COLUMN_LIST} FROM pets WHERE id > $1 ORDER BY id LIMIT $2) AS page`,
+  pageByStatus: `SELECT ${PAGE_JSON} FROM (SELECT ${PET_COLUMN_LIST} FROM pets WHERE status = $1 AND id > $2 ORDER BY id LIMIT $3) AS page`,
   purgeIdempotency: 'DELETE FROM idempotency_keys WHERE created_at <= $1'
 } as const
 
