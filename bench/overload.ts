@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util'
 import { setTimeout as delay } from 'node:timers/promises'
 import { PostgresCluster } from '../test/support/postgres-cluster.js'
 import { freePort } from '../test/support/ports.js'
-import { CLI, PROJECT_ROOT } from '../test/support/process.js'
+import { CLI, PROJECT_ROOT, START_FLAGS } from '../test/support/process.js'
 import { BenchServer } from './servers.js'
 
 const GREEDY_CONNECTIONS = 512
@@ -137,7 +137,7 @@ async function main (): Promise<void> {
     const greedy = lastLine(await runCli(bin, ['keys', 'create', '--plan', 'enterprise', '--name', 'greedy', '--per-minute', '100000000', '--per-day', '1000000000'], env))
     const polite = lastLine(await runCli(bin, ['keys', 'create', '--plan', 'pro', '--name', 'polite'], env))
     const adminPort = await freePort()
-    server = await BenchServer.start({ name: 'petstore', args: [bin, 'serve'], env: { ...env, WORKERS: values.workers, ADMIN_PORT: String(adminPort) } }, { dir, cpu: undefined })
+    server = await BenchServer.start({ name: 'petstore', args: [...START_FLAGS, bin, 'serve'], env: { ...env, WORKERS: values.workers, ADMIN_PORT: String(adminPort) } }, { dir, cpu: undefined })
     const origin = server.origin
     const adminOrigin = `http://127.0.0.1:${adminPort}`
     log(`${values.postgres ? 'PostgreSQL' : 'SQLite'}, WORKERS=${values.workers}, Node.js ${process.version}, ${bin === CLI ? 'this build' : bin}`)

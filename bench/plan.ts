@@ -7,7 +7,7 @@
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { generateToken } from '../src/keys/tokens.js'
-import { CLI, runCliOk } from '../test/support/process.js'
+import { CLI, START_FLAGS, runCliOk } from '../test/support/process.js'
 import type { LoadRequest } from './load.js'
 import { clearOfMinuteEnd, deepCursor, enterpriseKey, holdSlot, spend } from './prepare.js'
 import { Targets, type Target, type Workers } from './report.js'
@@ -61,7 +61,7 @@ const DELIVERY_LAG_P99_MS = 1000
 const CONCURRENCY_CONNECTIONS = 512
 
 const HERE = dirname(fileURLToPath(import.meta.url))
-const PETSTORE = [CLI, 'serve']
+const PETSTORE = [...START_FLAGS, CLI, 'serve']
 const NEW_PET = JSON.stringify({ name: 'Bench', categoryId: 1, status: 'available' })
 
 /** The four operations every petstore backend is measured on. */

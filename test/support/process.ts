@@ -3,7 +3,7 @@
 // HTTP over a socket, and small factories. Every wait is bounded, and every child is stopped by its
 // own PID (child.kill), never by name.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -14,6 +14,8 @@ import { testLogFile } from './test-logs.js'
 /** The project root: the nearest directory above this file that holds bin/petstore.js (works from test/ and from dist/test/). */
 export const PROJECT_ROOT = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
 export const CLI = join(PROJECT_ROOT, 'bin', 'petstore.js')
+/** The node options `npm start` gives the service (docs/OPERATING.md, "Memory"): the benchmark runs it as users do. */
+export const START_FLAGS = startFlags()
 
 /** Variables the service reads: the parent's values must not leak into a child, which gets exactly what a test gives it. */
 export const SERVICE_VARIABLES = [
@@ -473,4 +475,11 @@ export function linkTarget (link: string | null | undefined, rel: string): strin
 /** Every `"id":N` of a JSON text, as the exact digit strings (never through a double). */
 export function idsIn (text: string): string[] {
   return [...text.matchAll(/"id":(\d+)/g)].map((match) => match[1] as string)
+}
+
+/** The node options package.json's `start` script puts before the caller's NODE_OPTIONS, which come after and so win. */
+export function startFlags (script = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? ''): string[] {
+  const flags = /^NODE_OPTIONS="((?:--\S+ )*)\$NODE_OPTIONS" exec node bin\/petstore\.js serve$/.exec(script)?.[1]
+  if (flags === undefined) throw new Error(`package.json's start script is not 'NODE_OPTIONS="[FLAGS ]$NODE_OPTIONS" exec node bin/petstore.js serve': ${script}`)
+  return flags.split(' ').filter((flag) => flag !== '')
 }
