@@ -56,6 +56,24 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.equal((await storage.getPet(pet.id))?.categoryId, INT64_MAX)
     }))
 
+    it('When an animal was not found, then it is found once added, and read again it is the bytes kept (only animals found are kept)', () => withStorage(async (storage) => {
+      // Arrange: the id the next animal gets, asked for before it is there.
+      const tag = uniqueTag()
+      const first = await storage.createPet(newPet(`${tag}-first`))
+      const before = await storage.getPetJson?.(first.id + 1n)
+
+      // Act
+      const added = await storage.createPet(buildPetRecord({ name: `${tag}-added`, categoryId: INT64_MAX, status: 'pending' }))
+      const after = await storage.getPetJson?.(added.id)
+      const again = await storage.getPetJson?.(added.id)
+
+      // Assert
+      assert.equal(added.id, first.id + 1n, 'no other animal was added in between')
+      assert.equal(before, undefined)
+      assert.equal(String(after), `{"id":${added.id},"name":"${tag}-added","categoryId":${INT64_MAX},"status":"pending"}`)
+      assert.equal(again, after, 'the kept bytes, not a copy')
+    }))
+
     it('When listing after an id with a status, then only later animals with that status come, in order, up to the limit', () => withStorage(async (storage) => {
       const statuses = ['available', 'pending', 'sold'] as const
       const created = []

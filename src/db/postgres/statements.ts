@@ -16,7 +16,7 @@ const PET_JSON = `format('{${PET_COLUMNS.map(({ field }) => `"${field}":%s`).joi
 /** Each new animal's pet.created event, written by the statement that adds it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md). */
 const PET_EVENT = `INSERT INTO events (type, created_at, data)
   SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint, ${PET_JSON}`
-/** A page of animals as one JSON array (an empty one has no rows to join), and how many it holds: pet-pages.ts cuts it. */
+/** A page of animals as one JSON array (an empty one has no rows to join), and how many it holds: pet-json.ts cuts it. */
 const PAGE_JSON = `coalesce('[' || string_agg(${PET_JSON}, ',' ORDER BY id) || ']', '[]') AS json, count(*) AS count`
 const PG_TYPES = { int: 'int8', text: 'text' } as const
 

@@ -22,7 +22,7 @@ import {
   type ApiKeyRow, type DeliveryRow, type DueDeliveryRow, type KeyLeakRow, type WebhookRow
 } from '../rows.js'
 import { EVENT_SQL, KEY_SQL, PET_SQL, USAGE_SQL, WEBHOOK_SQL } from './statements.js'
-import { cutPage } from '../pet-pages.js'
+import { cutPage, keptAnimals } from '../pet-json.js'
 
 export interface PostgresOptions {
   /** How long a call waits for a connection, and then for an answer, before it fails as unavailable. */
@@ -85,6 +85,7 @@ export class PostgresStorage implements Storage {
   readonly backend = 'postgres'
   readonly #pool: pg.Pool
   readonly #waits: PoolWaits
+  readonly #pets = keptAnimals()
   #pending: PendingInsert[] = []
   #flushScheduled = false
   #closed = false
@@ -167,8 +168,14 @@ export class PostgresStorage implements Storage {
   }
 
   async getPetJson (id: bigint): Promise<Buffer | undefined> {
+    if (this.#closed) throw new StorageUnavailableError('the database is closed')
+    const kept = this.#pets.get(id)
+    if (kept !== undefined) return kept
     const rows = await this.#query<{ json: string }>(PET_SQL.getJson, [id])
-    return rows[0] === undefined ? undefined : Buffer.from(rows[0].json)
+    if (rows[0] === undefined) return undefined
+    const bytes = Buffer.from(rows[0].json)
+    this.#pets.set(id, bytes)
+    return bytes
   }
 
   async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {

@@ -22,7 +22,7 @@ import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
 import { petInserts } from './pet-inserts.js'
 import { migrateSqlite } from './schema.js'
-import { cutPage } from '../pet-pages.js'
+import { cutPage, keptAnimals } from '../pet-json.js'
 import {
   keyStatements, petStatements, sqliteValue, usageStatements, webhookStatements, webhookValues,
   type KeyStatements, type PageTuple, type PetStatements, type UsageStatements, type WebhookStatements
@@ -31,8 +31,6 @@ import type { WriteTurn } from './write-turns.js'
 
 /** The bytes of full pages kept (about 3,000 pages of 20): the least recently read go first. */
 const KEPT_PAGE_BYTES = 4 * 1024 * 1024
-/** The bytes of animals kept (some 50,000 of them), likewise. */
-const KEPT_PET_BYTES = 4 * 1024 * 1024
 
 /** Above every id. */
 const INT64_MAX = 9_223_372_036_854_775_807n
@@ -91,8 +89,7 @@ export class SqliteStorage implements Storage {
    * after it never changes (not so on PostgreSQL: docs/INTERNALS.md, section "SQLite").
    */
   readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
-  /** Animals found, as sent: once visible, an animal never changes. One not found is asked again, since it may be added. */
-  readonly #pets = new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
+  readonly #pets = keptAnimals()
   readonly #group: GroupCommit
   #closed = false
   /** Set while writes fail for want of the database; /readyz reports it. */

@@ -204,23 +204,6 @@ describe('SQLite file', () => {
     assert.deepEqual(JSON.parse(String(after?.json)).map((pet: { name: string }) => pet.name), ['a', 'b', 'c', 'd'])
   })
 
-  it('When an animal was not found, then it is found once added (only animals found are kept)', async () => {
-    // Arrange
-    const storage = openSqlite(`sqlite:${join(dir, 'missing.db')}`)
-    const before = await storage.getPetJson?.(1n)
-
-    // Act
-    await storage.createPet(buildPetRecord({ name: 'a', categoryId: 1n, status: 'available' }))
-    const after = await storage.getPetJson?.(1n)
-    const again = await storage.getPetJson?.(1n)
-    await storage.close()
-
-    // Assert
-    assert.equal(before, undefined)
-    assert.equal(String(after), '{"id":1,"name":"a","categoryId":1,"status":"available"}')
-    assert.equal(again, after, 'the kept bytes, not a copy')
-  })
-
   it('When a full page has been read, then it is answered from memory: a row removed behind the service\'s back (which it never does itself) still shows', async () => {
     // Arrange: three animals; the first two read as a full page, the third after it.
     const file = join(dir, 'full.db')

@@ -1,0 +1,30 @@
+// Animals as the database writes them, for both backends: a list sends the
+// database's bytes rather than rows serialized again (docs/PERFORMANCE.md:
+// "Where the scaled-out list's CPU goes"). A page is read as the JSON array
+// of one animal more than the page, which says whether another page follows
+// and is cut off as a string.
+import { LRUCache } from 'lru-cache'
+import type { PetPageJson } from './storage.js'
+
+/** The bytes of animals kept (some 50,000 of them): the least recently read go first. */
+const KEPT_PET_BYTES = 4 * 1024 * 1024
+
+/** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
+const ANIMAL_START = '{"id":'
+
+/** The page of `size` animals in `json`, which holds `count` of them, up to `size` + 1. */
+export function cutPage (json: string, count: number, size: number): PetPageJson {
+  if (count <= size) return { json: Buffer.from(json), nextAfterId: undefined }
+  const page = json.slice(0, json.lastIndexOf(',' + ANIMAL_START)) + ']'
+  const last = page.lastIndexOf(ANIMAL_START) + ANIMAL_START.length
+  return { json: Buffer.from(page), nextAfterId: BigInt(page.slice(last, page.indexOf(',', last))) }
+}
+
+/**
+ * Animals found, as sent, by id. Once committed an animal never changes (the
+ * API neither updates nor deletes one), so one kept is right on every instance,
+ * on either backend. One not found is not kept: it may be added a moment later.
+ */
+export function keptAnimals (): LRUCache<bigint, Buffer> {
+  return new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
+}
