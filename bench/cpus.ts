@@ -35,3 +35,15 @@ function cpuList (text: string): number[] {
 export function pinned (cpu: number | undefined, command: string, args: readonly string[]): { command: string, args: string[] } {
   return cpu === undefined ? { command, args: [...args] } : { command: 'taskset', args: ['-c', String(cpu), command, ...args] }
 }
+
+/**
+ * Moves running processes, every thread of each, to `cpu`; a process forks
+ * its children there from then on. Says why not when taskset fails.
+ */
+export function moveTo (cpu: number, pids: readonly number[]): string | undefined {
+  for (const pid of pids) {
+    const result = spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { encoding: 'utf8' })
+    if (result.error !== undefined || result.status !== 0) return `taskset -p ${pid} failed: ${result.error?.message ?? result.stderr.trim()}`
+  }
+  return undefined
+}

@@ -61,6 +61,11 @@ export class PostgresCluster {
   }
 
   get pid (): number | undefined { return this.#postmaster?.pid }
+  /** The postmaster's PID and its children's, as they are now: the backends it starts later are its children too. */
+  processes (): number[] {
+    const pid = this.#postmaster?.pid
+    return pid === undefined ? [] : [pid, ...childrenOf(pid)]
+  }
 
   /** Starts the server again on the same data and port (after stop or crash), and waits until it answers. */
   async resume (): Promise<void> {

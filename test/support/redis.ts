@@ -114,6 +114,11 @@ export class OwnRedisServer {
     return `redis://127.0.0.1:${this.port}`
   }
 
+  /** The server's PID while it runs. */
+  get pid (): number | undefined {
+    return this.#child?.pid
+  }
+
   /** Starts it (again) on its port. */
   async restart (): Promise<void> {
     const child = spawn('redis-server', [
