@@ -9,13 +9,9 @@ import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { PROJECT_ROOT, START_FLAGS, startFlags } from './support/process.js'
+import { PROJECT_ROOT, START_FLAGS, startFlags, startScript } from './support/process.js'
 
 const run = promisify(execFile)
-
-function startScript (): string {
-  return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start
-}
 
 /** The options of the Dockerfile's `ENV NODE_OPTIONS="…"`. */
 function imageOptions (): string[] {

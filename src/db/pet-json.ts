@@ -25,6 +25,17 @@ export function cutPage (json: string, count: number, size: number): PetPageJson
  * API neither updates nor deletes one), so one kept is right on every instance,
  * on either backend. One not found is not kept: it may be added a moment later.
  */
-export function keptAnimals (): LRUCache<bigint, Buffer> {
-  return new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
+export class KeptAnimals {
+  readonly #kept = new LRUCache<bigint, Buffer>({ maxSize: KEPT_PET_BYTES, sizeCalculation: (json) => json.length })
+
+  /** The animal's bytes, kept or else read as JSON by `read` (undefined: not there). */
+  async get (id: bigint, read: () => string | undefined | Promise<string | undefined>): Promise<Buffer | undefined> {
+    const kept = this.#kept.get(id)
+    if (kept !== undefined) return kept
+    const json = await read()
+    if (json === undefined) return undefined
+    const bytes = Buffer.from(json)
+    this.#kept.set(id, bytes)
+    return bytes
+  }
 }

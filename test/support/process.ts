@@ -477,8 +477,13 @@ export function idsIn (text: string): string[] {
   return [...text.matchAll(/"id":(\d+)/g)].map((match) => match[1] as string)
 }
 
+/** package.json's `start` script: what `npm start` runs. */
+export function startScript (): string {
+  return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? ''
+}
+
 /** The node options package.json's `start` script puts before the caller's NODE_OPTIONS, which come after and so win. */
-export function startFlags (script = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? ''): string[] {
+export function startFlags (script = startScript()): string[] {
   const flags = /^NODE_OPTIONS="((?:--\S+ )*)\$NODE_OPTIONS" exec node bin\/petstore\.js serve$/.exec(script)?.[1]
   if (flags === undefined) throw new Error(`package.json's start script is not 'NODE_OPTIONS="[FLAGS ]$NODE_OPTIONS" exec node bin/petstore.js serve': ${script}`)
   return flags.split(' ').filter((flag) => flag !== '')

@@ -22,7 +22,7 @@ import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
 import { petInserts } from './pet-inserts.js'
 import { migrateSqlite } from './schema.js'
-import { cutPage, keptAnimals } from '../pet-json.js'
+import { KeptAnimals, cutPage } from '../pet-json.js'
 import {
   keyStatements, petStatements, sqliteValue, usageStatements, webhookStatements, webhookValues,
   type KeyStatements, type PageTuple, type PetStatements, type UsageStatements, type WebhookStatements
@@ -89,7 +89,7 @@ export class SqliteStorage implements Storage {
    * after it never changes (not so on PostgreSQL: docs/INTERNALS.md, section "SQLite").
    */
   readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
-  readonly #pets = keptAnimals()
+  readonly #pets = new KeptAnimals()
   readonly #group: GroupCommit
   #closed = false
   /** Set while writes fail for want of the database; /readyz reports it. */
@@ -137,13 +137,7 @@ export class SqliteStorage implements Storage {
 
   async getPetJson (id: bigint): Promise<Buffer | undefined> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
-    const kept = this.#pets.get(id)
-    if (kept !== undefined) return kept
-    const json = this.#read(() => this.#petSql.getJson.get(id))
-    if (json === undefined) return undefined
-    const bytes = Buffer.from(json)
-    this.#pets.set(id, bytes)
-    return bytes
+    return await this.#pets.get(id, () => this.#read(() => this.#petSql.getJson.get(id)))
   }
 
   async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {
