@@ -4,10 +4,12 @@
 // of one animal more than the page, which says whether another page follows
 // and is cut off as a string.
 import { LRUCache } from 'lru-cache'
-import type { PetPageJson } from './storage.js'
+import type { PetPageJson, PetPageQuery } from './storage.js'
 
 /** The bytes of animals kept (some 50,000 of them): the least recently read go first. */
 const KEPT_PET_BYTES = 4 * 1024 * 1024
+/** The bytes of pages kept (about 3,000 pages of 20): the least recently read go first. */
+const KEPT_PAGE_BYTES = 4 * 1024 * 1024
 
 /** Where each animal starts in a page's JSON: a string value cannot hold it, since its quotes are escaped there. */
 const ANIMAL_START = '{"id":'
@@ -37,5 +39,38 @@ export class KeptAnimals {
     const bytes = Buffer.from(json)
     this.#kept.set(id, bytes)
     return bytes
+  }
+}
+
+/**
+ * Whether a page can never change, on either backend: it is full (another
+ * animal follows it) and holds every id from the cursor on, `size` of them in
+ * a row. Ids are never reused and animals never deleted, so no animal can
+ * join the page later, whichever order ids commit in (docs/INTERNALS.md, "Kept pages").
+ */
+export function isFinalPage ({ afterId, size }: PetPageQuery, page: PetPageJson): boolean {
+  return page.nextAfterId === afterId + BigInt(size)
+}
+
+/**
+ * Pages that can never change, as sent. `final` says which: on SQLite every
+ * full page, on PostgreSQL those isFinalPage proves.
+ */
+export class KeptPages {
+  readonly #kept = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
+  readonly #final: (query: PetPageQuery, page: PetPageJson) => boolean
+
+  constructor (final: (query: PetPageQuery, page: PetPageJson) => boolean) {
+    this.#final = final
+  }
+
+  /** The page, kept or else read by `read`, and kept when final. */
+  async get (query: PetPageQuery, read: () => PetPageJson | Promise<PetPageJson>): Promise<PetPageJson> {
+    const key = `${query.status ?? ''} ${query.afterId} ${query.size}`
+    const kept = this.#kept.get(key)
+    if (kept !== undefined) return kept
+    const page = await read()
+    if (this.#final(query, page)) this.#kept.set(key, page)
+    return page
   }
 }

@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { setTimeout as delay } from 'node:timers/promises'
 import { dirname } from 'node:path'
-import { LRUCache } from 'lru-cache'
 import { StorageUnavailableError } from '../../errors.js'
 import type {
   ApiKeyChanges, ApiKeyMatch, ApiKeyRecord, CreateOnceResult, IdempotencyRecord, ListPetsQuery, NewApiKeyRecord, NewPetRecord,
@@ -22,15 +21,12 @@ import { classifySqliteError, isBusy } from './errors.js'
 import { BUSY_RETRY_MS, GroupCommit } from './group-commit.js'
 import { petInserts } from './pet-inserts.js'
 import { migrateSqlite } from './schema.js'
-import { KeptAnimals, cutPage } from '../pet-json.js'
+import { KeptAnimals, KeptPages, cutPage } from '../pet-json.js'
 import {
   keyStatements, petStatements, sqliteValue, usageStatements, webhookStatements, webhookValues,
   type KeyStatements, type PageTuple, type PetStatements, type UsageStatements, type WebhookStatements
 } from './statements.js'
 import type { WriteTurn } from './write-turns.js'
-
-/** The bytes of full pages kept (about 3,000 pages of 20): the least recently read go first. */
-const KEPT_PAGE_BYTES = 4 * 1024 * 1024
 
 /** Above every id. */
 const INT64_MAX = 9_223_372_036_854_775_807n
@@ -84,11 +80,11 @@ export class SqliteStorage implements Storage {
   readonly #busyBudgetMs: number
 
   /**
-   * Full pages, as sent: on SQLite an animal committed later always has a
-   * higher id than every one visible before it, so a page read with one animal
-   * after it never changes (not so on PostgreSQL: docs/INTERNALS.md, section "SQLite").
+   * Every full page: on SQLite an animal committed later always has a higher
+   * id than every one visible before it, so a page read with one animal after
+   * it never changes (docs/INTERNALS.md, "Kept pages").
    */
-  readonly #fullPages = new LRUCache<string, PetPageJson>({ maxSize: KEPT_PAGE_BYTES, sizeCalculation: (page) => page.json.length })
+  readonly #pages = new KeptPages((_query, page) => page.nextAfterId !== undefined)
   readonly #pets = new KeptAnimals()
   readonly #group: GroupCommit
   #closed = false
@@ -140,20 +136,17 @@ export class SqliteStorage implements Storage {
     return await this.#pets.get(id, () => this.#read(() => this.#petSql.getJson.get(id)))
   }
 
-  async listPetsJson ({ afterId, status, size }: PetPageQuery): Promise<PetPageJson> {
+  async listPetsJson (query: PetPageQuery): Promise<PetPageJson> {
     if (this.#closed) throw new StorageUnavailableError('the database is closed')
-    const key = `${status ?? ''} ${afterId} ${size}`
-    const kept = this.#fullPages.get(key)
-    if (kept !== undefined) return kept
+    const { afterId, status, size } = query
     // SQLite's JSON rather than rows and the serializer: for the list rows of `npm run bench`,
     // a page of 20, 23.4 → 15.9 µs (docs/PERFORMANCE.md: What each change bought).
-    const [json, count] = this.#read(() => (status === undefined
-      ? this.#petSql.pageAll.for(size + 1).get(afterId)
-      : this.#petSql.pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
-    const full = cutPage(json, Number(count), size)
-    if (full.nextAfterId === undefined) return full
-    this.#fullPages.set(key, full)
-    return full
+    return await this.#pages.get(query, () => {
+      const [json, count] = this.#read(() => (status === undefined
+        ? this.#petSql.pageAll.for(size + 1).get(afterId)
+        : this.#petSql.pageByStatus.for(size + 1).get(status, afterId)) as PageTuple)
+      return cutPage(json, Number(count), size)
+    })
   }
 
   async purgeIdempotentRequests (createdBefore: number): Promise<number> {

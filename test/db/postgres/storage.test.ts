@@ -157,6 +157,69 @@ describe('PostgreSQL', () => {
     }
   })
 
+  const names = (page: { json: Buffer }): string[] => (JSON.parse(String(page.json)) as Array<{ name: string }>).map((pet) => pet.name)
+  const available = (name: string) => buildPetRecord({ name, categoryId: 1n, status: 'available' })
+
+  it('When an id commits after a higher one was listed, then the page with the gap is read anew and shows it (only pages whose ids run without a gap are kept)', async () => {
+    // Arrange: a database of its own; "b" takes its id in a transaction left open, then "c" and "d" commit.
+    const own = await freshPostgresDatabase()
+    const storage = await openPostgres(own)
+    const late = new pg.Client({ connectionString: own })
+    await late.connect()
+    try {
+      const a = await storage.createPet(available('a'))
+      await late.query('BEGIN')
+      await late.query("INSERT INTO pets (name, category_id, status) VALUES ('b', 1, 'available')")
+      await storage.createPet(available('c'))
+      await storage.createPet(available('d'))
+      const page = { afterId: a.id - 1n, status: undefined, size: 2 }
+      const before = await storage.listPetsJson(page)
+
+      // Act
+      await late.query('COMMIT')
+      const after = await storage.listPetsJson(page)
+
+      // Assert
+      assert.deepEqual(names(before), ['a', 'c'])
+      assert.deepEqual(names(after), ['a', 'b'])
+    } finally {
+      await late.end()
+      await storage.close()
+    }
+  })
+
+  it('When a full page holds every id from its cursor on, then it is answered from memory: a row removed behind the service\'s back (which it never does itself) still shows', async () => {
+    // Arrange: three animals; the first two read as a full page, with and without a status.
+    const own = await freshPostgresDatabase()
+    const storage = await openPostgres(own)
+    try {
+      const a = await storage.createPet(available('a'))
+      await storage.createPet(available('b'))
+      await storage.createPet(available('c'))
+      const page = { afterId: a.id - 1n, status: undefined, size: 2 }
+      const filtered = { ...page, status: 'available' as const }
+      const before = await storage.listPetsJson(page)
+      const filteredBefore = await storage.listPetsJson(filtered)
+      const raw = new pg.Client({ connectionString: own })
+      await raw.connect()
+      await raw.query("DELETE FROM pets WHERE name = 'b'")
+      await raw.end()
+
+      // Act
+      const again = await storage.listPetsJson(page)
+      const filteredAgain = await storage.listPetsJson(filtered)
+      const other = await storage.listPetsJson({ ...page, size: 3 })
+
+      // Assert
+      assert.deepEqual(names(before), ['a', 'b'])
+      assert.equal(again, before, 'the kept page, not a copy')
+      assert.equal(filteredAgain, filteredBefore, 'a page with a status is kept by the same rule')
+      assert.deepEqual(names(other), ['a', 'c'], 'another size is another page, read anew')
+    } finally {
+      await storage.close()
+    }
+  })
+
   it('When listing by status, then the query uses the (status, id) index', async () => {
     // Act: sequential scans off, as the planner reads a table of a few
     // rows whole once its statistics say how few (autovacuum's analyze may
