@@ -102,9 +102,12 @@ export class InFlight {
    * is let through uncapped. Once as many of the key's requests as its cap
    * wait in this thread, the next is refused at once: a greedy client's
    * hundreds of connections each cost a refusal, not a wait held open
-   * (docs/INTERNALS.md, section "Requests in flight").
+   * (docs/INTERNALS.md, section "Requests in flight"). `ask`: how the
+   * shared store is asked for the slot the first time (the gate's asks for
+   * the request's limit with it, RateLimitStore `hitHolding`); later asks,
+   * after a wait, are the store's plain `take`.
    */
-  async acquire (key: number, cap: number, waitMs: number): Promise<Release | undefined> {
+  async acquire (key: number, cap: number, waitMs: number, ask?: () => Promise<Release | undefined>): Promise<Release | undefined> {
     const base = this.#slotOf(key)
     if (base === undefined) {
       this.#full()
@@ -136,7 +139,7 @@ export class InFlight {
     } finally {
       if (waits) this.#stopsWaiting(key)
     }
-    return this.#shared === undefined ? local : await this.#acquireShared(key, cap, base, local, deadline)
+    return this.#shared === undefined ? local : await this.#acquireShared(key, cap, base, local, deadline, ask)
   }
 
   /**
@@ -146,14 +149,16 @@ export class InFlight {
    * everywhere, or for the deadline, and then asks once more: at most one
    * round trip per release here, and one at the end, whatever the load.
    */
-  async #acquireShared (key: number, cap: number, base: number, local: Release, deadline: number): Promise<Release | undefined> {
+  async #acquireShared (key: number, cap: number, base: number, local: Release, deadline: number, ask?: () => Promise<Release | undefined>): Promise<Release | undefined> {
     const shared = this.#shared as SharedSlots
+    let first = ask
     for (;;) {
       // Read before asking, so that a release while the question is out is not missed.
       const releases = Atomics.load(this.#words, base + S_RELEASES)
       let everywhere: Release | undefined
       try {
-        everywhere = await shared.take(`key:${key}`, cap)
+        everywhere = first === undefined ? await shared.take(`key:${key}`, cap) : await first()
+        first = undefined
       } catch (error) {
         local()
         throw error

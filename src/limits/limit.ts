@@ -7,7 +7,7 @@ import { LRUCache } from 'lru-cache'
 import { type ApiError, Errors } from '../errors.js'
 import { ANONYMOUS_PER_MINUTE } from './plans.js'
 import { WINDOW_MS } from '../domain.js'
-import { type BanPolicy, type Decision, type RateLimitStore, type WindowLimit, type WindowState } from './store.js'
+import { type BanPolicy, type Decision, type HitRequest, type RateLimitStore, type Release, type WindowLimit, type WindowState } from './store.js'
 import { addressSubject } from './subject.js'
 import type { ApiKeyRecord } from '../db/storage.js'
 import type { Limits } from './plans.js'
@@ -64,7 +64,7 @@ interface Counted {
 }
 
 /** The headers every answer carries from here on, and the refusal when the limit is spent. */
-interface LimitDecision {
+export interface LimitDecision {
   headers: Record<string, string>
   refusal: ApiError | undefined
 }
@@ -95,6 +95,13 @@ export interface Limit {
    * toward a ban), and the cap named in RateLimit-Policy.
    */
   overConcurrency: (caller: Caller) => Promise<LimitDecision & { refusal: ApiError }>
+  /**
+   * A caller's request counted as the limit counts it, and one of its key's
+   * slots of requests in flight taken, in one step of the store
+   * (RateLimitStore `hitHolding`): undefined when every slot is taken, and
+   * nothing was counted. Only with a store that has it.
+   */
+  withSlot: ((caller: Caller) => Promise<{ decision: LimitDecision, release: Release } | undefined>) | undefined
 }
 
 /**
@@ -138,11 +145,8 @@ const SPENT_ADDRESSES_MAX = 10_000
 export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
   // Each spent address, until its window resets.
   const spent = new LRUCache<string, number>({ max: SPENT_ADDRESSES_MAX })
-  const limit = async ({ caller, address, keyUnchecked }: Counted): Promise<LimitDecision> => {
-    const time = now()
-    const decision = caller === undefined
-      ? await hitAddress(store, address, time)
-      : await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban }, time)
+  /** What a request's decision means: its headers, its refusal, and what the limiter tells of it. */
+  const judge = ({ caller, address, keyUnchecked }: Counted, decision: Decision, time: number): LimitDecision => {
     if (caller === undefined && decision.outcome === 'limited') spent.set(address, time + retryAfter(decision, time) * 1000)
     if (caller !== undefined && events?.quotaReached !== undefined) {
       const day = decision.windows.find((w) => w.window === 'day')
@@ -166,9 +170,24 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
     }
     return { headers, refusal: undefined }
   }
+  const keyHit = (caller: Caller): HitRequest => ({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban })
+  const limit = async (counted: Counted): Promise<LimitDecision> => {
+    const time = now()
+    const { caller, address } = counted
+    const decision = caller === undefined ? await hitAddress(store, address, time) : await store.hit(keyHit(caller), time)
+    return judge(counted, decision, time)
+  }
+  const hitHolding = store.hitHolding
+  const withSlot = hitHolding === undefined
+    ? undefined
+    : async (caller: Caller): Promise<{ decision: LimitDecision, release: Release } | undefined> => {
+      const time = now()
+      const held = await hitHolding(keyHit(caller), time, caller.concurrency)
+      if (held === undefined) return undefined
+      return { decision: judge({ caller, address: '', keyUnchecked: false }, held.decision, time), release: held.release }
+    }
   /** Where a key's windows stand, nothing charged. */
-  const lookAt = async (caller: Caller, time: number): Promise<Decision> =>
-    await store.hit({ subject: `key:${caller.key.id}`, windows: windowsOf(caller.limits), ban, charge: false }, time)
+  const lookAt = async (caller: Caller, time: number): Promise<Decision> => await store.hit({ ...keyHit(caller), charge: false }, time)
   const standing = async (caller: Caller): Promise<LimitDecision & { standing: Standing | undefined }> => {
     const time = now()
     const looks = await store.hit({ subject: `standing:key:${caller.key.id}`, windows: [{ window: 'minute', limit: STANDING_PER_MINUTE }], ban: undefined }, time)
@@ -188,7 +207,7 @@ export function createLimit ({ store, ban, now, events }: LimitOptions): Limit {
     events?.refused('concurrency_limited')
     return { headers, refusal: Errors.concurrencyLimited(caller.concurrency) }
   }
-  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now(), standing, overConcurrency })
+  return Object.assign(limit, { addressSpent: (address: string) => (spent.get(address) ?? 0) > now(), standing, overConcurrency, withSlot })
 }
 
 /** Counts against a client address alone: for answers given before there is a request to read a key from. */

@@ -19,18 +19,30 @@ const RENEWALS_PER_LEASE = 5
 const EXPIRY_MARGIN_MS = 1000
 
 /**
- * KEYS: the key's set. ARGV: cap, lease ms, member. Drops the leases that
- * have ended, then adds the member only when fewer than the cap are left.
- * Returns 1 when it took a slot, else 0.
+ * Lua, once `now` is set (Redis's clock, Unix ms) and `slots` names a key's
+ * set: drops the leases that have ended; `room` is whether fewer than `cap`
+ * are left.
+ */
+export const SLOT_ROOM = `
+redis.call('ZREMRANGEBYSCORE', slots, '-inf', string.format('%d', now))
+local room = redis.call('ZCARD', slots) < cap`
+
+/** Lua, after SLOT_ROOM: takes a slot, `member`, until a lease of `lease` ms from now. */
+export const SLOT_TAKE = `
+redis.call('ZADD', slots, string.format('%d', now + lease), member)
+redis.call('PEXPIRE', slots, string.format('%d', lease + ${EXPIRY_MARGIN_MS}))`
+
+/**
+ * KEYS: the key's set. ARGV: cap, lease ms, member. Adds the member only
+ * when fewer than the cap are left. Returns 1 when it took a slot, else 0.
  */
 const TAKE_SCRIPT = `
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local lease = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], string.format('%d', now + lease), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], string.format('%d', lease + ${EXPIRY_MARGIN_MS}))
+local slots, cap, lease, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+${SLOT_ROOM}
+if not room then return 0 end
+${SLOT_TAKE}
 return 1
 `
 
@@ -98,11 +110,21 @@ export class RedisSlots implements SharedSlots {
    * after that is given back at once, since no request will.
    */
   async take (subject: string, cap: number, waiting?: Waiting): Promise<Release | undefined> {
-    const member = this.#member()
+    const { key, member, leaseMs } = this.lease(subject)
     const sent = performance.now()
-    const reply = await this.#client.petstoreTake(1, this.#key(subject), String(cap), String(this.#leaseMs), member)
+    const reply = await this.#client.petstoreTake(1, key, String(cap), String(leaseMs), member)
     if (reply !== 0 && reply !== 1) throw new Error(`unexpected reply from the slot script: ${JSON.stringify(reply)}`)
     if (reply === 0) return undefined
+    return this.taken(subject, member, sent, waiting)
+  }
+
+  /** A slot of `subject`'s to ask for, in `take` or in a command of another script (SLOT_TAKE): its set's key, a member of its own, the lease. */
+  lease (subject: string): { key: string, member: string, leaseMs: number } {
+    return { key: this.#key(subject), member: this.#member(), leaseMs: this.#leaseMs }
+  }
+
+  /** The slot `lease` named, once Redis has given it (the command was sent at `sent`, performance.now()): renewed and given back as this store's own. */
+  taken (subject: string, member: string, sent: number, waiting?: Waiting): Release {
     const release = this.#keep({ subject, written: sent, sent: true }, member)
     if (waiting?.stopped === true) release()
     return release

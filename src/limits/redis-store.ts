@@ -5,10 +5,11 @@
 import { performance } from 'node:perf_hooks'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
 import { within } from '../deadline.js'
-import { DEFAULT_LEASE_MS, RedisSlots, defineSlotScripts, type WithSlotScripts } from './redis-slots.js'
+import { DEFAULT_LEASE_MS, RedisSlots, SLOT_ROOM, SLOT_TAKE, defineSlotScripts, type WithSlotScripts } from './redis-slots.js'
 import type { RedisTarget } from './redis-url.js'
 import { WINDOW_MS } from '../domain.js'
-import { windowStart, type Decision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowState } from './store.js'
+import type { Waiting } from '../deadline.js'
+import { windowStart, type Decision, type HeldDecision, type HitRequest, type RateLimitStore, type Release, type StoreHealth, type WindowState } from './store.js'
 
 /** How much longer than its content a key is kept: an expiry only frees memory, so it errs late. */
 const EXPIRY_MARGIN_MS = 1000
@@ -98,6 +99,33 @@ export function hitScript (clock: string = REDIS_CLOCK): string {
   return clock + HIT_RULE
 }
 
+/** The hit script's answer when hitHolding found every slot taken: the rule's outcomes are 0 to 2. */
+const SLOTS_FULL = 3
+
+/**
+ * The hit with a slot of requests in flight (redis-slots.ts) in the same
+ * step, for RedisStore.hitHolding. KEYS and ARGV: the hit script's, then the
+ * key's set of slots as the last KEY, and cap, lease ms and member as the
+ * last three ARGV, taken off before the rule reads the rest. Every slot
+ * taken: {now, SLOTS_FULL}, and nothing charged; otherwise the rule's answer,
+ * with the slot taken only when it allows the request.
+ */
+const HIT_HOLDING_SCRIPT = `${REDIS_CLOCK}
+local slots = table.remove(KEYS)
+local member = table.remove(ARGV)
+local lease = tonumber(table.remove(ARGV))
+local cap = tonumber(table.remove(ARGV))
+${SLOT_ROOM}
+if not room then return { now, ${SLOTS_FULL} } end
+local answer = (function ()
+${HIT_RULE}
+end)()
+if answer[2] == 0 then
+${SLOT_TAKE}
+end
+return answer
+`
+
 /** The script's KEYS and ARGV for `request` (HIT_RULE says their order), the subject's keys named from `prefix`. */
 export function hitArguments (prefix: string, { windows, ban, charge = true }: HitRequest): { keys: string[], args: string[] } {
   return {
@@ -157,7 +185,10 @@ function reconnectDelay (attempt: number): number {
 /** The script as a command: defineCommand adds it at run time, which ioredis's types cannot know. */
 interface WithHitScript {
   petstoreHit (numberOfKeys: number, ...keysAndArgs: string[]): Promise<unknown>
+  petstoreHitHolding (numberOfKeys: number, ...keysAndArgs: string[]): Promise<unknown>
 }
+
+const NOTHING_HELD: Release = () => {}
 
 export interface RedisStoreOptions {
   /**
@@ -213,6 +244,7 @@ export class RedisStore implements RateLimitStore {
     client.on('ready', () => { this.#lastError = undefined })
     // EVALSHA, with EVAL the first time a server has not seen the script (a new or restarted one).
     client.defineCommand('petstoreHit', { lua: hitScript() })
+    client.defineCommand('petstoreHitHolding', { lua: HIT_HOLDING_SCRIPT })
     defineSlotScripts(client)
     // Cast: the lines above added the scripts.
     this.#client = client as typeof client & WithHitScript & WithSlotScripts
@@ -221,11 +253,27 @@ export class RedisStore implements RateLimitStore {
 
   async hit (request: HitRequest, now: number): Promise<Decision> {
     this.#assertReady()
-    // The slots' keys (redis-slots.ts) share this prefix and hash tag.
-    const { keys, args } = hitArguments(`petstore:${this.#namespace}{${request.subject}}:`, request)
+    const { keys, args } = this.#hitArguments(request)
     const sent = performance.now()
     const reply = await this.#client.petstoreHit(keys.length, ...keys, ...args)
     return decisionOf(reply, request, now + Math.ceil(performance.now() - sent))
+  }
+
+  /** One script, one round trip: a request that finds a slot free sends one command before its answer, not two. */
+  readonly hitHolding = async (request: HitRequest, now: number, cap: number, waiting?: Waiting): Promise<HeldDecision | undefined> => {
+    this.#assertReady()
+    const { keys, args } = this.#hitArguments(request)
+    const slot = this.slots.lease(request.subject)
+    const sent = performance.now()
+    const reply = await this.#client.petstoreHitHolding(keys.length + 1, ...keys, slot.key, ...args, String(cap), String(slot.leaseMs), slot.member)
+    if (Array.isArray(reply) && reply[1] === SLOTS_FULL) return undefined
+    const decision = decisionOf(reply, request, now + Math.ceil(performance.now() - sent))
+    return { decision, release: decision.outcome === 'allowed' ? this.slots.taken(request.subject, slot.member, sent, waiting) : NOTHING_HELD }
+  }
+
+  /** The slots' keys (redis-slots.ts) share this prefix and hash tag: one cluster node holds a subject's every key. */
+  #hitArguments (request: HitRequest): { keys: string[], args: string[] } {
+    return hitArguments(`petstore:${this.#namespace}{${request.subject}}:`, request)
   }
 
   /** One PING (to every master of a cluster), answered within COMMAND_TIMEOUT_MS or failed. */

@@ -7,7 +7,7 @@
 // workers, the state is the instance's, shared by all (degradation.ts).
 import { within } from '../deadline.js'
 import { Degradation } from './degradation.js'
-import type { Decision, HitRequest, RateLimitStore, Release, SharedSlots, StoreHealth } from './store.js'
+import type { Decision, HeldDecision, HitRequest, RateLimitStore, Release, SharedSlots, StoreHealth } from './store.js'
 
 /** What this store logs with: pino's logger is one, and so is anything with these two methods. */
 export interface StoreLogger {
@@ -27,6 +27,7 @@ const PROBE_EVERY_MS = 500
 export class ResilientStore implements RateLimitStore {
   readonly name: string
   readonly slots: SharedSlots | undefined
+  readonly hitHolding: RateLimitStore['hitHolding']
   readonly #primary: RateLimitStore
   readonly #fallback: RateLimitStore
   readonly #logger: StoreLogger
@@ -62,6 +63,10 @@ export class ResilientStore implements RateLimitStore {
     this.slots = shared === undefined
       ? undefined
       : { take: async (subject, cap) => await this.#take(shared, subject, cap), hold: (subject) => shared.hold(subject) }
+    const holding = primary.hitHolding
+    this.hitHolding = shared === undefined || holding === undefined
+      ? undefined
+      : async (request, now, cap) => await this.#hitHolding(holding, shared, request, now, cap)
   }
 
   async hit (request: HitRequest, now: number): Promise<Decision> {
@@ -73,6 +78,18 @@ export class ResilientStore implements RateLimitStore {
       }
     } else this.#ensureProbe()
     return await this.#fallback.hit(request, now)
+  }
+
+  /** As `hit` and `#take` in one: without the shared store, the fallback's decision and a slot held, as the two would give. */
+  async #hitHolding (holding: NonNullable<RateLimitStore['hitHolding']>, shared: SharedSlots, request: HitRequest, now: number, cap: number): Promise<HeldDecision | undefined> {
+    if (!this.#state.degraded) {
+      try {
+        return await within(DEADLINE_MS, async (waiting) => await holding(request, now, cap, waiting))
+      } catch (error) {
+        this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
+      }
+    } else this.#ensureProbe()
+    return { decision: await this.#fallback.hit(request, now), release: shared.hold(request.subject) }
   }
 
   /**

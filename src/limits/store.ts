@@ -79,12 +79,27 @@ export interface SharedSlots {
   hold (subject: string): Release
 }
 
+/** A request's decision, made in one step with a slot of its key's requests in flight (RateLimitStore `hitHolding`). */
+export interface HeldDecision {
+  decision: Decision
+  /** The slot's release; a refused request took none, and its release does nothing. */
+  release: Release
+}
+
 export interface RateLimitStore {
   readonly name: string
   /** The requests in flight every instance shares; none in a store of one process. */
   readonly slots?: SharedSlots
   /** Checks every window and, only when all have room (and the request charges), charges one unit to each. */
   hit (request: HitRequest, now: number): Promise<Decision>
+  /**
+   * One of `slots`' `cap` slots of the request's subject and its hit, in one
+   * step: one round trip to a shared store where `take` then `hit` are two
+   * (docs/INTERNALS.md, section "Requests in flight"). Undefined when every
+   * slot is taken, and then nothing is charged; a request the hit refuses
+   * takes no slot. Only a store with `slots` has it. `waiting.stopped`: as `take`'s.
+   */
+  readonly hitHolding?: (request: HitRequest, now: number, cap: number, waiting?: Waiting) => Promise<HeldDecision | undefined>
   /**
    * Answers from what the store already knows, or after one short probe:
    * readiness is polled often, and the caller gives up after a few seconds

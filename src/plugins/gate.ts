@@ -11,7 +11,7 @@ import type { InFlight } from '../limits/in-flight.js'
 import type { FairPool } from '../limits/fair-pool.js'
 import type { TurnShare } from '../limits/turn-share.js'
 import { BUSY_IN_FLIGHT, type Shed } from './shed.js'
-import type { Caller, Limit, Standing } from '../limits/limit.js'
+import type { Caller, Limit, LimitDecision, Standing } from '../limits/limit.js'
 import { CONCURRENCY_WAIT_MS } from '../limits/plans.js'
 import type { Scope } from '../domain.js'
 import type { UsageCounter } from '../keys/usage.js'
@@ -94,9 +94,18 @@ export function createGate ({ identify, limit, usage, inFlight, turns, shed, poo
     // has one, else its address, unless that was done above.
     let decision
     const spends = routeConfig(request)?.spendsQuota !== false
+    // Counted with its slot of requests in flight, in one step, where the store can (limits/limit.ts `withSlot`).
+    let counted: LimitDecision | undefined
     if (caller !== undefined && spends) {
       // Before its windows: a request over the cap spends neither, nor counts toward a ban.
-      const release = await inFlight.acquire(caller.key.id, caller.concurrency, CONCURRENCY_WAIT_MS)
+      const withSlot = limit.withSlot
+      const release = await inFlight.acquire(caller.key.id, caller.concurrency, CONCURRENCY_WAIT_MS, withSlot === undefined
+        ? undefined
+        : async () => {
+          const held = await withSlot(caller)
+          counted = held?.decision
+          return held?.release
+        })
       if (release === undefined) {
         const over = await limit.overConcurrency(caller)
         reply.headers(over.headers)
@@ -112,7 +121,7 @@ export function createGate ({ identify, limit, usage, inFlight, turns, shed, poo
       request.standing = looked.standing
       decision = looked
     } else {
-      decision = await limit({ caller, address, keyUnchecked: refusal?.code === 'service_unavailable' })
+      decision = counted ?? await limit({ caller, address, keyUnchecked: refusal?.code === 'service_unavailable' })
     }
     reply.headers(decision.headers)
     // Usage (keys/usage.ts): whatever follows, a request of a key is admitted unless its limit refused it.

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as delay } from 'node:timers/promises'
 import type { RedisStore } from '../../src/limits/redis-store.js'
-import type { Release } from '../../src/limits/store.js'
+import type { HitRequest, Release } from '../../src/limits/store.js'
 import { pollUntil } from '../support/process.js'
 import { openTestStore, type RedisKind } from '../support/redis.js'
 
@@ -76,6 +76,41 @@ for (const kind of ['single', 'cluster'] as const satisfies RedisKind[]) {
         assert.ok(taken > cap)
       } finally {
         await closeAll(stores)
+      }
+    })
+
+    it('When a request asks for its limit and a slot in one step, then it is charged and holds the slot; once the slots are all held, the next is charged nothing; a refused one takes no slot', async () => {
+      // Arrange: a cap of 2, a minute of 3 requests, over two instances.
+      const [a, b] = await twoInstances(kind)
+      const who = subject('holding')
+      const request: HitRequest = { subject: who, windows: [{ window: 'minute', limit: 3 }], ban: { threshold: 1, seconds: 60 } }
+      const remaining = (held: { decision: { windows: Array<{ remaining: number }> } } | undefined): number | undefined => held?.decision.windows[0]?.remaining
+
+      try {
+        // Act
+        const first = await a.hitHolding(request, Date.now(), 2)
+        const second = await b.hitHolding(request, Date.now(), 2)
+        const whileFull = await a.hitHolding(request, Date.now(), 2)
+        const plainWhileFull = await b.slots.take(who, 2)
+        first?.release()
+        const third = await b.hitHolding(request, Date.now(), 2)
+        second?.release()
+        third?.release()
+        const refused = await a.hitHolding(request, Date.now(), 2)
+        const slotsAfterRefusal = await Promise.all([a.slots.take(who, 2), b.slots.take(who, 2)])
+
+        // Assert
+        assert.deepEqual([first, second].map((held) => held?.decision.outcome), ['allowed', 'allowed'])
+        assert.deepEqual([remaining(first), remaining(second)], [2, 1])
+        assert.equal(whileFull, undefined, 'every slot held: no answer')
+        assert.equal(plainWhileFull, undefined, 'the two slots are held in Redis, where take sees them')
+        assert.equal(third?.decision.outcome, 'allowed')
+        assert.equal(remaining(third), 0, 'the request refused for its slots was charged nothing')
+        assert.equal(refused?.decision.outcome, 'limited', 'the minute is spent')
+        assert.ok(slotsAfterRefusal.every((release) => release !== undefined), 'the refused request took no slot')
+        for (const release of slotsAfterRefusal) release?.()
+      } finally {
+        await closeAll([a, b])
       }
     })
 

@@ -256,17 +256,23 @@ describe('requests in flight when Redis fails', () => {
     return { store, slots: store.slots }
   }
 
-  /** A slot, timed; it must be had within a second, however Redis is. `late`: as timedHit's. */
-  async function timedTake (slots: SharedSlots, subject: string): Promise<{ release: Release | undefined, ms: number, late: boolean }> {
+  /** What `work` gives, timed; it must be had within a second, however Redis is. `late`: as timedHit's. */
+  async function timed<T> (work: Promise<T>, what: string): Promise<{ value: T, ms: number, late: boolean }> {
     let late = false
     const second = setTimeout(() => { late = true }, 1000)
     const started = performance.now()
     try {
-      const release = await withTimeout(slots.take(subject, 5), 5000, 'a slot')
-      return { release, ms: performance.now() - started, late }
+      const value = await withTimeout(work, 5000, what)
+      return { value, ms: performance.now() - started, late }
     } finally {
       clearTimeout(second)
     }
+  }
+
+  /** A slot, timed. */
+  async function timedTake (slots: SharedSlots, subject: string): Promise<{ release: Release | undefined, ms: number, late: boolean }> {
+    const { value, ms, late } = await timed(slots.take(subject, 5), 'a slot')
+    return { release: value, ms, late }
   }
 
   /** The leases of `subject` that have not ended, on Redis's clock, read with a client of the test's own. */
@@ -289,15 +295,18 @@ describe('requests in flight when Redis fails', () => {
       const before = await slots.take(subject, 5)
       assert.notEqual(before, undefined)
 
-      // Act
+      // Act: a slot alone, then a request's limit and slot in one step.
       server.freeze()
       const during = await timedTake(slots, subject)
       const degraded = await store.health()
+      const both = await timed(store.hitHolding?.({ ...request(), subject }, Date.now(), 5) ?? Promise.resolve(undefined), 'a limit and a slot')
 
       // Assert
-      t.diagnostic(`frozen: a slot had in ${during.ms.toFixed(0)} ms`)
+      t.diagnostic(`frozen: a slot had in ${during.ms.toFixed(0)} ms, a limit and a slot in ${both.ms.toFixed(0)} ms`)
       assert.notEqual(during.release, undefined)
       assert.equal(during.late, false, `a slot waited past a second (${during.ms} ms)`)
+      assert.equal(both.value?.decision.outcome, 'allowed', 'decided in-process')
+      assert.equal(both.late, false, `a limit and a slot waited past a second (${both.ms} ms)`)
       assert.equal(degraded.status, 'degraded')
       assert.deepEqual(log.warnings, ['rate-limit store redis unreachable: limiting in-process, per instance (rate limits and requests in flight), until it answers again'])
 
@@ -310,10 +319,11 @@ describe('requests in flight when Redis fails', () => {
       const live = await liveLeases(server.url, subject)
       before?.()
       during.release?.()
+      both.value?.release()
 
-      // Assert: the slot taken before and the one held while Redis was frozen are both counted, both are given back, and the way back is logged once.
-      assert.equal(live, 2)
-      await pollUntil(async () => (await liveLeases(server.url, subject)) === 0 ? true : undefined, { ms: 5000, every: 50, what: 'both slots given back' })
+      // Assert: the slot taken before and the two held while Redis was frozen are all counted, all are given back, and the way back is logged once.
+      assert.equal(live, 3)
+      await pollUntil(async () => (await liveLeases(server.url, subject)) === 0 ? true : undefined, { ms: 5000, every: 50, what: 'every slot given back' })
       assert.equal(log.infos.length, 1)
     } finally {
       await stopBoth(server, store)
@@ -330,23 +340,27 @@ describe('requests in flight when Redis fails', () => {
       const before = await slots.take(subject, 5)
       assert.notEqual(before, undefined)
 
-      // Act
+      // Act: a request's limit and slot in one step, then a slot alone.
       await server.kill()
+      const both = await timed(store.hitHolding?.({ ...request(), subject }, Date.now(), 5) ?? Promise.resolve(undefined), 'a limit and a slot')
       const during = await timedTake(slots, subject)
       await server.restart()
       await untilHealthy(store)
       const back = performance.now()
-      await pollUntil(async () => (await liveLeases(server.url, subject)) === 2 ? true : undefined, { ms: 5 * LEASE_MS, every: 50, what: 'both slots in the new Redis' })
+      await pollUntil(async () => (await liveLeases(server.url, subject)) === 3 ? true : undefined, { ms: 5 * LEASE_MS, every: 50, what: 'the three slots in the new Redis' })
       const countedIn = performance.now() - back
 
       // Assert
-      t.diagnostic(`killed: a slot had in ${during.ms.toFixed(1)} ms; restarted: both slots counted ${countedIn.toFixed(0)} ms after the store was back`)
+      t.diagnostic(`killed: a limit and a slot had in ${both.ms.toFixed(1)} ms, a slot alone in ${during.ms.toFixed(1)} ms; restarted: every slot counted ${countedIn.toFixed(0)} ms after the store was back`)
+      assert.equal(both.value?.decision.outcome, 'allowed', 'decided in-process')
+      assert.equal(both.late, false, `a limit and a slot waited past a second (${both.ms} ms)`)
       assert.notEqual(during.release, undefined)
       assert.equal(during.late, false, `a slot waited past a second (${during.ms} ms)`)
       assert.ok(countedIn <= 2 * LEASE_MS / 5 + 200, `counted ${countedIn} ms after, not within a renewal`)
       before?.()
       during.release?.()
-      await pollUntil(async () => (await liveLeases(server.url, subject)) === 0 ? true : undefined, { ms: 5000, every: 50, what: 'both slots given back' })
+      both.value?.release()
+      await pollUntil(async () => (await liveLeases(server.url, subject)) === 0 ? true : undefined, { ms: 5000, every: 50, what: 'every slot given back' })
     } finally {
       await stopBoth(server, store)
     }
