@@ -233,6 +233,16 @@ export function wantsSql (events: string, type: string): string {
   return `(${events} IS NULL OR (' ' || ${events} || ' ') LIKE ('% ' || ${type} || ' %'))`
 }
 
+/**
+ * Whether an enabled endpoint wants events of `type` (an SQL string), for
+ * both backends: a change writes its event only then, so that a service
+ * without one does not write, fan out and delete an event per new animal
+ * (docs/WEBHOOKS.md, "Which events are kept").
+ */
+export function listenedSql (type: string): string {
+  return `EXISTS (SELECT 1 FROM webhook_endpoints w WHERE w.enabled = 1 AND ${wantsSql('w.events', type)})`
+}
+
 export interface DeliveryRow {
   event_id: bigint
   type: string

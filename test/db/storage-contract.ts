@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import type { IssuedToken, ApiKeyRecord, NewPetRecord, PetRecord, Storage } from '../../src/db/storage.js'
+import type { IssuedToken, ApiKeyRecord, NewPetRecord, NewWebhookRecord, PetRecord, Storage } from '../../src/db/storage.js'
 import { StorageUnavailableError } from '../../src/errors.js'
 import { MAX_PAGE_SIZE } from '../../src/domain.js'
 import { buildKeyRecord, buildPetRecord, INT64_MAX } from '../support/fixtures.js'
@@ -72,6 +72,27 @@ export function storageContract (name: string, open: () => Promise<StorageHarnes
       assert.equal(before, undefined)
       assert.equal(String(after), `{"id":${added.id},"name":"${tag}-added","categoryId":${INT64_MAX},"status":"pending"}`)
       assert.equal(again, after, 'the kept bytes, not a copy')
+    }))
+
+    it('When no enabled endpoint wants pet.created, then a new animal writes no event; once one does, each new animal writes its event', () => withStorage(async (storage) => {
+      // Arrange: the events other tests left, fanned out; an endpoint that wants other types only.
+      const endpoint = (events: NewWebhookRecord['events']): NewWebhookRecord =>
+        ({ url: 'https://receiver.example/hook', events, description: 'contract', enabled: true, secret: Buffer.alloc(24, 1), createdAt: 1000, updatedAt: 1000 })
+      while (await storage.fanOutEvents(500, 1000) > 0);
+      const others = await storage.createWebhook(endpoint(['key.created']))
+
+      // Act
+      await storage.createPet(newPet(`${uniqueTag()}-unheard`))
+      const unheard = await storage.fanOutEvents(500, 1000)
+      const wanting = await storage.createWebhook(endpoint(['pet.created']))
+      await Promise.all([1, 2].map(async (i) => await storage.createPet(newPet(`${uniqueTag()}-heard-${i}`))))
+      const heard = await storage.fanOutEvents(500, 1000)
+      await storage.deleteWebhook(wanting.id)
+      await storage.deleteWebhook(others.id)
+
+      // Assert
+      assert.equal(unheard, 0, 'no event for an animal no endpoint wanted')
+      assert.equal(heard, 2)
     }))
 
     it('When listing after an id with a status, then only later animals with that status come, in order, up to the limit', () => withStorage(async (storage) => {

@@ -3,7 +3,7 @@
 // written where it runs, in storage.ts.
 import { stateSql } from '../key-search.js'
 import { NEW_PET_COLUMNS, NEW_PET_COLUMN_LIST, PET_COLUMNS, PET_COLUMN_LIST, petSelectList } from '../pet-columns.js'
-import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, keysToAnnounceSql, wantsSql } from '../rows.js'
+import { DUE_DELIVERY_COLUMNS, KEY_COLUMNS, WEBHOOK_COLUMNS, keysToAnnounceSql, listenedSql, wantsSql } from '../rows.js'
 
 const PET_SELECT = petSelectList()
 /**
@@ -13,9 +13,13 @@ const PET_SELECT = petSelectList()
  */
 const PET_JSON = `format('{${PET_COLUMNS.map(({ field }) => `"${field}":%s`).join(',')}}', ${
   PET_COLUMNS.map(({ column, kind }) => kind === 'int' ? column : `to_json(${column})`).join(', ')})`
-/** Each new animal's pet.created event, written by the statement that adds it: a 201 means the event is as durable as the animal (docs/WEBHOOKS.md). */
-const PET_EVENT = `INSERT INTO events (type, created_at, data)
-  SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint, ${PET_JSON}`
+/**
+ * Each new animal's pet.created event, written by the statement that adds it: a 201 means the event is as
+ * durable as the animal (docs/WEBHOOKS.md). None while no endpoint wants it. `pet`: the rows just added.
+ */
+const petEvents = (pet: string): string => `INSERT INTO events (type, created_at, data)
+  SELECT 'pet.created', (extract(epoch from clock_timestamp()) * 1000)::bigint, ${PET_JSON} FROM ${pet}
+  WHERE ${listenedSql("'pet.created'")}`
 /** A page of animals as one JSON array (an empty one has no rows to join), and how many it holds: pet-json.ts cuts it. */
 const PAGE_JSON = `coalesce('[' || string_agg(${PET_JSON}, ',' ORDER BY id) || ']', '[]') AS json, count(*) AS count`
 const PG_TYPES = { int: 'int8', text: 'text' } as const
@@ -30,10 +34,10 @@ export const PET_SQL = {
     FROM unnest(${NEW_PET_COLUMNS.map(({ kind }, i) => `$${i + 1}::${PG_TYPES[kind]}[]`).join(', ')}) WITH ORDINALITY AS input (${NEW_PET_COLUMN_LIST}, n)
     ORDER BY n
     RETURNING ${PET_COLUMN_LIST}
-  ), event AS (${PET_EVENT} FROM pet ORDER BY id)
+  ), event AS (${petEvents('pet')} ORDER BY id)
   SELECT id FROM pet`,
   insert: `WITH pet AS (INSERT INTO pets (${NEW_PET_COLUMN_LIST}) VALUES (${NEW_PET_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${PET_COLUMN_LIST}
-    ), event AS (${PET_EVENT} FROM pet)
+    ), event AS (${petEvents('pet')})
     SELECT id FROM pet`,
   // Takes the key, or an expired record of it; waits for a concurrent
   // transaction holding it. No row back: a live record holds the key.

@@ -3,6 +3,7 @@
 // fails; if one does, the group is done again with a savepoint each, where it
 // fails alone (docs/INTERNALS.md, section "SQLite").
 import { NEW_PET_COLUMNS, NEW_PET_COLUMN_LIST, newPetValues, petSelectList } from '../pet-columns.js'
+import { listenedSql } from '../rows.js'
 import type { CreateOnceResult, PetRecord } from '../storage.js'
 import type { Database } from './driver.js'
 import { isUnavailable } from './errors.js'
@@ -30,9 +31,11 @@ export function petInserts (db: Database): Pick<GroupCommitOptions, 'commitAll' 
      WHERE i.api_key_id = ? AND i.key = ? AND i.created_at > ?`)
   // Each new animal's pet.created event, in the group's transaction: a 201
   // means the event is as durable as the animal (docs/WEBHOOKS.md). The
-  // event's data is the Pet as the API writes it, made by SQLite from the rows.
+  // event's data is the Pet as the API writes it, made by SQLite from the rows;
+  // none is written while no endpoint wants it.
   const announce = db.prepare<[bigint, bigint, bigint]>(
-    `INSERT INTO events (type, created_at, data) SELECT 'pet.created', ?, ${PET_JSON} FROM pets WHERE id BETWEEN ? AND ? ORDER BY id`)
+    `INSERT INTO events (type, created_at, data) SELECT 'pet.created', ?, ${PET_JSON} FROM pets
+     WHERE id BETWEEN ? AND ? AND ${listenedSql("'pet.created'")} ORDER BY id`)
   const insertRows = new StatementPerLimit((rows) => db.prepare<[values: unknown[]]>(
     `INSERT INTO pets (${NEW_PET_COLUMN_LIST}) VALUES ${Array.from({ length: rows }, () => ROW_PLACEHOLDERS).join(', ')}`), INSERT_ROWS)
 
