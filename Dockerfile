@@ -98,7 +98,7 @@ EXPOSE 8080
 # `npm start`'s node options (package.json): Node.js 24's larger young
 # generation would add some 30 MiB under load (docs/OPERATING.md, "Memory").
 # `-e NODE_OPTIONS=…` replaces them.
-ENV NODE_OPTIONS="--max-semi-space-size=16"
+ENV NODE_OPTIONS="--max-semi-space-size=8"
 # node, not curl: slim and distroless images have no curl. PORT as the
 # container was given it, so that the check follows `-e PORT=…`.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
