@@ -92,8 +92,9 @@ for (const kind of ['single', 'cluster'] as const satisfies RedisKind[]) {
         const second = await b.hitHolding(request, Date.now(), 2)
         const whileFull = await a.hitHolding(request, Date.now(), 2)
         const plainWhileFull = await b.slots.take(who, 2)
+        // Through the instance that gave the slot back: one connection is answered in order, two are not.
         first?.release()
-        const third = await b.hitHolding(request, Date.now(), 2)
+        const third = await a.hitHolding(request, Date.now(), 2)
         second?.release()
         third?.release()
         const refused = await a.hitHolding(request, Date.now(), 2)
