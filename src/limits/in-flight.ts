@@ -16,7 +16,7 @@
 // of the key's slots across every instance as well (redis-slots.ts); this
 // table then keeps one process's share under the cap without a round trip,
 // and decides alone while Redis is away (resilient-store.ts).
-import type { Release, SharedSlots } from './store.js'
+import { NOTHING_HELD, type Release, type SharedSlots } from './store.js'
 
 /** Keys a table holds at once: more cost their requests no cap (fail open), and one warning. */
 const DEFAULT_SLOTS = 1 << 16
@@ -65,8 +65,6 @@ export function releaseColumn ({ buffer }: InFlightTable, column: number): numbe
   }
   return released
 }
-
-const NOTHING_HELD: Release = () => {}
 
 export class InFlight {
   readonly #words: Int32Array

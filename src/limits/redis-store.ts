@@ -4,12 +4,11 @@
 // section "Redis store"). It fails fast when Redis is away; resilient-store.ts decides what then.
 import { performance } from 'node:perf_hooks'
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis'
-import { within } from '../deadline.js'
+import { within, type Waiting } from '../deadline.js'
 import { DEFAULT_LEASE_MS, RedisSlots, SLOT_ROOM, SLOT_TAKE, defineSlotScripts, type WithSlotScripts } from './redis-slots.js'
 import type { RedisTarget } from './redis-url.js'
 import { WINDOW_MS } from '../domain.js'
-import type { Waiting } from '../deadline.js'
-import { windowStart, type Decision, type HeldDecision, type HitRequest, type RateLimitStore, type Release, type StoreHealth, type WindowState } from './store.js'
+import { NOTHING_HELD, windowStart, type Decision, type HeldDecision, type HitRequest, type RateLimitStore, type StoreHealth, type WindowState } from './store.js'
 
 /** How much longer than its content a key is kept: an expiry only frees memory, so it errs late. */
 const EXPIRY_MARGIN_MS = 1000
@@ -187,8 +186,6 @@ interface WithHitScript {
   petstoreHit (numberOfKeys: number, ...keysAndArgs: string[]): Promise<unknown>
   petstoreHitHolding (numberOfKeys: number, ...keysAndArgs: string[]): Promise<unknown>
 }
-
-const NOTHING_HELD: Release = () => {}
 
 export interface RedisStoreOptions {
   /**

@@ -5,7 +5,7 @@
 // Its slots of requests in flight go the same way, on the same state: while it is
 // degraded the process's own table decides alone (limits/in-flight.ts). With
 // workers, the state is the instance's, shared by all (degradation.ts).
-import { within } from '../deadline.js'
+import { within, type Waiting } from '../deadline.js'
 import { Degradation } from './degradation.js'
 import type { Decision, HeldDecision, HitRequest, RateLimitStore, Release, SharedSlots, StoreHealth } from './store.js'
 
@@ -70,26 +70,13 @@ export class ResilientStore implements RateLimitStore {
   }
 
   async hit (request: HitRequest, now: number): Promise<Decision> {
-    if (!this.#state.degraded) {
-      try {
-        return await within(DEADLINE_MS, async () => await this.#primary.hit(request, now))
-      } catch (error) {
-        this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
-      }
-    } else this.#ensureProbe()
-    return await this.#fallback.hit(request, now)
+    return await this.#primaryOr(async () => await this.#primary.hit(request, now), async () => await this.#fallback.hit(request, now))
   }
 
   /** As `hit` and `#take` in one: without the shared store, the fallback's decision and a slot held, as the two would give. */
   async #hitHolding (holding: NonNullable<RateLimitStore['hitHolding']>, shared: SharedSlots, request: HitRequest, now: number, cap: number): Promise<HeldDecision | undefined> {
-    if (!this.#state.degraded) {
-      try {
-        return await within(DEADLINE_MS, async (waiting) => await holding(request, now, cap, waiting))
-      } catch (error) {
-        this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
-      }
-    } else this.#ensureProbe()
-    return { decision: await this.#fallback.hit(request, now), release: shared.hold(request.subject) }
+    return await this.#primaryOr(async (waiting) => await holding(request, now, cap, waiting),
+      async () => ({ decision: await this.#fallback.hit(request, now), release: shared.hold(request.subject) }))
   }
 
   /**
@@ -97,14 +84,19 @@ export class ResilientStore implements RateLimitStore {
    * held without it: the caller has one from the process's own table already.
    */
   async #take (shared: SharedSlots, subject: string, cap: number): Promise<Release | undefined> {
+    return await this.#primaryOr(async (waiting) => await shared.take(subject, cap, waiting), async () => shared.hold(subject))
+  }
+
+  /** `primary`'s answer within DEADLINE_MS while the shared store is used; else, or when it fails or is late, the store degrades and `fallback` answers. */
+  async #primaryOr<T> (primary: (waiting: Waiting) => Promise<T>, fallback: () => Promise<T>): Promise<T> {
     if (!this.#state.degraded) {
       try {
-        return await within(DEADLINE_MS, async (waiting) => await shared.take(subject, cap, waiting))
+        return await within(DEADLINE_MS, primary)
       } catch (error) {
         this.#degrade(`${this.#primary.name} unreachable (${message(error)})`)
       }
     } else this.#ensureProbe()
-    return shared.hold(subject)
+    return await fallback()
   }
 
   /** While the shared store is used, one probe of it, so that readiness names a store that went away while no request came. */

@@ -59,6 +59,9 @@ export type StoreHealth =
 /** Gives a slot of requests in flight back: once; later calls do nothing. */
 export type Release = () => void
 
+/** The release of a slot never taken. */
+export const NOTHING_HELD: Release = () => {}
+
 /**
  * A key's slots of requests in flight, counted where every instance sees
  * them (docs/INTERNALS.md, section "Requests in flight"). Only a shared
