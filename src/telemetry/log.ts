@@ -32,7 +32,7 @@ const BUFFER_BYTES = 16 * 1024 * 1024
 /** Where the log's lines go: stdout (below), or, in a worker, the main thread (workers/log-relay.ts). */
 export type LogSink = Pick<ServiceLog, 'write' | 'flush' | 'dropped'>
 
-export function createLog ({ level, format, worker }: LogOptions, sink: LogSink = stdoutSink()): ServiceLog {
+export function createLog ({ level, format, worker }: LogOptions, sink: LogSink = fileSink(1)): ServiceLog {
   const pretty = format === 'pretty'
     // Loaded only when asked for, like the database and Redis clients
     // (docs/PERFORMANCE.md, RSS). Coloured only for a person at a terminal.
@@ -49,30 +49,54 @@ export function createLog ({ level, format, worker }: LogOptions, sink: LogSink 
 }
 
 /**
- * Lines are written once WRITE_BYTES of them wait, and at most about
- * WRITE_EVERY_MS after they came: a write for each line cost a system call
- * and a trip through libuv's thread pool a request, some 12 µs of a
+ * Lines are handed to the stream once WRITE_BYTES of them wait, and at most
+ * about WRITE_EVERY_MS after they came: a write for each line cost a system
+ * call and a trip through libuv's thread pool a request, some 12 µs of a
  * getPet's 150 (docs/PERFORMANCE.md: "The log's writes").
  */
 const WRITE_BYTES = 8192
 const WRITE_EVERY_MS = 100
 
-/** stdout, through a bounded buffer: what does not fit is dropped and counted. */
-function stdoutSink (): LogSink {
-  const stream = new sonicBoom.SonicBoom({ fd: 1, sync: false, maxLength: BUFFER_BYTES, minLength: WRITE_BYTES })
+/** A batch's room: WRITE_BYTES, and the longest line a batch still takes whole. */
+const BATCH_BYTES = 2 * WRITE_BYTES
+
+/**
+ * A file descriptor (stdout: 1), through a bounded buffer: what does not fit is dropped and counted.
+ * Each line is encoded into the batch as it comes, while its text is fresh
+ * in the cache; sonic-boom gets the batch's bytes. Held as text, in
+ * sonic-boom or here, the lines cost a few µs a request more: its text mode
+ * measures all it holds again for every line, and a batch of pino's lines
+ * joined is one string of many small parts, slow to copy out once they have
+ * gone cold (docs/PERFORMANCE.md: "The log line's hand-over").
+ */
+export function fileSink (fd: number): LogSink {
+  const stream = new sonicBoom.SonicBoom({ fd, sync: false, maxLength: BUFFER_BYTES, contentMode: 'buffer' })
+  let batch = Buffer.allocUnsafe(BATCH_BYTES)
+  let used = 0
   let dropped = 0
   let gone = false
-  stream.on('drop', () => { dropped++ })
+  stream.on('drop', (bytes: Buffer) => { dropped += linesIn(bytes) })
   // EPIPE (the reader closed its end) and any other write error: nothing more
   // can be written there, and the service goes on without its log.
   stream.on('error', () => { gone = true })
+  // sonic-boom's types know only its text mode's write.
+  const send = (bytes: Buffer): void => {
+    if (gone) dropped += linesIn(bytes)
+    else stream.write(bytes as unknown as string)
+  }
+  const handOver = (): void => {
+    if (used === 0) return
+    const bytes = batch.subarray(0, used)
+    batch = Buffer.allocUnsafe(BATCH_BYTES)
+    used = 0
+    send(bytes)
+  }
   // Not sonic-boom's periodicFlush, which wakes an idle process ten times a
-  // second. This one runs while lines come, and once after the last: a flush
-  // while a write is in flight does nothing, and the next one writes the rest.
+  // second. This one runs while lines come, and once after the last.
   let flusher: NodeJS.Timeout | undefined
   let written = false
   const flushNow = (): void => {
-    if (!gone) stream.flush()
+    handOver()
     if (!written) {
       clearInterval(flusher)
       flusher = undefined
@@ -82,10 +106,15 @@ function stdoutSink (): LogSink {
   return {
     write (line) {
       if (gone) {
-        dropped++
+        dropped += linesIn(line)
         return
       }
-      stream.write(line)
+      // A UTF-16 unit takes at most 3 bytes of UTF-8: room for that much, and the line goes in whole.
+      const most = line.length * 3
+      if (used + most > BATCH_BYTES) handOver()
+      if (most > BATCH_BYTES) send(Buffer.from(line))
+      else used += batch.write(line, used)
+      if (used >= WRITE_BYTES) handOver()
       written = true
       if (flusher === undefined) {
         flusher = setInterval(flushNow, WRITE_EVERY_MS)
@@ -93,6 +122,7 @@ function stdoutSink (): LogSink {
       }
     },
     async flush (deadlineMs) {
+      handOver()
       if (gone) return
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, deadlineMs)
@@ -101,6 +131,13 @@ function stdoutSink (): LogSink {
     },
     dropped: () => dropped
   }
+}
+
+/** How many lines a text holds: each of ours ends with a newline. */
+function linesIn (text: string | Buffer): number {
+  let lines = 0
+  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) lines++
+  return Math.max(lines, 1)
 }
 
 /** pino-pretty, loaded synchronously, since the log exists before anything else starts. */

@@ -157,6 +157,22 @@ describe('operating the service', { timeout: 90_000 }, () => {
     })
   }
 
+  it('When request lines short and long come in turn, then each is written once, whole and in order, the longest (past a batch of the log) too', async () => {
+    // Arrange: URLs from a few bytes to several times the log's 8 KiB batch, each line's request named.
+    const server = track(await startServer(freshEnv()))
+    const lengths = [40, 2_500, 5_400, 5_500, 7_000, 12_000, 60, 16, 9_000]
+    const sent = [...lengths, ...lengths].map((length, i) => ({ id: `long-${i}`, query: 'q'.repeat(length) }))
+
+    // Act
+    for (const { id, query } of sent) await get(`${server.origin}/v1/pets?${query}`, { 'x-request-id': id })
+    await server.waitForStdout((out) => out.includes(`"requestId":"long-${sent.length - 1}"`), 5_000, 'the last request\'s line')
+
+    // Assert: every line is JSON, and the requests' lines are the ones sent, in order, with their whole URLs.
+    const lines = server.stdout.trim().split('\n').map((line) => JSON.parse(line) as { requestId?: string, url?: string })
+    const written = lines.filter((line) => line.requestId?.startsWith('long-') === true)
+    assert.deepEqual(written.map((line) => [line.requestId, line.url]), sent.map(({ id, query }) => [id, `/v1/pets?${query}`]))
+  })
+
   it('When whatever reads stdout stops reading, then requests are still answered, and the lines wait in the log\'s buffer', async () => {
     // Arrange: a reader that stops reading once the service listens; the
     // pipe between them holds about 64 KiB, some 250 request lines.
