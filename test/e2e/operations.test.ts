@@ -157,11 +157,11 @@ describe('operating the service', { timeout: 90_000 }, () => {
     })
   }
 
-  it('When request lines short and long come in turn, then each is written once, whole and in order, the longest (past a batch of the log) too', async () => {
-    // Arrange: URLs from a few bytes to several times the log's 8 KiB batch, each line's request named.
+  it('When request lines short and long come in turn, then each is written once, whole and in order', async () => {
+    // Arrange: URLs from a few bytes to as long as Node takes, each line's request named; several of the log's writes.
     const server = track(await startServer(freshEnv()))
-    const lengths = [40, 2_500, 5_400, 5_500, 7_000, 12_000, 60, 16, 9_000]
-    const sent = [...lengths, ...lengths].map((length, i) => ({ id: `long-${i}`, query: 'q'.repeat(length) }))
+    const lengths = [40, 2_500, 5_400, 5_500, 7_000, 12_000, 60, 16, 15_000, 9_000]
+    const sent = [...lengths, ...lengths, ...lengths].map((length, i) => ({ id: `long-${i}`, query: 'q'.repeat(length) }))
 
     // Act
     for (const { id, query } of sent) await get(`${server.origin}/v1/pets?${query}`, { 'x-request-id': id })

@@ -12,12 +12,12 @@ describe('the log\'s sink', () => {
   after(() => removeTempDir(dir))
 
   it('When lines of every length, some of characters that take 2 to 4 bytes, are written, then the file holds them all, in order, byte for byte', async () => {
-    // Arrange: lines around and past the batch (8 KiB, with room for 16 KiB), of 1- to 4-byte characters.
+    // Arrange: lines around and past the batch (32 KiB, with room for 64 KiB: a line of up to 21,845 UTF-16 units goes in whole), of 1- to 4-byte characters.
     const file = join(dir, 'lines.log')
     const fd = openSync(file, 'w')
     const sink = fileSink(fd)
     const pieces = ['a', 'é', '€', '🐕']
-    const lines = [10, 2_000, 5_000, 5_461, 5_462, 6_000, 1, 9_000, 300].flatMap((length, i) =>
+    const lines = [10, 2_000, 9_000, 21_844, 21_845, 21_846, 1, 30_000, 300, 70_000, 20].flatMap((length, i) =>
       pieces.map((piece, k) => `${i}.${k} ${piece.repeat(length)}\n`))
 
     // Act
