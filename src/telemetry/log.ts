@@ -72,7 +72,9 @@ const BATCH_BYTES = 2 * WRITE_BYTES
  */
 export function fileSink (fd: number): LogSink {
   const stream = new sonicBoom.SonicBoom({ fd, sync: false, maxLength: BUFFER_BYTES, contentMode: 'buffer' })
-  let batch = Buffer.allocUnsafe(BATCH_BYTES)
+  // One batch for the sink's life; each hand-over copies out what it holds,
+  // so that no batch's unused room waits in memory for its write.
+  const batch = Buffer.allocUnsafe(BATCH_BYTES)
   let used = 0
   let dropped = 0
   let gone = false
@@ -87,8 +89,7 @@ export function fileSink (fd: number): LogSink {
   }
   const handOver = (): void => {
     if (used === 0) return
-    const bytes = batch.subarray(0, used)
-    batch = Buffer.allocUnsafe(BATCH_BYTES)
+    const bytes = Buffer.from(batch.subarray(0, used))
     used = 0
     send(bytes)
   }
