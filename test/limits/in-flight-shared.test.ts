@@ -109,7 +109,9 @@ describe('requests in flight across instances', () => {
       // Assert
       t.diagnostic(`got the slot after ${waited.toFixed(0)} ms, at the end of its 300 ms wait`)
       assert.notEqual(next, undefined)
-      assert.ok(waited >= 300, `got it after ${waited} ms`)
+      // Not at the release (50 ms) but at the wait's end; a timer can fire a
+      // little before 300 ms by this clock, since libuv's loop time is cached.
+      assert.ok(waited >= 250, `got it after ${waited} ms`)
       next?.()
     } finally {
       for (const release of held) release?.()
