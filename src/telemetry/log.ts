@@ -29,7 +29,7 @@ export interface ServiceLog {
 /** Some 60,000 request lines of about 250 bytes: a stalled reader has seconds to minutes before a line is dropped. */
 const BUFFER_BYTES = 16 * 1024 * 1024
 
-/** Where the log's lines go: stdout (below), or, in a worker, the main thread (workers/log-relay.ts). */
+/** Where the log's lines go: stdout (`fileSink(1)`, below), or, in a worker, the main thread (workers/log-relay.ts). */
 export type LogSink = Pick<ServiceLog, 'write' | 'flush' | 'dropped'>
 
 export function createLog ({ level, format, worker }: LogOptions, sink: LogSink = fileSink(1)): ServiceLog {
@@ -62,13 +62,14 @@ const WRITE_EVERY_MS = 100
 const BATCH_BYTES = 2 * WRITE_BYTES
 
 /**
- * A file descriptor (stdout: 1), through a bounded buffer: what does not fit is dropped and counted.
- * Each line is encoded into the batch as it comes, while its text is fresh
- * in the cache; sonic-boom gets the batch's bytes. Held as text, in
- * sonic-boom or here, the lines cost a few µs a request more: its text mode
- * measures all it holds again for every line, and a batch of pino's lines
- * joined is one string of many small parts, slow to copy out once they have
- * gone cold (docs/PERFORMANCE.md: "The log line's hand-over").
+ * A file descriptor, through a bounded buffer: what does not fit is
+ * dropped and counted. Each line is encoded into the batch as it comes,
+ * while its text is fresh in the cache; sonic-boom gets the batch's bytes.
+ * Held as text, in sonic-boom or here, the lines cost a few µs a request
+ * more: its text mode measures all it holds again for every line, and a
+ * batch of pino's lines joined is one string of many small parts, slow to
+ * copy out once they have gone cold (docs/PERFORMANCE.md: "The log line's
+ * hand-over").
  */
 export function fileSink (fd: number): LogSink {
   const stream = new sonicBoom.SonicBoom({ fd, sync: false, maxLength: BUFFER_BYTES, contentMode: 'buffer' })
