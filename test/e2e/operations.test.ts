@@ -157,7 +157,7 @@ describe('operating the service', { timeout: 90_000 }, () => {
     })
   }
 
-  it('When request lines short and long come in turn, then each is written once, whole and in order', async () => {
+  it('When request lines short and long come in turn, then each is written once, whole, and in the order sent within its worker', async () => {
     // Arrange: URLs from a few bytes to as long as Node takes, each line's request named; several of the log's writes.
     const server = track(await startServer(freshEnv()))
     const lengths = [40, 2_500, 5_400, 5_500, 7_000, 12_000, 60, 16, 15_000, 9_000]
@@ -165,12 +165,22 @@ describe('operating the service', { timeout: 90_000 }, () => {
 
     // Act
     for (const { id, query } of sent) await get(`${server.origin}/v1/pets?${query}`, { 'x-request-id': id })
-    await server.waitForStdout((out) => out.includes(`"requestId":"long-${sent.length - 1}"`), 5_000, 'the last request\'s line')
+    await server.waitForStdout((out) => sent.every(({ id }) => out.includes(`"requestId":"${id}"`)), 5_000, 'every request\'s line')
 
-    // Assert: every line is JSON, and the requests' lines are the ones sent, in order, with their whole URLs.
-    const lines = server.stdout.trim().split('\n').map((line) => JSON.parse(line) as { requestId?: string, url?: string })
+    // Assert: every line is JSON, and the requests' lines are the ones sent, with their whole URLs, in the order sent
+    // by each writer. Under WORKERS (docs/WORKERS.md) each worker's lines keep their order; the workers' lines interleave.
+    const lines = server.stdout.trim().split('\n').map((line) => JSON.parse(line) as { requestId?: string, url?: string, worker?: number })
     const written = lines.filter((line) => line.requestId?.startsWith('long-') === true)
-    assert.deepEqual(written.map((line) => [line.requestId, line.url]), sent.map(({ id, query }) => [id, `/v1/pets?${query}`]))
+    const byWriter = new Map<number | undefined, typeof written>()
+    for (const line of written) byWriter.set(line.worker, [...(byWriter.get(line.worker) ?? []), line])
+    const urls = new Map(sent.map(({ id, query }) => [id, `/v1/pets?${query}`]))
+    const order = sent.map(({ id }) => id)
+    for (const [worker, theirs] of byWriter) {
+      assert.deepEqual(theirs.map((line) => [line.requestId, line.url]), theirs.map((line) => [line.requestId, urls.get(line.requestId ?? '')]), `worker ${worker}: whole URLs`)
+      const ids = theirs.map((line) => line.requestId ?? '')
+      assert.deepEqual(ids, order.filter((id) => ids.includes(id)), `worker ${worker}: in the order sent`)
+    }
+    assert.deepEqual(written.map((line) => line.requestId).sort(), [...order].sort(), 'each request once')
   })
 
   it('When whatever reads stdout stops reading, then requests are still answered, and the lines wait in the log\'s buffer', async () => {
