@@ -4,6 +4,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { join } from 'node:path'
 import type { TestEvent } from 'node:test/reporters'
+import fc from 'fast-check'
 import testSummary from './test-summary.js'
 
 type Outcome = 'pass' | 'fail'
@@ -103,5 +104,20 @@ describe('the test run\'s summary line', () => {
     ])
 
     assert.equal(written, 'failed: dist/test/a.test.js › adds up: expected 3\n1 passed, 1 failed\n')
+  })
+
+  it('When a property fails, then its line has fast-check\'s replay and the first line of what the property threw', async () => {
+    // Arrange: a real fast-check failure, whose error keeps what the property threw as its cause.
+    const here = join(process.cwd(), 'dist/test/a.test.js')
+    const thrown = await fc.assert(fc.asyncProperty(fc.integer({ min: 0, max: 9 }), async (n) => {
+      if (n > 4) throw new Error(`too big: ${n}\nmore detail`)
+    }), { seed: 42 }).then(() => undefined, (error: unknown) => error)
+    assert.ok(thrown instanceof Error, 'the property failed')
+
+    // Act
+    const written = await writtenFor([ended({ outcome: 'fail', nesting: 1, file: here, name: 'stays small', error: thrown })])
+
+    // Assert
+    assert.match(written.split('\n')[0] ?? '', /^failed: dist\/test\/a\.test\.js › stays small: Property failed after \d+ tests ← \{ seed: 42, path: "[\d:]+", endOnFailure: true \} ← too big: 5$/)
   })
 })

@@ -1,8 +1,8 @@
 // A node:test reporter (`--test-reporter`) that writes the run's counts as
 // one line, `N passed, N failed` (then skipped and todo, when there are
 // any), for scripts/run-tests.js to print last, after a line for each
-// failure (`failed: FILE › TEST: MESSAGE`): a CI log kept only by its end
-// still says what failed.
+// failure (`failed: FILE › TEST: MESSAGE ← CAUSE`): a CI log kept only by
+// its end still says what failed.
 // https://nodejs.org/api/test.html#custom-reporters
 import { relative } from 'node:path'
 import type { TestEvent } from 'node:test/reporters'
@@ -44,7 +44,7 @@ export default async function * testSummary (source: AsyncIterable<TestEvent>): 
     }
     if (failed && event.type === 'test:fail') {
       counts.failed++
-      failedLines.push(`failed: ${relative(process.cwd(), data.file ?? '?')} › ${data.name}: ${firstLine(event.data.details.error)}`)
+      failedLines.push(`failed: ${relative(process.cwd(), data.file ?? '?')} › ${data.name}: ${gist(event.data.details.error)}`)
     }
   }
   for (const line of failedLines) yield `${line}\n`
@@ -56,9 +56,22 @@ function failureType (error: Error): unknown {
   return (error as Error & { failureType?: unknown }).failureType
 }
 
-/** The first line of what a test threw, through the runner's wrapper (`ERR_TEST_FAILURE`, its `cause`). */
-function firstLine (error: Error): string {
-  const cause: unknown = error.cause ?? error
-  const message = cause instanceof Error ? cause.message : String(cause)
-  return message.split('\n').find((line) => line.trim() !== '')?.trim().slice(0, 300) ?? '(no message)'
+/**
+ * What a test threw, in a line: its first line, then the first line of each
+ * error it was caused by. fast-check's error says which run failed and keeps
+ * what the property threw as its cause, so that line also carries its
+ * replay (`{ seed: …, path: … }`): a CI log kept only by its end still tells
+ * why, and how to run it again.
+ */
+function gist (error: Error): string {
+  const parts: string[] = []
+  // Through the runner's wrapper (`ERR_TEST_FAILURE`) first; at most a few causes deep, against a cycle.
+  let cause: unknown = error.cause ?? error
+  for (let depth = 0; depth < 4 && cause !== undefined; depth++) {
+    const message = cause instanceof Error ? cause.message : String(cause)
+    const lines = message.split('\n').map((line) => line.trim()).filter((line) => line !== '')
+    parts.push(...lines.slice(0, 1), ...lines.filter((line) => line.startsWith('{ seed: ')))
+    cause = cause instanceof Error ? cause.cause : undefined
+  }
+  return parts.map((part) => part.slice(0, 300)).join(' ← ') || '(no message)'
 }
