@@ -208,6 +208,10 @@ async function exchange (port: number, bytes: string): Promise<Buffer> {
   socket.end(bytes, 'utf8')
   try {
     await withTimeout(closed, CONNECTION_MS, 'the server to answer and close a fuzzed connection')
+  } catch (error) {
+    // What it was sent and had answered: a hang under load does not always come back with the seed.
+    const received = Buffer.concat(chunks).toString('latin1')
+    throw new Error(`${(error as Error).message}: ${received.length} bytes back (${JSON.stringify(received.slice(0, 120))}) for ${JSON.stringify(bytes.slice(0, 300))}`)
   } finally {
     socket.destroy()
   }
