@@ -65,6 +65,11 @@ export function createEdge ({ countAddress, timeouts, caps }: { countAddress: Co
         else refuseUnroutable(request, response, countAddress)
       }
       server.on('request', take)
+      // Without a listener Node writes the 100 at once, out of turn for a pipelined request (continueInTurn).
+      server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => {
+        continueInTurn(response)
+        take(request, response)
+      })
       // Without a listener Node answers 417 itself; with one, the request is ours (plugins/framing.ts).
       server.on('checkExpectation', take)
       // Without a listener Node closes the connection without a word.
@@ -85,6 +90,23 @@ export function bodyUnread (request: IncomingMessage): boolean {
   const declared = request.headers['transfer-encoding'] !== undefined ||
     (request.headers['content-length'] !== undefined && request.headers['content-length'] !== '0')
   return declared && request.complete === false
+}
+
+/**
+ * A request's `100 Continue`, as Node writes it when nothing listens for
+ * `checkContinue`, but in the request's turn. For a request pipelined
+ * behind one still being answered, Node's 100 waits in the response's
+ * buffer; an answer made before the request's turn comes then goes out
+ * with its status line ahead of that 100 and its body after it, and the
+ * client reads the 100 as body (Node 20 to 26; docs/INTERNALS.md, "Edge").
+ * So such a request gets its 100 when its turn comes, or none if its
+ * answer is made by then: a final status answers the expectation
+ * (RFC 9110 §10.1.1).
+ */
+function continueInTurn (response: ServerResponse): void {
+  // A response is given its socket ('socket') once the answers before it have gone.
+  if (response.socket !== null) response.writeContinue()
+  else response.once('socket', () => { if (!response.headersSent) response.writeContinue() })
 }
 
 /**

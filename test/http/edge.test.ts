@@ -3,7 +3,7 @@
 // after a grace when it closes.
 import { after, afterEach, before, describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { Agent, Server, get } from 'node:http'
+import { Agent, Server, get, type ServerResponse } from 'node:http'
 import { EventEmitter, once } from 'node:events'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
@@ -225,6 +225,77 @@ describe('a client\'s half-close', () => {
     assert.deepEqual([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1])), [201, 200, 404])
     const listed = await t.app.inject({ url: '/v1/pets', headers: { authorization: `Bearer ${token}` } })
     assert.deepEqual(listed.json<Array<{ name: string }>>().map((pet) => pet.name), ['Rex'])
+  })
+})
+
+describe('100 Continue for a request pipelined behind another', () => {
+  let t: TestApp | undefined
+  afterEach(async () => { await t?.close(); t = undefined })
+
+  /** An app whose listing waits for `release`, listening; and the next request that expects 100-continue, as the server takes it. */
+  async function heldApp (): Promise<{ port: number, token: string, release: () => void, expecting: Promise<ServerResponse> }> {
+    let release = (): void => {}
+    const released = new Promise<void>((resolve) => { release = resolve })
+    t = await buildTestApp({}, { storage: petsHeldUntil(openSqlite('sqlite::memory:'), released) })
+    const token = await t.newKey('pro')
+    // Prepended, so that it sees the response before the edge's own listener answers the expectation.
+    const expecting = new Promise<ServerResponse>((resolve) => { t?.app.server.prependOnceListener('checkContinue', (_request, response) => { resolve(response) }) })
+    await t.app.listen({ host: '127.0.0.1', port: 0 })
+    return { port: (t.app.server.address() as AddressInfo).port, token, release, expecting }
+  }
+
+  it('When its answer is made before the answer ahead of it has gone, then the answers go out whole and in order, with no 100 inside the second, and the connection closes after it (regression: Node wrote the 100 between its status line and its body; fuzz seed 1679311161)', async () => {
+    // Arrange
+    const { port, token, release, expecting } = await heldApp()
+    const connection = await RawConnection.open(port)
+
+    let received: string
+    try {
+      // Act: a listing, held; then a request answered at once (404) that expects 100-continue.
+      connection.write(`GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n` +
+        `GET /v1/nothing HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nExpect: 100-continue\r\n\r\n`)
+      const second = await withTimeout(expecting, 5_000, 'the second request')
+      await pollUntil(async () => second.writableEnded ? true : undefined, { ms: 5_000, every: 5, what: 'the second answer, made while the first is held' })
+      release()
+      received = await connection.waitFor((text) => finalAnswers(text) === 2, 5_000, 'both answers')
+    } finally {
+      connection.close()
+    }
+
+    // Assert
+    const { responses, rest } = responsesIn(received)
+    assert.deepEqual(responses.map(({ status, body }) => [status, /^[[{]/.test(body) && /[\]}]$/.test(body)]), [[200, true], [404, true]], received)
+    assert.equal(rest, '', received)
+    assert.doesNotMatch(received, /100 Continue/)
+    // Its body may still come, unasked for: the connection closes after it, as Node closes any whose 100 was never sent.
+    assert.match(responses[1]?.head ?? '', /\r\nconnection: close(\r\n|$)/i)
+  })
+
+  it('When it still waits for its body once the answer ahead of it has gone, then it gets its 100 Continue then, and its answer after its body', async () => {
+    // Arrange
+    const { port, token, release, expecting } = await heldApp()
+    const body = '{"name":"Rex","categoryId":1}'
+    const connection = await RawConnection.open(port)
+
+    let received: string
+    try {
+      // Act: a listing, held; then a POST's headers alone, waiting for the 100 before its body.
+      connection.write(`GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n` +
+        `POST /v1/pets HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`)
+      await withTimeout(expecting, 5_000, 'the second request')
+      release()
+      await connection.waitFor((text) => text.includes('100 Continue'), 5_000, 'the 100 Continue')
+      connection.write(body)
+      received = await connection.waitFor((text) => finalAnswers(text) === 2, 5_000, 'both answers')
+    } finally {
+      connection.close()
+    }
+
+    // Assert
+    const { responses, rest } = responsesIn(received)
+    assert.deepEqual(responses.map(({ status }) => status), [200, 100, 201], received)
+    assert.equal(rest, '', received)
   })
 })
 
@@ -582,3 +653,21 @@ describe('reading after an early answer, on the admin listener', () => {
     })
   }
 })
+
+/** The responses in what a connection received, in order, 1xx included, each body as long as its Content-Length; and what follows them. */
+function responsesIn (text: string): { responses: Array<{ status: number, head: string, body: string }>, rest: string } {
+  const responses: Array<{ status: number, head: string, body: string }> = []
+  let rest = Buffer.from(text)
+  for (;;) {
+    const end = rest.indexOf('\r\n\r\n')
+    const head = rest.subarray(0, Math.max(end, 0)).toString()
+    const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(head)?.[1] ?? NaN)
+    const length = status < 200 ? 0 : Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? NaN)
+    if (end === -1 || Number.isNaN(status) || Number.isNaN(length) || rest.length < end + 4 + length) return { responses, rest: rest.toString() }
+    responses.push({ status, head, body: rest.subarray(end + 4, end + 4 + length).toString() })
+    rest = rest.subarray(end + 4 + length)
+  }
+}
+
+/** How many final (non-1xx) answers a connection received whole. */
+const finalAnswers = (text: string): number => responsesIn(text).responses.filter(({ status }) => status >= 200).length
